@@ -1,0 +1,39 @@
+# Two commands do all setup on a fresh machine with Python 3.11+:
+#   make report   builds every report from the bundled data into reports/
+#   make test     runs the whole test suite
+# Both create .venv/ in the repository root and install the project into it.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+
+.PHONY: setup test report bench lab clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: setup
+	$(BIN)/python -m pytest -n auto -q
+
+report: setup
+	mkdir -p reports
+	$(BIN)/ett summarize data/sample --by team > reports/sample-summary.txt
+	$(BIN)/ett summarize data/sample --json > reports/sample-summary.json
+	$(BIN)/ett trend data/sample --every day --json > reports/sample-trend.json
+
+bench: setup
+	$(BIN)/python benchmarks/run.py
+
+lab: setup
+	$(BIN)/jupyter lab notebooks/
+
+clean:
+	rm -rf $(VENV) reports/* .pytest_cache .hypothesis
+	touch reports/.gitkeep

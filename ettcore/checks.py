@@ -1,0 +1,92 @@
+"""Validation: run every data check and turn failing rows into Problems.
+
+Each check is one query in ``ettcore/sql/checks/`` that returns the failing
+rows.  After the checks, ``clean_<table>`` views hold the rows of jobs without
+problems; :func:`accounting` counts, per table, rows read, used and rejected
+(by reason), so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from .errors import Problem
+from .queries import check_names, sql
+
+
+def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> pl.DataFrame:
+    """All failing rows of all checks, with the check's name, ordered by file and row."""
+    frames = []
+    for name in check_names():
+        if name.startswith("jobs_") and not has_jobs:
+            continue
+        df = con.sql(sql(f"checks/{name}")).pl()
+        if df.height:
+            frames.append(df.with_columns(pl.lit(name).alias("check")))
+    if not frames:
+        return pl.DataFrame(
+            schema={"table_name": pl.Utf8, "_file": pl.Utf8, "_row": pl.Int64, "field": pl.Utf8, "job_id": pl.Utf8, "message": pl.Utf8, "check": pl.Utf8}
+        )
+    return pl.concat([f.with_columns(pl.col("_row").cast(pl.Int64)) for f in frames], how="vertical_relaxed").sort(["_file", "_row", "field"])
+
+
+def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> list[Problem]:
+    df = findings(con, has_jobs)
+    con.register("_arrow_findings", df.to_arrow())
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_findings AS SELECT * FROM _arrow_findings")
+    return [
+        Problem(file=r["_file"], row=r["_row"], field=r["field"], message=r["message"], table=r["table_name"], job_id=r["job_id"])
+        for r in df.iter_rows(named=True)
+    ]
+
+
+def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> None:
+    """``clean_<table>``: rows without findings, of jobs without findings."""
+    con.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE ett_excluded_jobs AS
+        SELECT DISTINCT job_id FROM ett_findings WHERE job_id IS NOT NULL
+        """
+    )
+    for table in ("jobs", "attempts", "spans"):
+        con.execute(
+            f"""
+            CREATE OR REPLACE TEMP VIEW clean_{table} AS
+            SELECT t.* FROM typed_{table} AS t
+            WHERE t.job_id IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)
+            """
+        )
+
+
+def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
+    """Per table: rows read, used, rejected, and rejected rows by reason.
+
+    A row is rejected when it has a finding itself (reason: its first check's
+    message kind) or belongs to a job excluded for a finding elsewhere
+    (reason: ``job excluded``).  ``read == used + rejected`` always.
+    """
+    out: dict[str, dict] = {}
+    for table in ("jobs", "attempts", "spans"):
+        read = con.execute(f"SELECT count(*) FROM typed_{table}").fetchall()[0][0]
+        used = con.execute(f"SELECT count(*) FROM clean_{table}").fetchall()[0][0]
+        reasons = con.execute(
+            f"""
+            WITH own AS (
+                SELECT _file, _row, min("check") AS reason
+                FROM ett_findings WHERE table_name = $t GROUP BY _file, _row
+            ),
+            rejected AS (
+                SELECT coalesce(own.reason, 'job excluded') AS reason
+                FROM typed_{table} AS t
+                LEFT JOIN own ON own._file = t._file AND own._row = t._row
+                WHERE t.job_id IS NULL OR own.reason IS NOT NULL
+                   OR EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)
+            )
+            SELECT reason, count(*) AS n FROM rejected GROUP BY reason ORDER BY reason
+            """,
+            {"t": table},
+        ).fetchall()
+        out[table] = {"read": read, "used": used, "rejected": read - used, "rejected_by_reason": {r: n for r, n in reasons}}
+    return out

@@ -1,0 +1,244 @@
+"""The ``ett`` command.
+
+``ett summarize``, ``ett trend`` and ``ett validate`` live here; other
+subcommands are registered by the module that holds their logic (each has a
+``register(subparsers)`` function, listed in ``PLUGINS``).
+
+Exit status: 0 success, 2 bad input (one line per problem on stderr, naming
+file, row and field; never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import sys
+from datetime import date, datetime, timezone
+from typing import Any, Callable, Sequence
+
+import duckdb
+import polars as pl
+
+from . import __version__, metric
+from .errors import Problem, TraceError
+from .phases import ALL_COMPONENTS
+from .trace import Trace, load_trace
+
+# Modules that add subcommands: each defines register(subparsers).
+PLUGINS: tuple[str, ...] = ()
+
+JOB_KEYS = (
+    "job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof",
+    "nof_failure", "nof_preemption", "ttr_total_s", "ttr_mean_s", "in_training_loss_s", "shutdown_tail_s",
+)
+FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h", "nof")
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, datetime):
+        return (v if v.tzinfo else v.replace(tzinfo=timezone.utc)).isoformat().replace("+00:00", "Z")
+    if isinstance(v, date):
+        return v.isoformat()
+    return v
+
+
+def _iso_ms(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def job_records(jobs: pl.DataFrame) -> list[dict]:
+    """Per-job objects of ``ett summarize --json`` (components nested)."""
+    out = []
+    for r in jobs.iter_rows(named=True):
+        rec = {k: _jsonable(r[k]) for k in JOB_KEYS}
+        rec["components"] = {c: r[f"{c}_s"] for c in ALL_COMPONENTS}
+        rec["t0"], rec["t1"] = _jsonable(r["t0"]), _jsonable(r["t1"])
+        out.append(rec)
+    return out
+
+
+def group_records(groups: pl.DataFrame, key: str | None) -> list[dict]:
+    out = []
+    for r in groups.iter_rows(named=True):
+        rec = {key: _jsonable(r[key])} if key else {}
+        rec.update({k: _jsonable(r[k]) for k in FLEET_KEYS})
+        rec["components_gpu_h"] = {c: r[f"{c}_gpu_h"] for c in ALL_COMPONENTS}
+        rec["l1_gpu_h"] = {b: r[f"{b}_gpu_h"] for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail")}
+        out.append(rec)
+    return out
+
+
+def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> str:
+    """A plain fixed-width table for a terminal."""
+    def fmt(v: Any) -> str:
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:,.{digits}f}"
+        return str(_jsonable(v))
+
+    rows = [[fmt(r[c]) for c in columns] for r in df.iter_rows(named=True)]
+    widths = [max([len(c)] + [len(row[i]) for row in rows]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in rows]
+    return "\n".join(lines)
+
+
+def _open(args: argparse.Namespace) -> Trace:
+    trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
+    if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
+        print(skip_report(trace), file=sys.stderr)
+    return trace
+
+
+def skip_report(trace: Trace) -> str:
+    """What --skip-invalid left out, and why (stderr)."""
+    lines = [f"ett: --skip-invalid left out {len(trace.excluded_jobs)} job(s):"]
+    for table, acc in trace.accounting.items():
+        if acc["rejected"]:
+            reasons = ", ".join(f"{n} {r}" for r, n in acc["rejected_by_reason"].items())
+            lines.append(f"  {table}: read {acc['read']}, used {acc['used']}, rejected {acc['rejected']} ({reasons})")
+    for p in trace.problems[:20]:
+        lines.append(f"  {p.line()}")
+    if len(trace.problems) > 20:
+        lines.append(f"  ... and {len(trace.problems) - 20} more problems (run 'ett validate')")
+    return "\n".join(lines)
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    trace = _open(args)
+    jobs = metric.job_summary(trace)
+    fleet = metric.fleet_summary(trace)
+    groups = metric.fleet_summary(trace, by=args.by) if args.by else None
+    if args.json:
+        doc: dict[str, Any] = {
+            "trace": str(args.trace),
+            "synthetic": trace.synthetic,
+            "as_of": _iso_ms(trace.as_of_ms),
+            "jobs": job_records(jobs),
+            "fleet": group_records(fleet, None)[0] if fleet.height else None,
+            "accounting": trace.accounting,
+        }
+        if groups is not None:
+            doc["groups"] = group_records(groups, args.by)
+        print(json.dumps(doc, indent=2))
+    elif args.csv:
+        print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
+    else:
+        if trace.synthetic:
+            print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
+        cols = ["job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof", "ttr_total_s",
+                "in_training_loss_s", "shutdown_tail_s"]
+        print(format_table(jobs, cols))
+        print()
+        print("Level 2 components (seconds, non-productive time):")
+        print(format_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]]))
+        print()
+        if groups is not None:
+            print(f"By {args.by}:")
+            print(format_table(groups, [args.by, *FLEET_KEYS], digits=2))
+            print()
+        print("Fleet (GPU-time weighted):")
+        print(format_table(fleet, list(FLEET_KEYS), digits=2))
+    return 0
+
+
+def cmd_trend(args: argparse.Namespace) -> int:
+    trace = _open(args)
+    df = metric.trend(trace, every=args.every)
+    if args.json:
+        print(json.dumps([{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)], indent=2))
+    elif args.csv:
+        print(df.write_csv(), end="")
+    else:
+        if trace.synthetic:
+            print("SYNTHETIC trace")
+        print(format_table(df, df.columns, digits=2))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        trace = load_trace(args.trace, mapping=args.mapping, skip_invalid=True)
+    except TraceError as exc:
+        for p in exc.problems:
+            print(p.line(), file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"problems": [p.as_dict() for p in trace.problems], "accounting": trace.accounting}, indent=2))
+    else:
+        for p in trace.problems:
+            print(p.line())
+        acc = ", ".join(f"{t}: {a['read']} rows" for t, a in trace.accounting.items())
+        print(f"{len(trace.problems)} problem(s) in {args.trace} ({acc})")
+    return 2 if trace.problems else 0
+
+
+def _trace_args(p: argparse.ArgumentParser, as_of: bool = True) -> None:
+    p.add_argument("trace", help="trace folder (jobs/attempts/spans as Parquet, CSV, JSONL or Parquet folders) or DuckDB file")
+    p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
+    if as_of:
+        p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
+        p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ett", description="Effective Training Time (ETT%) of training-job traces.")
+    parser.add_argument("--version", action="version", version=f"ett {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("summarize", help="ETT%, L1 and L2 per job, per group and for the fleet")
+    _trace_args(p)
+    p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")
+    fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")
+    p.set_defaults(func=cmd_summarize)
+
+    p = sub.add_parser("trend", help="fleet ETT% and component GPU-hours per calendar bucket (prorated per instant)")
+    _trace_args(p)
+    p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")
+    fmt.add_argument("--csv", action="store_true", help="CSV, one row a bucket")
+    p.set_defaults(func=cmd_trend)
+
+    p = sub.add_parser("validate", help="list every problem of a trace with file, row and field (exit 2 if any)")
+    _trace_args(p, as_of=False)
+    p.add_argument("--json", action="store_true", help="problems and row accounting as JSON")
+    p.set_defaults(func=cmd_validate)
+
+    for name in PLUGINS:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int] | None = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return func(args)
+    except TraceError as exc:
+        for p in exc.problems:
+            print(f"ett: {p.line()}", file=sys.stderr)
+        return 2
+    except duckdb.IOException as exc:
+        print(f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

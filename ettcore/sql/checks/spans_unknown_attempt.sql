@@ -1,0 +1,8 @@
+-- spans whose (job_id, attempt) is not in the attempts table
+SELECT 'spans' AS table_name, s._file, s._row, 'attempt' AS field, s.job_id,
+       'unknown attempt ' || s.attempt || ' of job ' || left(s.job_id, 80) AS message
+FROM typed_spans AS s
+WHERE s.job_id IS NOT NULL AND s.attempt IS NOT NULL
+  AND NOT EXISTS (
+      SELECT 1 FROM typed_attempts AS a WHERE a.job_id = s.job_id AND a.attempt = s.attempt
+  )

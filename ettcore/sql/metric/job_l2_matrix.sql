@@ -1,0 +1,13 @@
+-- The Level 2 matrix of each job, long: seconds per (L1 bucket, phase), with the phase's component and owner.
+SELECT
+    j.job_id,
+    t.bucket,
+    p.phase,
+    p.component,
+    p.owner,
+    sum(t.ms) / 1000.0 AS seconds
+FROM attributed_time AS t
+JOIN ett_phases AS p ON p.phase_id = t.phase_id
+JOIN metric_jobs AS j ON j.job_key = t.job_key
+GROUP BY ALL
+ORDER BY j.job_id, t.bucket, p.phase

@@ -1,0 +1,68 @@
+-- One row a job: Level 1 (wall, productive, ETT%, TTS, NoF, TTR, in-training loss, shutdown tail) and the
+-- non-productive seconds of each Level 2 component, plus the job's labels.
+WITH attempts AS (
+    SELECT job_key,
+           min(start_ms) AS t0_ms,
+           max(end_ms) AS t1_ms,
+           CAST(count(*) AS BIGINT) AS attempts,
+           CAST(count_if(end_reason IN ('failure', 'preemption')) AS BIGINT) AS nof,
+           CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure,
+           CAST(count_if(end_reason = 'preemption') AS BIGINT) AS nof_preemption,
+           arg_max(end_reason, start_ms) AS status
+    FROM metric_attempts
+    GROUP BY job_key
+),
+attributed AS (
+    SELECT t.job_key, t.bucket, p.component, sum(t.ms) AS ms
+    FROM attributed_time AS t
+    JOIN ett_phases AS p ON p.phase_id = t.phase_id
+    GROUP BY ALL
+),
+per_job AS (
+    SELECT job_key,
+           coalesce(sum(ms) FILTER (WHERE bucket = 'productive'), 0) AS productive_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket = 'tts'), 0) AS tts_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket = 'recovery'), 0) AS recovery_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket = 'in_training_loss'), 0) AS in_training_loss_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket = 'shutdown_tail'), 0) AS shutdown_tail_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'scheduling'), 0) AS scheduling_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'hardware_setup'), 0) AS hardware_setup_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'trainer_init'), 0) AS trainer_init_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'pt2_compile'), 0) AS pt2_compile_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'wasted_training'), 0) AS wasted_training_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'shutdown'), 0) AS shutdown_ms,
+           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'unattributed'), 0) AS unattributed_ms
+    FROM attributed
+    GROUP BY job_key
+)
+SELECT
+    j.job_id,
+    j.model,
+    j.gpus,
+    a.status,
+    a.attempts,
+    epoch_ms(a.t0_ms) AS t0,
+    epoch_ms(a.t1_ms) AS t1,
+    (a.t1_ms - a.t0_ms) / 1000.0 AS wall_s,
+    coalesce(p.productive_ms, 0) / 1000.0 AS productive_s,
+    100.0 * coalesce(p.productive_ms, 0) / nullif(a.t1_ms - a.t0_ms, 0) AS ett_pct,
+    coalesce(p.tts_ms, 0) / 1000.0 AS tts_s,
+    a.nof,
+    a.nof_failure,
+    a.nof_preemption,
+    coalesce(p.recovery_ms, 0) / 1000.0 AS ttr_total_s,
+    CASE WHEN a.nof > 0 THEN coalesce(p.recovery_ms, 0) / 1000.0 / a.nof END AS ttr_mean_s,
+    coalesce(p.in_training_loss_ms, 0) / 1000.0 AS in_training_loss_s,
+    coalesce(p.shutdown_tail_ms, 0) / 1000.0 AS shutdown_tail_s,
+    coalesce(p.scheduling_ms, 0) / 1000.0 AS scheduling_s,
+    coalesce(p.hardware_setup_ms, 0) / 1000.0 AS hardware_setup_s,
+    coalesce(p.trainer_init_ms, 0) / 1000.0 AS trainer_init_s,
+    coalesce(p.pt2_compile_ms, 0) / 1000.0 AS pt2_compile_s,
+    coalesce(p.wasted_training_ms, 0) / 1000.0 AS wasted_training_s,
+    coalesce(p.shutdown_ms, 0) / 1000.0 AS shutdown_s,
+    coalesce(p.unattributed_ms, 0) / 1000.0 AS unattributed_s,
+    j.* EXCLUDE (job_key, job_id, model, gpus)
+FROM metric_jobs AS j
+JOIN attempts AS a ON a.job_key = j.job_key
+LEFT JOIN per_job AS p ON p.job_key = j.job_key
+ORDER BY j.job_id

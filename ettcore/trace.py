@@ -1,0 +1,397 @@
+"""Reading a trace into DuckDB.
+
+A trace is a folder holding ``jobs`` (optional), ``attempts`` and ``spans``,
+each as ``<table>.parquet``, ``<table>.csv``, ``<table>.jsonl`` or a folder of
+Parquet files (``<table>/**/*.parquet``), or a DuckDB database file holding
+tables of those names.  See ``docs/trace-format.md``.
+
+Loading happens in three layers of DuckDB views, each named after what it holds:
+
+``raw_<table>``
+    the rows as read, plus ``_file`` (the file they came from) and ``_row``
+    (1-based row within that file), so every finding can name file and row;
+``typed_<table>``
+    fixed columns with parsed values: timestamps as integer milliseconds since
+    the Unix epoch (``start_ms``), integers, finite numbers; the raw text of each
+    parsed field is kept beside it (``start_raw``) so a check can tell
+    "missing" from "unparsable";
+``clean_<table>``
+    the typed rows of jobs that passed every check (see :mod:`ettcore.checks`).
+
+The metric (:mod:`ettcore.metric`) reads only ``clean_*`` tables and the two
+small tables ``ett_params`` (the as-of time) and ``ett_phases`` (the phase map).
+No user value is ever pasted into SQL text: file lists and parameters are bound,
+column names are checked against the schema and quoted.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pyarrow.parquet as pq
+
+from . import checks
+from .errors import Problem, TraceError
+from .phases import PhaseMap, load_phase_map
+
+TABLES = ("jobs", "attempts", "spans")
+REQUIRED_TABLES = ("attempts", "spans")
+SUFFIXES = (".parquet", ".csv", ".jsonl")
+
+# (field, kind) of each table; kind decides how the raw value is parsed.
+SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
+    "jobs": (("job_id", "str"), ("model", "str"), ("gpus", "int")),
+    "attempts": (
+        ("job_id", "str"),
+        ("attempt", "int"),
+        ("start", "ts"),
+        ("end", "ts"),
+        ("end_reason", "str"),
+    ),
+    "spans": (
+        ("job_id", "str"),
+        ("attempt", "int"),
+        ("phase", "str"),
+        ("stage", "str"),
+        ("start", "ts"),
+        ("end", "ts"),
+        ("cursor_start", "num"),
+        ("cursor_end", "num"),
+    ),
+}
+_RESERVED = {"_file", "_row", "job_key"}
+
+# Plausible timestamps: 1990-01-01 .. 2100-01-01 (ms).  Outside is an input error
+# (a common cause: milliseconds given where seconds are expected).
+TS_MIN_MS = 631_152_000_000
+TS_MAX_MS = 4_102_444_800_000
+
+
+def quote_ident(name: str) -> str:
+    """Quote a column name that was read from the data's own schema."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class Source:
+    table: str
+    kind: str  # parquet | csv | jsonl | duckdb
+    files: list[Path]
+
+
+@dataclass
+class Trace:
+    """A loaded, checked trace: a DuckDB connection holding the views above."""
+
+    path: Path
+    con: duckdb.DuckDBPyConnection
+    phase_map: PhaseMap
+    as_of_ms: int | None
+    problems: list[Problem] = field(default_factory=list)
+    excluded_jobs: list[str] = field(default_factory=list)
+    accounting: dict = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    metadata: dict = field(default_factory=dict)
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.metadata.get("synthetic"))
+
+    def sql(self, query: str, params: dict | list | None = None) -> pl.DataFrame:
+        """Run a query against the trace's views; parameters are bound, never pasted."""
+        return self.con.sql(query, params=params).pl()
+
+
+# ----------------------------------------------------------------------------- discovery
+
+
+def discover(path: Path) -> list[Source]:
+    """Find the table files of a trace folder; an error names what is missing or ambiguous."""
+    if not path.exists():
+        raise TraceError(Problem(str(path), None, None, "trace path does not exist"))
+    if path.is_file():
+        return [Source(t, "duckdb", [path]) for t in TABLES]
+    sources: list[Source] = []
+    for table in TABLES:
+        found: list[Source] = []
+        for suffix in SUFFIXES:
+            f = path / f"{table}{suffix}"
+            if f.is_file():
+                found.append(Source(table, suffix[1:], [f]))
+        folder = path / table
+        if folder.is_dir():
+            files = sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith((".", "_")))
+            if not files:
+                raise TraceError(Problem(str(folder), None, None, f"folder for table '{table}' holds no .parquet files"))
+            found.append(Source(table, "parquet", files))
+        if len(found) > 1:
+            names = ", ".join(str(s.files[0]) for s in found)
+            raise TraceError(Problem(str(path), None, None, f"table '{table}' is given more than once: {names}"))
+        if not found:
+            if table in REQUIRED_TABLES:
+                raise TraceError(
+                    Problem(str(path), None, None, f"required table '{table}' not found ({table}.parquet, .csv, .jsonl or {table}/)")
+                )
+            continue
+        sources.append(found[0])
+    return sources
+
+
+# ----------------------------------------------------------------------------- raw layer
+
+
+def _read_text_table(src: Source) -> pl.DataFrame:
+    """CSV or JSONL read as text columns, with ``_file`` and ``_row``; a corrupt file or line is a Problem."""
+    f = src.files[0]
+    try:
+        data = f.read_bytes()
+    except OSError as exc:
+        raise TraceError(Problem(str(f), None, None, f"cannot read file: {exc}")) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        row = line - 1 if src.kind == "csv" else line
+        raise TraceError(Problem(str(f), row, None, "file is not valid UTF-8")) from None
+    if src.kind == "csv":
+        try:
+            df = pl.read_csv(text.encode(), infer_schema=False, has_header=True)
+        except Exception as exc:  # polars raises several types for malformed CSV
+            raise TraceError(Problem(str(f), None, None, f"corrupt CSV: {str(exc).splitlines()[0]}")) from None
+        df = df.with_row_index("_row", offset=1)
+    else:
+        rows: list[dict] = []
+        problems: list[Problem] = []
+        for i, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                problems.append(Problem(str(f), i, None, f"line is not valid JSON ({exc.msg})", table=src.table))
+                continue
+            if not isinstance(obj, dict):
+                problems.append(Problem(str(f), i, None, "line is not a JSON object", table=src.table))
+                continue
+            rec = {"_row": i}
+            for k, v in obj.items():
+                rec[str(k)] = None if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+            rows.append(rec)
+        if problems:
+            raise TraceError(problems)
+        if rows:
+            cols = list(dict.fromkeys(k for r in rows for k in r))
+            df = pl.DataFrame({c: [r.get(c) for r in rows] for c in cols}, schema={c: (pl.UInt32 if c == "_row" else pl.Utf8) for c in cols})
+        else:
+            df = pl.DataFrame({"_row": []}, schema={"_row": pl.UInt32})
+    return df.with_columns(pl.lit(str(f)).alias("_file"), pl.col("_row").cast(pl.Int64))
+
+
+def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
+    name = f"raw_{src.table}"
+    if src.kind == "parquet":
+        for f in src.files:
+            try:
+                pq.read_metadata(f)
+            except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
+                raise TraceError(Problem(str(f), None, None, f"corrupt or unreadable Parquet file: {exc}")) from None
+        rel = con.read_parquet([str(f) for f in src.files], filename=True, file_row_number=True, union_by_name=True)
+        cols = [c for c in rel.columns if c not in ("filename", "file_row_number")]
+        rel = rel.project(", ".join([quote_ident(c) for c in cols] + ['"filename" AS _file', '"file_row_number" + 1 AS _row']))
+        rel.create_view(name)
+    elif src.kind in ("csv", "jsonl"):
+        df = _read_text_table(src)
+        con.register(f"_arrow_{src.table}", df.to_arrow())
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
+    else:  # duckdb: the connection is the database itself
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        if src.table not in tables:
+            if src.table in REQUIRED_TABLES:
+                raise TraceError(Problem(str(src.files[0]), None, None, f"required table '{src.table}' not found in the DuckDB file"))
+            return
+        cols = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(src.table)}").fetchall()]
+        sel = ", ".join([quote_ident(c) for c in cols] + ["$file AS _file", "rowid + 1 AS _row"])
+        # a view cannot hold a bound parameter: keep the file name in a one-row table
+        con.execute("CREATE OR REPLACE TEMP TABLE _duckdb_file AS SELECT $file::VARCHAR AS f", {"file": str(src.files[0])})
+        sel = sel.replace("$file", "(SELECT f FROM _duckdb_file)")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {sel} FROM main.{quote_ident(src.table)}")
+
+
+# ----------------------------------------------------------------------------- typed layer
+
+
+def _raw_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
+    return {r[0]: r[1].upper() for r in con.execute(f"DESCRIBE raw_{table}").fetchall()}
+
+
+def _is_numeric(t: str) -> bool:
+    return any(t.startswith(p) for p in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL"))
+
+
+def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
+    """(typed expression, raw-text expression) for one field."""
+    if dtype is None:
+        return "NULL", "NULL::VARCHAR"
+    q = quote_ident(col)
+    raw = f"CAST({q} AS VARCHAR)"
+    if kind == "str":
+        return f"CAST({q} AS VARCHAR)", raw
+    if kind == "int":
+        d = f"TRY_CAST({q} AS DOUBLE)"
+        return f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < 9e15 THEN CAST({d} AS BIGINT) END", raw
+    if kind == "num":
+        d = f"TRY_CAST({q} AS DOUBLE)"
+        return f"CASE WHEN isfinite({d}) THEN {d} END", raw
+    # timestamps -> integer ms since the epoch, or NULL when unparsable / implausible
+    if dtype.startswith("TIMESTAMP") or dtype == "DATE":
+        ms = f"epoch_ms(CAST({q} AS TIMESTAMPTZ))"
+    elif _is_numeric(dtype):
+        d = f"CAST({q} AS DOUBLE)"
+        ms = f"CASE WHEN isfinite({d}) AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END"
+    else:
+        d = f"TRY_CAST({q} AS DOUBLE)"
+        ms = (
+            f"CASE WHEN {d} IS NOT NULL THEN (CASE WHEN isfinite({d}) AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END) "
+            f"ELSE epoch_ms(TRY_CAST(trim({q}) AS TIMESTAMPTZ)) END"
+        )
+    return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
+
+
+def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -> list[str]:
+    """Create ``typed_<table>``; returns the label columns (extra columns of ``jobs``)."""
+    types = _raw_types(con, table) if present else {}
+    parts = ["_file", "_row"] if present else ["NULL::VARCHAR AS _file", "NULL::BIGINT AS _row"]
+    for col, kind in SCHEMA[table]:
+        expr, raw = _parse_expr(col, kind, types.get(col))
+        name = col if kind == "str" else (f"{col}_ms" if kind == "ts" else col)
+        parts.append(f"{expr} AS {quote_ident(name)}")
+        if kind != "str":
+            parts.append(f"{raw} AS {quote_ident(col + '_raw')}")
+    labels: list[str] = []
+    if table == "jobs" and present:
+        known = {c for c, _ in SCHEMA["jobs"]} | _RESERVED
+        for col in types:
+            if col not in known and col.lower() not in _RESERVED and not col.endswith("_raw"):
+                labels.append(col)
+                parts.append(quote_ident(col))
+    src = f"raw_{table}" if present else "(SELECT 1) AS empty WHERE false"
+    con.execute(f"CREATE OR REPLACE TEMP VIEW typed_{table} AS SELECT {', '.join(parts)} FROM {src}")
+    return labels
+
+
+# ----------------------------------------------------------------------------- the whole load
+
+
+def _connect(sources: list[Source]) -> duckdb.DuckDBPyConnection:
+    if sources and sources[0].kind == "duckdb":
+        f = sources[0].files[0]
+        try:
+            con = duckdb.connect(str(f), read_only=True)
+        except duckdb.Error as exc:
+            raise TraceError(Problem(str(f), None, None, f"not a readable DuckDB database: {str(exc).splitlines()[0]}")) from None
+    else:
+        con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> None:
+    rows = phase_map.rows()
+    df = pl.DataFrame(
+        {
+            "phase_id": [r[0] for r in rows],
+            "phase": [r[1] for r in rows],
+            "component": [r[2] for r in rows],
+            "owner": [r[3] for r in rows],
+        },
+        schema={"phase_id": pl.Int64, "phase": pl.Utf8, "component": pl.Utf8, "owner": pl.Utf8},
+    ).with_columns((pl.col("phase") == "train").alias("is_train"))
+    con.register("_arrow_phases", df.to_arrow())
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_phases AS SELECT * FROM _arrow_phases")
+
+
+def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
+    row = con.execute(
+        "SELECT greatest((SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_attempts),"
+        " (SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_spans))"
+    ).fetchall()[0]
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def parse_as_of(value: str | int | float | None) -> int | None:
+    """An as-of time given by a user: ISO-8601 (zone-less = UTC) or epoch seconds -> ms."""
+    if value is None:
+        return None
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    if isinstance(value, (int, float)):
+        ms = round(float(value) * 1000)
+    else:
+        try:
+            ms = round(float(value) * 1000)
+        except ValueError:
+            got = con.execute("SELECT epoch_ms(TRY_CAST(trim($v) AS TIMESTAMPTZ))", {"v": value}).fetchall()[0][0]
+            if got is None:
+                raise TraceError(Problem("--as-of", None, "as_of", f"not a timestamp: {value!r}")) from None
+            ms = int(got)
+    if not TS_MIN_MS <= ms <= TS_MAX_MS:
+        raise TraceError(Problem("--as-of", None, "as_of", f"timestamp out of the plausible range 1990..2100: {value!r}"))
+    return ms
+
+
+def load_trace(
+    path: str | Path,
+    mapping: str | Path | None = None,
+    as_of: str | int | float | None = None,
+    skip_invalid: bool = False,
+) -> Trace:
+    """Open a trace, check it, and prepare the views the metric reads.
+
+    Raises :class:`TraceError` listing every problem (file, row, field) unless
+    ``skip_invalid``, which leaves out the affected jobs and records them in
+    ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
+    (unreadable, corrupt, missing table) always raise.
+    """
+    path = Path(path)
+    phase_map = load_phase_map(mapping)
+    as_of_ms = parse_as_of(as_of)
+    sources = discover(path)
+    con = _connect(sources)
+    present = set()
+    for src in sources:
+        _register_raw(con, src)
+        if con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $n", {"n": f"raw_{src.table}"}).fetchall()[0][0]:
+            present.add(src.table)
+    labels: list[str] = []
+    for table in TABLES:
+        got = _register_typed(con, table, table in present)
+        if table == "jobs":
+            labels = got
+    _register_phases(con, phase_map)
+    metadata = {}
+    meta_file = path / "trace.json" if path.is_dir() else None
+    if meta_file is not None and meta_file.is_file():
+        try:
+            metadata = json.loads(meta_file.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TraceError(Problem(str(meta_file), None, None, f"trace.json is not valid JSON: {exc}")) from None
+        if not isinstance(metadata, dict):
+            raise TraceError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
+
+    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata)
+    trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+    fatal = [p for p in trace.problems if p.row is None]
+    if trace.problems and (not skip_invalid or fatal):
+        raise TraceError(trace.problems if not skip_invalid else fatal)
+    trace.excluded_jobs = sorted({p.job_id for p in trace.problems if p.job_id is not None})
+    checks.register_clean(con, trace.problems)
+    if trace.as_of_ms is None:
+        trace.as_of_ms = _default_as_of(con)
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms", {"as_of": trace.as_of_ms})
+    trace.accounting = checks.accounting(con, trace.problems)
+    return trace
