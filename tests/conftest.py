@@ -1,0 +1,47 @@
+"""Shared fixtures: small traces written to temporary folders."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from ettcore.config import SAMPLE_TRACE
+
+ATTEMPT_COLS = ["job_id", "attempt", "start", "end", "end_reason"]
+SPAN_COLS = ["job_id", "attempt", "phase", "stage", "start", "end", "cursor_start", "cursor_end"]
+
+
+def write_csv_trace(folder: Path, attempts: list[list], spans: list[list], jobs: list[list] | None = None) -> Path:
+    """Write a CSV trace (rows as lists in the column order above; jobs: job_id, model, gpus)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, cols, rows in (("attempts", ATTEMPT_COLS, attempts), ("spans", SPAN_COLS, spans)):
+        with open(folder / f"{name}.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(cols)
+            w.writerows(rows)
+    if jobs is not None:
+        with open(folder / "jobs.csv", "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["job_id", "model", "gpus"])
+            w.writerows(jobs)
+    return folder
+
+
+@pytest.fixture
+def sample_trace() -> Path:
+    return SAMPLE_TRACE
+
+
+@pytest.fixture
+def good_rows():
+    """One valid job (epoch seconds): attempt 0 fails, attempt 1 completes."""
+    attempts = [["j1", 0, 1_700_000_000, 1_700_003_000, "failure"], ["j1", 1, 1_700_003_300, 1_700_007_200, "completed"]]
+    spans = [
+        ["j1", 0, "hardware_setup", "", 1_700_000_000, 1_700_000_300, "", ""],
+        ["j1", 0, "train", "", 1_700_001_200, 1_700_002_700, 0, 100],
+        ["j1", 1, "checkpoint_load", "", 1_700_003_300, 1_700_003_500, "", ""],
+        ["j1", 1, "train", "", 1_700_003_600, 1_700_006_600, 50, 350],
+    ]
+    return attempts, spans
