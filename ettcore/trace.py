@@ -26,7 +26,10 @@ column names are checked against the schema and quoted.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,6 +72,21 @@ _RESERVED = {"_file", "_row", "job_key"}
 # (a common cause: milliseconds given where seconds are expected).
 TS_MIN_MS = 631_152_000_000
 TS_MAX_MS = 4_102_444_800_000
+
+
+_GLOB_CHARS = set("*?[]{}")
+RESERVED_COLUMNS = ("_file", "_row", "filename", "file_row_number", "rowid")
+
+
+def _refuse_reserved(file: str, columns: list[str]) -> None:
+    """Columns the loader adds itself may not appear in the data; duplicates are ambiguous."""
+    seen: set[str] = set()
+    for c in columns:
+        if c.lower() in RESERVED_COLUMNS:
+            raise TraceError(Problem(file, None, c, f"reserved column name {c!r} (the loader adds it); rename the column"))
+        if c in seen:
+            raise TraceError(Problem(file, None, c, f"column {c!r} appears more than once"))
+        seen.add(c)
 
 
 def quote_ident(name: str) -> str:
@@ -125,7 +143,11 @@ def discover(path: Path) -> list[Source]:
                 found.append(Source(table, suffix[1:], [f]))
         folder = path / table
         if folder.is_dir():
-            files = sorted(p for p in folder.rglob("*.parquet") if not p.name.startswith((".", "_")))
+            # skip hidden and underscore paths: in-progress output (Spark's _temporary/, our .tmp-*) is never read
+            files = sorted(
+                p for p in folder.rglob("*.parquet")
+                if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
+            )
             if not files:
                 raise TraceError(Problem(str(folder), None, None, f"folder for table '{table}' holds no .parquet files"))
             found.append(Source(table, "parquet", files))
@@ -159,6 +181,8 @@ def _read_text_table(src: Source) -> pl.DataFrame:
         row = line - 1 if src.kind == "csv" else line
         raise TraceError(Problem(str(f), row, None, "file is not valid UTF-8")) from None
     if src.kind == "csv":
+        header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
+        _refuse_reserved(str(f), header)
         try:
             df = pl.read_csv(text.encode(), infer_schema=False, has_header=True)
         except Exception as exc:  # polars raises several types for malformed CSV
@@ -177,6 +201,10 @@ def _read_text_table(src: Source) -> pl.DataFrame:
                 continue
             if not isinstance(obj, dict):
                 problems.append(Problem(str(f), i, None, "line is not a JSON object", table=src.table))
+                continue
+            bad = [k for k in obj if str(k).lower() in RESERVED_COLUMNS]
+            if bad:
+                problems.append(Problem(str(f), i, str(bad[0]), f"reserved key {bad[0]!r} (the loader adds it)", table=src.table))
                 continue
             rec = {"_row": i}
             for k, v in obj.items():
@@ -197,10 +225,26 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
     if src.kind == "parquet":
         for f in src.files:
             try:
-                pq.read_metadata(f)
+                schema = pq.read_schema(f)
             except Exception as exc:  # pyarrow raises ArrowInvalid, OSError, ...
                 raise TraceError(Problem(str(f), None, None, f"corrupt or unreadable Parquet file: {exc}")) from None
-        rel = con.read_parquet([str(f) for f in src.files], filename=True, file_row_number=True, union_by_name=True)
+            _refuse_reserved(str(f), schema.names)
+            if not schema.names:
+                raise TraceError(Problem(str(f), None, None, "Parquet file has no columns"))
+        if any(_GLOB_CHARS & set(str(f)) for f in src.files):
+            # DuckDB's reader treats every path as a glob pattern: read such files with pyarrow instead
+            frames = []
+            for f in src.files:
+                df = pl.from_arrow(pq.read_table(f))
+                frames.append(df.with_row_index("_row", offset=1).with_columns(pl.col("_row").cast(pl.Int64), pl.lit(str(f)).alias("_file")))
+            df = pl.concat(frames, how="diagonal_relaxed")
+            con.register(f"_arrow_{src.table}", df.to_arrow())
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
+            return
+        try:
+            rel = con.read_parquet([str(f) for f in src.files], filename=True, file_row_number=True, union_by_name=True)
+        except duckdb.Error as exc:
+            raise TraceError(Problem(str(src.files[0].parent), None, None, f"cannot read Parquet files: {str(exc).splitlines()[0]}")) from None
         cols = [c for c in rel.columns if c not in ("filename", "file_row_number")]
         rel = rel.project(", ".join([quote_ident(c) for c in cols] + ['"filename" AS _file', '"file_row_number" + 1 AS _row']))
         rel.create_view(name)
@@ -209,12 +253,13 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
         con.register(f"_arrow_{src.table}", df.to_arrow())
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
     else:  # duckdb: the connection is the database itself
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()").fetchall()}
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'").fetchall()}
         if src.table not in tables:
             if src.table in REQUIRED_TABLES:
                 raise TraceError(Problem(str(src.files[0]), None, None, f"required table '{src.table}' not found in the DuckDB file"))
             return
-        cols = [r[0] for r in con.execute(f"DESCRIBE {quote_ident(src.table)}").fetchall()]
+        cols = [r[0] for r in con.execute(f"DESCRIBE main.{quote_ident(src.table)}").fetchall()]
+        _refuse_reserved(f"{src.files[0]}:{src.table}", cols)
         sel = ", ".join([quote_ident(c) for c in cols] + ["$file AS _file", "rowid + 1 AS _row"])
         # a view cannot hold a bound parameter: keep the file name in a one-row table
         con.execute("CREATE OR REPLACE TEMP TABLE _duckdb_file AS SELECT $file::VARCHAR AS f", {"file": str(src.files[0])})
@@ -238,9 +283,12 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
     if dtype is None:
         return "NULL", "NULL::VARCHAR"
     q = quote_ident(col)
-    raw = f"CAST({q} AS VARCHAR)"
+    raw = f"TRY_CAST({q} AS VARCHAR)"
+    if not (dtype == "VARCHAR" or _is_numeric(dtype) or dtype.startswith("TIMESTAMP") or dtype == "DATE"):
+        # lists, structs, booleans, times, blobs ...: parse their text form, so a bad type is an unparsable value
+        q, dtype = raw, "VARCHAR"
     if kind == "str":
-        return f"CAST({q} AS VARCHAR)", raw
+        return f"TRY_CAST({q} AS VARCHAR)", raw
     if kind == "int":
         d = f"TRY_CAST({q} AS DOUBLE)"
         return f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < 9e15 THEN CAST({d} AS BIGINT) END", raw
@@ -330,10 +378,15 @@ def parse_as_of(value: str | int | float | None) -> int | None:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     if isinstance(value, (int, float)):
+        if not math.isfinite(float(value)):
+            raise TraceError(Problem("--as-of", None, "as_of", f"not a finite time: {value!r}"))
         ms = round(float(value) * 1000)
     else:
         try:
-            ms = round(float(value) * 1000)
+            num = float(value)
+            if not math.isfinite(num):
+                raise TraceError(Problem("--as-of", None, "as_of", f"not a finite time: {value!r}"))
+            ms = round(num * 1000)
         except ValueError:
             got = con.execute("SELECT epoch_ms(TRY_CAST(trim($v) AS TIMESTAMPTZ))", {"v": value}).fetchall()[0][0]
             if got is None:

@@ -68,7 +68,7 @@ segments AS (
     FROM running
     WHERE t_next > t
 ),
-pieces AS (
+pieces AS MATERIALIZED (
     SELECT job_key, k, after_int,
            unnest([
                {'a': x0, 'b': x1, 'phase_id': ids.train_id, 'productive': true},
@@ -79,10 +79,15 @@ pieces AS (
     FROM segments, ids
 ),
 day_pieces AS (
+    -- pieces inside one UTC day pass through; the few that cross midnight are split
+    SELECT job_key, k, after_int, phase_id, productive, a, b, a // 86400000 AS d
+    FROM pieces
+    WHERE b > a AND a // 86400000 = (b - 1) // 86400000
+    UNION ALL
     SELECT job_key, k, after_int, phase_id, productive, a, b,
            unnest(range(a // 86400000, (b - 1) // 86400000 + 1)) AS d
     FROM pieces
-    WHERE b > a
+    WHERE b > a AND a // 86400000 < (b - 1) // 86400000
 ),
 aggregated AS (
     SELECT job_key, d, k, after_int, phase_id, productive,
