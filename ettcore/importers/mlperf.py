@@ -1,0 +1,707 @@
+"""Import MLPerf Training result logs (the MLLOG format) as ETT traces.
+
+One result file is one job with one attempt.  The mapping, and every
+assumption it rests on (each is also stated, per file, in the import report):
+
+- **Attempt**: from the earliest ``init_start`` (``T0``) to ``run_stop``
+  (``T1``).  ``run_stop``'s ``status`` gives the end reason: ``success`` ->
+  ``completed``, ``aborted`` -> ``cancelled`` (the run stopped without
+  reaching its target; not an interruption).  Without ``run_stop`` the log is
+  cut short: ``T1`` is the last timing event and the end reason ``failure``.
+  So ``wall = run_stop - init_start``, the whole run including MLPerf's
+  untimed initialisation; MLPerf's own score, time-to-train, is
+  ``run_stop - run_start`` (kept as the ``time_to_train_s`` label).
+- **Start-up**: ``trainer_init`` from ``init_start`` to ``init_stop``;
+  ``data_warmup`` from ``init_stop`` to the first training interval (this
+  includes ``run_start``: the first batch is part of the timed run).
+- **Training**: ``block_start``/``block_stop`` intervals as ``train`` spans;
+  a log without blocks uses ``epoch_start``/``epoch_stop``.  Training cannot
+  begin before ``run_start``: earlier starts are clipped to it.  The data
+  cursor is the best unit the log gives, checked to grow strictly:
+  ``samples_count``, else epochs (``first_epoch_num``/``epoch_count`` or
+  ``epoch_num``), else the interval's ordinal.
+- **Evaluation**: ``eval_start``/``eval_stop`` intervals as ``eval`` spans.
+  An evaluation inside a training interval is *blocking* (training paused:
+  the train span is cut around it) when the point it evaluates (its
+  ``samples_count`` or ``epoch_num``) lies after the start of that training
+  interval, so training must have stopped there to evaluate it.  It is
+  *concurrent* when it evaluates a point at or before the interval's start
+  (a model state training has already moved past): the train span is kept
+  and, per the trace spec, the overlapped time stays productive.  An
+  evaluation with no position is taken as blocking.
+- **Real-world mess**: rank prefixes (``[0] :::MLLOG``, ``host: :::MLLOG``)
+  are stripped; the same event printed by several ranks (same key, value and
+  metadata apart from ``file``/``lineno``) is merged into one, starts at the
+  earliest copy and stops at the latest; events are ordered by timestamp,
+  not by line; the key decides whether an event starts or stops an interval
+  (a disagreeing ``event_type`` is corrected and reported); a start without
+  a stop is closed at the next start of its kind or at ``T1``; a training
+  stop without a start starts at the previous training stop or
+  ``run_start``; an evaluation stop without a start is dropped; timing events
+  with an impossible timestamp (zero, negative, or before ``init_start``) are
+  dropped; anything after ``run_stop`` is dropped or clipped.
+- **Accelerators**: from the log's ``:::SYSJSON`` line, else the system
+  description ``systems/<round>/<submitter>/<system>.json`` found in
+  ``systems_dir`` or in a ``systems`` folder above the log:
+  ``number_of_nodes * accelerators_per_node``.  A CPU-only system (0
+  accelerators per node) is given ``gpus = number_of_nodes`` so it still
+  weighs in fleet figures; the ``accelerators`` label stays 0.
+
+Round, submitter, system and benchmark come from the path when it follows
+the results repositories' layout ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``
+(the log's ``submission_benchmark`` wins for the benchmark), else from the
+log's ``submission_*`` keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..errors import Problem, TraceError
+from .frames import TraceFrames
+from .import_report import FileReport, ImportReport
+
+TOKEN = ":::MLLOG"
+SYSJSON_TOKEN = ":::SYSJSON"
+FAMILIES = ("init", "run", "block", "epoch", "eval")
+TIMING_KEYS = {f"{f}_{e}" for f in FAMILIES for e in ("start", "stop")}
+EXPECTED_TYPE = {"start": "INTERVAL_START", "stop": "INTERVAL_END"}
+# metadata that names where a line was printed, not what happened
+LOCATION_FIELDS = {"file", "lineno"}
+# position fields (the point an interval starts/stops at, or an evaluation evaluates)
+POSITION_FIELDS = ("samples_count", "epoch_num", "first_epoch_num")
+MIN_VALID_MS = 946_684_800_000  # 2000-01-01: anything earlier is not a real timestamp
+STATUS_TO_END_REASON = {"success": "completed", "aborted": "cancelled"}
+PATH_RE = re.compile(r"^v\d+\.\d+$")
+EPS = 1e-9
+
+
+@dataclass
+class Event:
+    """One MLLOG line: physical line number, time (s), key, value, metadata, event type."""
+
+    row: int
+    t: float
+    key: str
+    value: object
+    metadata: dict
+    event_type: str | None
+    prefixed: bool
+
+    @property
+    def family(self) -> str:
+        return self.key.rsplit("_", 1)[0]
+
+    @property
+    def edge(self) -> str:
+        return self.key.rsplit("_", 1)[1]
+
+    def signature(self) -> str:
+        md = {k: v for k, v in (self.metadata or {}).items() if k not in LOCATION_FIELDS}
+        return json.dumps([self.key, self.value, md], sort_keys=True, default=str)
+
+    def position(self) -> tuple[str, float] | None:
+        for f in POSITION_FIELDS:
+            v = (self.metadata or {}).get(f)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                return f, float(v)
+        return None
+
+
+@dataclass
+class Interval:
+    """A start/stop pair after merging and pairing; rows are the source lines behind it."""
+
+    family: str
+    start: float
+    stop: float
+    start_ev: Event | None
+    stop_ev: Event | None
+    rows: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ParsedLog:
+    """What :func:`read_mllog` found in one file."""
+
+    path: Path
+    events: list[Event]
+    sysjson: dict | None
+    sysjson_row: int | None
+    lines: int
+
+
+def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
+    """Read the ``:::MLLOG`` and ``:::SYSJSON`` lines of one file.
+
+    Rank prefixes before the token are stripped; a line whose JSON does not
+    parse, or lacks ``key`` or a numeric ``time_ms``, is dropped and noted.
+    """
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TraceError(Problem(str(path), None, None, f"cannot read MLPerf log: {exc}")) from None
+    events: list[Event] = []
+    sysjson = sysjson_row = None
+    bad_json: list[int] = []
+    bad_fields: dict[str, list[int]] = {}
+    prefixed_rows: list[int] = []
+    lines = text.splitlines()
+    for row, line in enumerate(lines, start=1):
+        i = line.find(TOKEN)
+        if i < 0:
+            j = line.find(SYSJSON_TOKEN)
+            if j >= 0 and sysjson is None and not line.lstrip().startswith("+"):
+                try:
+                    sysjson = json.loads(line[j + len(SYSJSON_TOKEN):].strip())
+                    sysjson_row = row
+                except ValueError:
+                    fr.note("dropped", "unparseable :::SYSJSON line", "its JSON does not parse", [row])
+            continue
+        if line.lstrip().startswith("+ echo") or line.lstrip().startswith("+ "):
+            continue  # a shell trace echoing a command, not a log line
+        body = line[i + len(TOKEN):].strip()
+        if i > 0 and line[:i].strip():
+            prefixed_rows.append(row)
+        try:
+            d = json.loads(body)
+        except ValueError:
+            bad_json.append(row)
+            continue
+        if not isinstance(d, dict) or not isinstance(d.get("key"), str):
+            bad_fields.setdefault("key", []).append(row)
+            continue
+        tm = d.get("time_ms")
+        if isinstance(tm, bool) or not isinstance(tm, (int, float)) or not math.isfinite(tm):
+            bad_fields.setdefault("time_ms", []).append(row)
+            continue
+        md = d.get("metadata")
+        events.append(Event(row, tm / 1000.0, d["key"], d.get("value"), md if isinstance(md, dict) else {},
+                            d.get("event_type"), i > 0 and bool(line[:i].strip())))
+    if bad_json:
+        fr.note("dropped", "MLLOG line with unparseable JSON", "cannot be read (truncated or interleaved output)", bad_json)
+    for f, rows in bad_fields.items():
+        fr.note("dropped", f"MLLOG line without a valid '{f}'", "an event needs a key and a numeric time_ms", rows)
+    if prefixed_rows:
+        fr.note("info", "rank/host prefix before ':::MLLOG'", "prefix stripped; the event is read as usual", prefixed_rows)
+    if not events:
+        raise TraceError(Problem(str(path), None, "key", "no ':::MLLOG' event lines found: not an MLPerf result log"))
+    return ParsedLog(path, events, sysjson, sysjson_row, len(lines))
+
+
+def _iso(t: float) -> str:
+    """Epoch seconds as an ISO-8601 UTC string with milliseconds."""
+    return datetime.fromtimestamp(t, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _first_value(events: Iterable[Event], key: str) -> object | None:
+    for e in events:
+        if e.key == key and e.value not in (None, ""):
+            return e.value
+    return None
+
+
+def _path_parts(path: Path) -> dict[str, str] | None:
+    """round/submitter/system/benchmark from ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``."""
+    parts = path.resolve().parts
+    for k in range(len(parts) - 5, -1, -1):
+        if PATH_RE.match(parts[k]):
+            if len(parts) - k == 5:
+                return {"round": parts[k], "submitter": parts[k + 1], "system": parts[k + 2], "benchmark": parts[k + 3]}
+    return None
+
+
+def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) -> Path | None:
+    if parts is None:
+        return None
+    rel = Path(parts["round"]) / parts["submitter"] / f"{parts['system']}.json"
+    if systems_dir is not None:
+        p = Path(systems_dir) / rel
+        return p if p.is_file() else None
+    for anc in path.resolve().parents:
+        p = anc / "systems" / rel
+        if p.is_file():
+            return p
+    return None
+
+
+def _accelerators(desc: dict, source: str) -> tuple[int, int, str | None]:
+    """(nodes, accelerators per node, accelerator model) from a system description."""
+    def num(field_: str) -> int:
+        v = desc.get(field_)
+        try:
+            n = int(str(v).strip())
+        except (TypeError, ValueError):
+            raise TraceError(Problem(source, None, field_, f"system description needs an integer {field_}, got {v!r}")) from None
+        if n < 0:
+            raise TraceError(Problem(source, None, field_, f"{field_} must be >= 0, got {n}"))
+        return n
+
+    return num("number_of_nodes"), num("accelerators_per_node"), desc.get("accelerator_model_name")
+
+
+def _merge_copies(events: list[Event], fr: FileReport) -> list[Event]:
+    """Merge copies of one event printed by several ranks (same signature).
+
+    Applies to interval events whose metadata tells them apart (a position or
+    other non-location field) and to ``init``/``run`` events, which happen
+    once per run.  Starts keep the earliest copy, stops the latest.
+    """
+    groups: dict[str, list[Event]] = {}
+    order: list[str] = []
+    for e in events:
+        md = {k: v for k, v in e.metadata.items() if k not in LOCATION_FIELDS}
+        distinct = bool(md) or e.value not in (None, "") or e.family in ("init", "run")
+        sig = e.signature() if distinct else f"row:{e.row}"
+        if sig not in groups:
+            groups[sig] = []
+            order.append(sig)
+        groups[sig].append(e)
+    out: list[Event] = []
+    merged_rows: dict[str, list[int]] = {}
+    for sig in order:
+        g = groups[sig]
+        if len(g) == 1:
+            out.append(g[0])
+            continue
+        keep = min(g, key=lambda e: (e.t, e.row)) if g[0].edge == "start" else max(g, key=lambda e: (e.t, -e.row))
+        out.append(keep)
+        merged_rows.setdefault(g[0].key, []).extend(e.row for e in g if e is not keep)
+    for key, rows in merged_rows.items():
+        edge = "earliest" if key.endswith("_start") else "latest"
+        fr.note("merged", f"repeated '{key}' lines (same value and metadata)",
+                f"one event printed by several ranks or twice; kept the {edge} copy", rows)
+    return out
+
+
+def _pair(events: list[Event], family: str, t_end: float, fr: FileReport, infer_start_at: float | None) -> list[Interval]:
+    """Pair the starts and stops of one family in time order (after merging copies)."""
+    evs = sorted((e for e in events if e.family == family), key=lambda e: (e.t, 0 if e.edge == "stop" else 1, e.row))
+    out: list[Interval] = []
+    open_: Interval | None = None
+    last_stop: float | None = None
+    unmatched_stop_rows: list[int] = []
+    inferred_stop_rows: list[int] = []
+    inferred_start_rows: list[int] = []
+    for e in evs:
+        if e.edge == "start":
+            if open_ is not None:
+                open_.stop = e.t
+                inferred_stop_rows.append(open_.start_ev.row)
+                out.append(open_)
+            open_ = Interval(family, e.t, math.nan, e, None, [e.row])
+        else:
+            if open_ is not None:
+                open_.stop, open_.stop_ev = e.t, e
+                open_.rows.append(e.row)
+                out.append(open_)
+                open_ = None
+                last_stop = e.t
+            elif infer_start_at is not None:
+                start = max(infer_start_at, last_stop if last_stop is not None else -math.inf)
+                if start <= e.t:
+                    out.append(Interval(family, start, e.t, None, e, [e.row]))
+                    inferred_start_rows.append(e.row)
+                    last_stop = e.t
+                else:
+                    unmatched_stop_rows.append(e.row)
+            else:
+                unmatched_stop_rows.append(e.row)
+    if open_ is not None:
+        open_.stop = max(open_.start, t_end)
+        inferred_stop_rows.append(open_.start_ev.row)
+        out.append(open_)
+    if inferred_stop_rows:
+        fr.note("inferred", f"'{family}_start' without a matching '{family}_stop'",
+                f"closed at the next '{family}_start' or at the end of the run", inferred_stop_rows)
+    if inferred_start_rows:
+        fr.note("inferred", f"'{family}_stop' without a matching '{family}_start'",
+                "started at the previous training stop, or at run_start", inferred_start_rows)
+    if unmatched_stop_rows:
+        fr.note("dropped", f"'{family}_stop' without a matching '{family}_start'",
+                "no start to pair it with; its length is unknown", unmatched_stop_rows)
+    return out
+
+
+def _cursor_unit(train: list[Interval]) -> str:
+    """``samples`` or ``epochs`` when every interval gives that position at both ends, else ``ordinal``."""
+    def both(iv: Interval, unit: str) -> bool:
+        s = iv.start_ev.metadata if iv.start_ev else {}
+        if unit == "samples":
+            t = iv.stop_ev.metadata if iv.stop_ev else {}
+            return isinstance(s.get("samples_count"), (int, float)) and isinstance(t.get("samples_count"), (int, float))
+        return isinstance(s.get("first_epoch_num", s.get("epoch_num")), (int, float))
+
+    if train and all(both(iv, "samples") for iv in train):
+        return "samples"
+    if train and all(both(iv, "epochs") for iv in train):
+        return "epochs"
+    return "ordinal"
+
+
+def _cursors(train: list[Interval], unit: str, fr: FileReport) -> list[tuple[float, float]]:
+    """(cursor_start, cursor_end) per training interval in ``unit``; falls back to ordinals if not strictly growing."""
+    cur: list[tuple[float, float]] = []
+    if unit == "samples":
+        cur = [(float(iv.start_ev.metadata["samples_count"]), float(iv.stop_ev.metadata["samples_count"])) for iv in train]
+    elif unit == "epochs":
+        starts = []
+        for iv in train:
+            md = iv.start_ev.metadata
+            starts.append(float(md.get("first_epoch_num", md.get("epoch_num"))))
+        corrected: list[int] = []
+        for k, iv in enumerate(train):
+            md = iv.start_ev.metadata
+            s = starts[k]
+            if "epoch_count" in md and isinstance(md["epoch_count"], (int, float)):
+                e = s + float(md["epoch_count"])
+            else:
+                stop_md = iv.stop_ev.metadata if iv.stop_ev else {}
+                sv = stop_md.get("epoch_num")
+                e = float(sv) if isinstance(sv, (int, float)) and sv > s else s + 1.0
+            if k + 1 < len(train) and s < starts[k + 1] < e:
+                corrected.append(iv.start_ev.row)
+                e = starts[k + 1]
+            cur.append((s, e))
+        if corrected:
+            fr.note("corrected", "training interval's epoch_count overruns the next interval's first epoch",
+                    "cursor end set to the next interval's first epoch", corrected)
+    ok = all(e > s for s, e in cur) and all(cur[k + 1][0] >= cur[k][1] - EPS for k in range(len(cur) - 1))
+    if unit != "ordinal" and not ok:
+        fr.note("corrected", f"cursor in {unit}", f"{unit} do not grow strictly from one training interval to the next; "
+                "the interval ordinal is used as the cursor instead", [iv.rows[0] for iv in train][:5], len(train))
+        unit = "ordinal"
+    if unit == "ordinal":
+        cur = [(float(k), float(k + 1)) for k in range(len(train))]
+    fr.facts["cursor_unit"] = unit
+    return cur
+
+
+def _eval_position(iv: Interval, unit: str) -> float | None:
+    field_ = {"samples": ("samples_count",), "epochs": ("epoch_num", "first_epoch_num")}.get(unit, ())
+    for ev in (iv.start_ev, iv.stop_ev):
+        if ev is None:
+            continue
+        for f in field_:
+            v = ev.metadata.get(f)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
+    return None
+
+
+def _split_train(t0: float, t1: float, c0: float, c1: float, cuts: list[tuple[float, float, float | None]]) -> list[tuple[float, float, float, float]]:
+    """Cut the training interval ``[t0, t1]`` (cursor ``c0..c1``) around blocking evaluations.
+
+    ``cuts`` are (start, end, position); the cursor at a cut is the
+    evaluation's position when it lies strictly inside the remaining cursor
+    range, else linear in training time (the spec's assumption).
+    """
+    cuts = sorted((max(a, t0), min(b, t1), p) for a, b, p in cuts if b > t0 and a < t1)
+    # merge overlapping cuts
+    merged: list[list] = []
+    for a, b, p in cuts:
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b, p])
+    pieces_t: list[tuple[float, float]] = []
+    t = t0
+    for a, b, _ in merged:
+        if a > t:
+            pieces_t.append((t, a))
+        t = max(t, b)
+    if t < t1:
+        pieces_t.append((t, t1))
+    total = sum(b - a for a, b in pieces_t)
+    if total <= 0:
+        return []
+    out = []
+    c, done = c0, 0.0
+    for k, (a, b) in enumerate(pieces_t):
+        done += b - a
+        lin = c0 + (c1 - c0) * done / total
+        ce = lin
+        if k + 1 < len(pieces_t):
+            pos = next((p for ca, cb, p in merged if abs(ca - b) < 1e-12), None)
+            if pos is not None and c < pos < c1:
+                ce = pos
+        else:
+            ce = c1
+        if ce <= c:
+            ce = lin if lin > c else c + (c1 - c0) * 1e-9
+        out.append((a, b, c, ce))
+        c = ce
+    return out
+
+
+def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport) -> tuple[dict, list[dict], dict]:
+    """Import one result log: returns (attempt row, span rows, jobs row) with times in epoch seconds."""
+    path = Path(path)
+    src = str(path)
+    log = read_mllog(path, fr)
+    ev_all = log.events
+
+    # submission facts
+    parts = _path_parts(path)
+    benchmark = _first_value(ev_all, "submission_benchmark")
+    if parts is None:
+        parts_src = "log"
+        rnd, submitter, system = None, _first_value(ev_all, "submission_org"), _first_value(ev_all, "submission_platform")
+    else:
+        parts_src = "path"
+        rnd, submitter, system = parts["round"], parts["submitter"], parts["system"]
+        if benchmark is None:
+            benchmark = parts["benchmark"]
+            fr.note("inferred", "benchmark", "the log has no submission_benchmark; taken from the folder name")
+        elif str(benchmark) != parts["benchmark"]:
+            fr.note("info", "benchmark", f"log says {benchmark!r}, folder says {parts['benchmark']!r}; the log is used")
+    if benchmark is None:
+        raise TraceError(Problem(src, None, "submission_benchmark", "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt"))
+    benchmark = str(benchmark)
+    org = _first_value(ev_all, "submission_org")
+    if parts is not None and org is not None and str(org) != submitter:
+        fr.note("info", "submitter", f"log's submission_org is {org!r}; the folder name {submitter!r} is used")
+
+    # timing events: corrections and drops
+    timing = [e for e in ev_all if e.key in TIMING_KEYS]
+    wrong_type: dict[tuple[str, str], list[int]] = {}
+    no_type: list[int] = []
+    for e in timing:
+        if e.event_type is None:
+            no_type.append(e.row)
+        elif e.event_type != EXPECTED_TYPE[e.edge]:
+            wrong_type.setdefault((e.key, e.event_type), []).append(e.row)
+    for (key, et), rows in wrong_type.items():
+        fr.note("corrected", f"'{key}' logged as {et}", f"the key decides: taken as {EXPECTED_TYPE[key.rsplit('_', 1)[1]]}", rows)
+    if no_type:
+        fr.note("info", "timing events without event_type", "older log format; the key decides start or stop", no_type)
+    bad_time = [e for e in timing if e.t * 1000 < MIN_VALID_MS]
+    if bad_time:
+        fr.note("dropped", "timing event with an impossible timestamp", "time_ms is zero or before the year 2000", [e.row for e in bad_time])
+    timing = [e for e in timing if e.t * 1000 >= MIN_VALID_MS]
+    back = [b.row for a, b in zip(timing, timing[1:]) if b.t < a.t]
+    if back:
+        fr.note("info", "timing event dated earlier than the line before it",
+                "lines are out of time order (several writers, or written late and back-dated); events are ordered by timestamp", back)
+    timing = _merge_copies(timing, fr)
+
+    def times(key: str) -> list[Event]:
+        return sorted((e for e in timing if e.key == key), key=lambda e: (e.t, e.row))
+
+    init_starts, init_stops = times("init_start"), times("init_stop")
+    run_starts, run_stops = times("run_start"), times("run_stop")
+    if not init_starts and not run_starts:
+        raise TraceError(Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown"))
+    if init_starts:
+        t0 = init_starts[0].t
+    else:
+        t0 = run_starts[0].t
+        fr.note("inferred", "job start", "no init_start; the attempt starts at run_start")
+    for name, evs in (("init_stop", init_stops), ("run_start", run_starts), ("run_stop", run_stops)):
+        if len(evs) > 1:
+            fr.note("dropped", f"extra '{name}'", f"a run has one {name}; the earliest is used",
+                    [e.row for e in evs[1:]])
+    # back-dated timing events (before T0)
+    early = [e for e in timing if e.t < t0 - EPS]
+    if early:
+        fr.note("dropped", "timing event dated before init_start", "back-dated: it cannot belong to this run", [e.row for e in early])
+        timing = [e for e in timing if e.t >= t0 - EPS]
+        init_stops = [e for e in init_stops if e.t >= t0]
+        run_starts = [e for e in run_starts if e.t >= t0]
+        run_stops = [e for e in run_stops if e.t >= t0]
+
+    run_start = run_starts[0].t if run_starts else None
+    init_stop = init_stops[0].t if init_stops else None
+    if init_stop is None:
+        init_stop = run_start if run_start is not None else t0
+        fr.note("inferred", "init_stop", "not logged; taken as run_start")
+    if run_start is None:
+        run_start = init_stop
+        fr.note("inferred", "run_start", "not logged; taken as init_stop")
+    if init_stop > run_start:
+        fr.note("corrected", "init_stop after run_start", "initialisation cannot end after the timed run starts; init_stop set to run_start",
+                [init_stops[0].row] if init_stops else None)
+        init_stop = run_start
+    if run_stops:
+        t1 = run_stops[0].t
+        status = str(run_stops[0].metadata.get("status", "")).lower() or None
+        end_reason = STATUS_TO_END_REASON.get(status or "", None)
+        if end_reason is None:
+            end_reason = "completed"
+            fr.note("inferred", "end reason", f"run_stop status {status!r} is not success/aborted; taken as completed", [run_stops[0].row])
+    else:
+        t1 = max(e.t for e in timing)
+        status = None
+        end_reason = "failure"
+        fr.note("inferred", "run end", "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure")
+    if t1 < run_start:
+        raise TraceError(Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start"))
+
+    # intervals
+    block_iv = _pair(timing, "block", t1, fr, infer_start_at=run_start)
+    epoch_iv = _pair(timing, "epoch", t1, fr, infer_start_at=run_start)
+    eval_iv = _pair(timing, "eval", t1, fr, infer_start_at=None)
+    if block_iv:
+        train_family, train = "block", block_iv
+        if epoch_iv:
+            fr.note("info", "epoch intervals", "the log has blocks; blocks are the train spans, epochs are not used", count=len(epoch_iv))
+    else:
+        train_family, train = "epoch", epoch_iv
+    fr.facts["train_intervals"] = f"{len(train)} x {train_family}"
+
+    # clip to [run_start, t1] for training, [t0, t1] for eval
+    after = [iv for iv in train if iv.start >= t1] + [iv for iv in eval_iv if iv.start >= t1]
+    if after:
+        fr.note("dropped", "interval starting at or after run_stop", "the run is over: MLPerf's clock stopped at run_stop",
+                [iv.rows[0] for iv in after])
+    train = [iv for iv in train if iv.start < t1]
+    eval_iv = [iv for iv in eval_iv if iv.start < t1]
+    clipped_end = [iv.rows[0] for iv in train + eval_iv if iv.stop > t1]
+    if clipped_end:
+        fr.note("clipped", "interval running past run_stop", "cut at run_stop", clipped_end)
+    early_train = [iv.rows[0] for iv in train if iv.start < run_start]
+    if early_train:
+        fr.note("clipped", f"'{train_family}_start' before run_start", "training cannot start before the timed run; started at run_start", early_train)
+    for iv in train:
+        iv.start, iv.stop = max(iv.start, run_start), min(iv.stop, t1)
+    for iv in eval_iv:
+        iv.stop = min(iv.stop, t1)
+    train = [iv for iv in train if iv.stop > iv.start]
+    train.sort(key=lambda iv: iv.start)
+    overlap = []
+    for k in range(1, len(train)):
+        if train[k].start < train[k - 1].stop:
+            overlap.append(train[k].rows[0])
+            train[k].start = train[k - 1].stop
+    if overlap:
+        fr.note("clipped", "training interval overlapping the previous one", "train spans of a job cannot overlap; started at the previous stop", overlap)
+    train = [iv for iv in train if iv.stop > iv.start]
+
+    unit = _cursor_unit(train)
+    cursors = _cursors(train, unit, fr)
+    unit = fr.facts["cursor_unit"]
+
+    # evaluation: blocking or concurrent
+    spans: list[dict] = []
+    job_id = f"{rnd}/{submitter}/{system}/{benchmark}/{path.stem}" if parts_src == "path" else path.stem
+    cuts: dict[int, list] = {k: [] for k in range(len(train))}
+    n_block = n_conc = 0
+    for iv in eval_iv:
+        if iv.stop <= iv.start:
+            continue
+        spans.append(dict(job_id=job_id, attempt=0, phase="eval", start=iv.start, end=iv.stop, stage=None, cursor_start=None, cursor_end=None))
+        pos = _eval_position(iv, unit)
+        for k, tv in enumerate(train):
+            if iv.stop <= tv.start or iv.start >= tv.stop:
+                continue
+            if pos is not None and pos <= cursors[k][0] + EPS:
+                n_conc += 1
+            else:
+                cuts[k].append((iv.start, iv.stop, pos))
+                n_block += 1
+    if n_block:
+        fr.note("inferred", "evaluation inside a training interval: blocking",
+                "it evaluates a point after the interval's start (or gives no position), so training paused: the train span is cut around it",
+                count=n_block)
+    if n_conc:
+        fr.note("inferred", "evaluation inside a training interval: concurrent",
+                "it evaluates a point training had already passed, so training went on; the overlap stays productive (trace spec, section 5)",
+                count=n_conc)
+    for k, tv in enumerate(train):
+        for a, b, c0, c1 in _split_train(tv.start, tv.stop, cursors[k][0], cursors[k][1], cuts[k]):
+            spans.append(dict(job_id=job_id, attempt=0, phase="train", start=a, end=b, stage=train_family, cursor_start=c0, cursor_end=c1))
+
+    # start-up
+    spans.append(dict(job_id=job_id, attempt=0, phase="trainer_init", start=t0, end=init_stop, stage="init_start..init_stop", cursor_start=None, cursor_end=None))
+    first_train = min((iv.start for iv in train), default=t1)
+    if first_train > init_stop:
+        spans.append(dict(job_id=job_id, attempt=0, phase="data_warmup", start=init_stop, end=first_train,
+                          stage="init_stop..first_" + train_family, cursor_start=None, cursor_end=None))
+    spans = [s for s in spans if s["end"] > s["start"]]
+
+    # accelerators
+    acc_src, nodes, per_node, acc_model = None, None, None, None
+    if log.sysjson is not None:
+        try:
+            nodes, per_node, acc_model = _accelerators(log.sysjson, f"{src}, line {log.sysjson_row} (:::SYSJSON)")
+            acc_src = "SYSJSON"
+        except TraceError as exc:
+            fr.note("dropped", ":::SYSJSON line", f"unusable: {exc}", [log.sysjson_row])
+    sys_file = _find_system_json(path, parts, Path(systems_dir) if systems_dir is not None else None)
+    if sys_file is not None:
+        try:
+            desc = json.loads(sys_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise TraceError(Problem(str(sys_file), None, None, f"system description is not valid JSON: {exc}")) from None
+        d_nodes, d_per, d_model = _accelerators(desc, str(sys_file))
+        if acc_src is None:
+            nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model, f"system description {sys_file.name}"
+        elif (d_nodes, d_per) != (nodes, per_node):
+            fr.note("info", "accelerators", f"SYSJSON says {nodes}x{per_node}, {sys_file.name} says {d_nodes}x{d_per}; SYSJSON is used")
+    if acc_src is None:
+        raise TraceError(Problem(src, log.sysjson_row, "accelerators",
+                                 "no :::SYSJSON line and no system description found; pass --systems DIR holding <round>/<submitter>/<system>.json"))
+    accelerators = nodes * per_node
+    gpus = accelerators
+    if accelerators == 0:
+        gpus = max(1, nodes)
+        fr.note("inferred", "gpus", f"CPU-only system (0 accelerators per node); gpus set to number_of_nodes = {gpus} for weighting")
+    fr.job_ids.append(job_id)
+    fr.facts.update({
+        "job_id": job_id, "benchmark": benchmark, "round": rnd, "submitter": submitter, "system": system,
+        "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})",
+        "init_start": _iso(t0), "init_stop": _iso(init_stop), "run_start": _iso(run_start),
+        "run_stop": _iso(t1) if run_stops else None, "wall_s (run_stop - init_start)": round(t1 - t0, 3),
+        "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
+        "run_status": status, "end_reason": end_reason,
+        "evaluations": f"{len(eval_iv)} ({n_block} blocking overlaps, {n_conc} concurrent overlaps)",
+    })
+    attempt = dict(job_id=job_id, attempt=0, start=t0, end=t1, end_reason=end_reason)
+    job = dict(job_id=job_id, model=benchmark, gpus=int(gpus), benchmark=benchmark, round=rnd, submitter=submitter, system=system,
+               division=_first_value(ev_all, "submission_division"), accelerators=int(accelerators), nodes=int(nodes),
+               accelerators_per_node=int(per_node), accelerator_model=acc_model, accelerators_source=acc_src,
+               run_status=status, time_to_train_s=(t1 - run_start) if run_stops else None,
+               init_s=init_stop - t0, cursor_unit=unit, source_file=path.name, synthetic=False)
+    return attempt, spans, job
+
+
+def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = None) -> tuple[TraceFrames, ImportReport]:
+    """Import MLPerf result logs: one job a file.  Returns the trace frames and the import report.
+
+    The ``jobs`` frame carries what a notebook on the runs needs: ``benchmark``,
+    ``round``, ``submitter``, ``system``, ``accelerators`` (and ``gpus``, the
+    weight), ``accelerator_model``, ``run_status``, ``time_to_train_s``
+    (MLPerf's score, ``run_stop - run_start``) and ``init_s``.  Raises
+    :class:`~ettcore.errors.TraceError` for a file that cannot be a run
+    (unreadable, no events, no start, no accelerator count) or when two files
+    give the same job id.
+    """
+    report = ImportReport("mlperf")
+    attempts, spans, jobs = [], [], []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    for p in paths:
+        fr = report.add_file(str(p))
+        try:
+            a, s, j = import_log(p, systems_dir, fr)
+        except TraceError as exc:
+            problems.extend(exc.problems)
+            continue
+        if j["job_id"] in seen:
+            problems.append(Problem(str(p), None, "job_id", f"job id {j['job_id']!r} already imported from {seen[j['job_id']]}"))
+            continue
+        seen[j["job_id"]] = str(p)
+        attempts.append(a)
+        spans.extend(s)
+        jobs.append(j)
+    if problems:
+        raise TraceError(problems)
+    metadata = {"synthetic": False, "source": "MLPerf Training result logs (MLLOG)", "importer": "ettcore.importers.mlperf",
+                "source_files": [str(p) for p in paths]}
+    return TraceFrames.from_rows(attempts, spans, jobs, metadata), report
