@@ -82,6 +82,8 @@ def _refuse_reserved(file: str, columns: list[str]) -> None:
     """Columns the loader adds itself may not appear in the data; duplicates are ambiguous."""
     seen: set[str] = set()
     for c in columns:
+        if any(ord(ch) < 32 for ch in c):
+            raise TraceError(Problem(file, None, repr(c), "column name contains a control character (e.g. NUL)"))
         if c.lower() in RESERVED_COLUMNS:
             raise TraceError(Problem(file, None, c, f"reserved column name {c!r} (the loader adds it); rename the column"))
         if c in seen:
@@ -205,6 +207,10 @@ def _read_text_table(src: Source) -> pl.DataFrame:
             bad = [k for k in obj if str(k).lower() in RESERVED_COLUMNS]
             if bad:
                 problems.append(Problem(str(f), i, str(bad[0]), f"reserved key {bad[0]!r} (the loader adds it)", table=src.table))
+                continue
+            ctrl = [k for k in obj if any(ord(ch) < 32 for ch in str(k))]
+            if ctrl:
+                problems.append(Problem(str(f), i, repr(ctrl[0]), "key contains a control character (e.g. NUL)", table=src.table))
                 continue
             rec = {"_row": i}
             for k, v in obj.items():
