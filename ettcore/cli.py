@@ -27,7 +27,7 @@ from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
 
 # Modules that add subcommands: each defines register(subparsers).
-PLUGINS: tuple[str, ...] = ("ettcore.opportunities", "ettcore.importers")
+PLUGINS: tuple[str, ...] = ("ettcore.opportunities", "ettcore.importers", "ettcore.generator")
 
 JOB_KEYS = (
     "job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof",

@@ -8,7 +8,7 @@ WITH attempts AS (
            CAST(count_if(end_reason IN ('failure', 'preemption')) AS BIGINT) AS nof,
            CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure,
            CAST(count_if(end_reason = 'preemption') AS BIGINT) AS nof_preemption,
-           arg_max(end_reason, start_ms) AS status
+           arg_max(end_reason, attempt) AS status  -- the highest attempt (numbers increase with start; a zero-length attempt can share its start)
     FROM metric_attempts
     GROUP BY job_key
 ),
