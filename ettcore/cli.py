@@ -92,7 +92,10 @@ def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> s
 
 
 def _open(args: argparse.Namespace) -> Trace:
-    trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
+    trace = load_trace(
+        args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid,
+        memory_limit=args.memory_limit, temp_directory=args.temp_directory,
+    )
     if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
         print(skip_report(trace), file=sys.stderr)
     return trace
@@ -187,6 +190,8 @@ def _trace_args(p: argparse.ArgumentParser, as_of: bool = True) -> None:
     if as_of:
         p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
         p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
+        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 2GB); larger work spills to disk")
+        p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -341,7 +341,7 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
 # ----------------------------------------------------------------------------- the whole load
 
 
-def _connect(sources: list[Source]) -> duckdb.DuckDBPyConnection:
+def _connect(sources: list[Source], memory_limit: str | None = None, temp_directory: str | Path | None = None) -> duckdb.DuckDBPyConnection:
     if sources and sources[0].kind == "duckdb":
         f = sources[0].files[0]
         try:
@@ -351,6 +351,13 @@ def _connect(sources: list[Source]) -> duckdb.DuckDBPyConnection:
     else:
         con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
+    try:
+        if memory_limit is not None:
+            con.execute("SET memory_limit = $v", {"v": str(memory_limit)})
+        if temp_directory is not None:
+            con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
+    except duckdb.Error as exc:
+        raise TraceError(Problem("--memory-limit", None, "memory_limit", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
     return con
 
 
@@ -408,19 +415,22 @@ def load_trace(
     mapping: str | Path | None = None,
     as_of: str | int | float | None = None,
     skip_invalid: bool = False,
+    memory_limit: str | None = None,
+    temp_directory: str | Path | None = None,
 ) -> Trace:
     """Open a trace, check it, and prepare the views the metric reads.
 
     Raises :class:`TraceError` listing every problem (file, row, field) unless
     ``skip_invalid``, which leaves out the affected jobs and records them in
     ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
-    (unreadable, corrupt, missing table) always raise.
+    (unreadable, corrupt, missing table) always raise.  ``memory_limit`` (e.g.
+    ``"2GB"``) caps DuckDB's memory; beyond it DuckDB spills to ``temp_directory``.
     """
     path = Path(path)
     phase_map = load_phase_map(mapping)
     as_of_ms = parse_as_of(as_of)
     sources = discover(path)
-    con = _connect(sources)
+    con = _connect(sources, memory_limit, temp_directory)
     present = set()
     for src in sources:
         _register_raw(con, src)
