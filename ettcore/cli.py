@@ -98,6 +98,13 @@ def _open(args: argparse.Namespace) -> Trace:
     )
     if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
         print(skip_report(trace), file=sys.stderr)
+    if any(trace.not_started.values()):
+        n = trace.not_started
+        print(
+            f"ett: as of {_iso_ms(trace.as_of_ms)}: {n['jobs']} job(s), {n['attempts']} attempt(s) and {n['spans']} span(s)"
+            " start at or after it and are not measured",
+            file=sys.stderr,
+        )
     return trace
 
 
@@ -128,6 +135,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             "jobs": job_records(jobs),
             "fleet": group_records(fleet, None)[0] if fleet.height else None,
             "accounting": trace.accounting,
+            "not_started_by_as_of": trace.not_started,
         }
         if groups is not None:
             doc["groups"] = group_records(groups, args.by)

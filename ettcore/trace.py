@@ -30,6 +30,7 @@ import csv
 import io
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,6 +116,7 @@ class Trace:
     excluded_jobs: list[str] = field(default_factory=list)
     accounting: dict = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
+    not_started: dict = field(default_factory=dict)  # rows/jobs starting at or after an explicit as-of (not measured)
     metadata: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -189,6 +191,8 @@ def _read_text_table(src: Source) -> pl.DataFrame:
             df = pl.read_csv(text.encode(), infer_schema=False, has_header=True)
         except Exception as exc:  # polars raises several types for malformed CSV
             raise TraceError(Problem(str(f), None, None, f"corrupt CSV: {str(exc).splitlines()[0]}")) from None
+        if len(header) == df.width:
+            df.columns = header  # polars keeps a quoted header's doubled quotes ("a""b"); the csv module unescapes them
         df = df.with_row_index("_row", offset=1)
     else:
         rows: list[dict] = []
@@ -280,8 +284,18 @@ def _raw_types(con: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
     return {r[0]: r[1].upper() for r in con.execute(f"DESCRIBE raw_{table}").fetchall()}
 
 
+_NUMERIC_TYPE = re.compile(
+    r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\))"
+)
+_TIMESTAMP_TYPE = re.compile(r"(TIMESTAMP( WITH TIME ZONE)?|TIMESTAMP_(S|MS|NS|TZ)|DATE)")
+
+
 def _is_numeric(t: str) -> bool:
-    return any(t.startswith(p) for p in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE", "DECIMAL", "REAL"))
+    return _NUMERIC_TYPE.fullmatch(t) is not None
+
+
+def _is_timestamp(t: str) -> bool:
+    return _TIMESTAMP_TYPE.fullmatch(t) is not None
 
 
 def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
@@ -290,7 +304,7 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
         return "NULL", "NULL::VARCHAR"
     q = quote_ident(col)
     raw = f"TRY_CAST({q} AS VARCHAR)"
-    if not (dtype == "VARCHAR" or _is_numeric(dtype) or dtype.startswith("TIMESTAMP") or dtype == "DATE"):
+    if not (dtype == "VARCHAR" or _is_numeric(dtype) or _is_timestamp(dtype)):
         # lists, structs, booleans, times, blobs ...: parse their text form, so a bad type is an unparsable value
         q, dtype = raw, "VARCHAR"
     if kind == "str":
@@ -302,7 +316,7 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
         d = f"TRY_CAST({q} AS DOUBLE)"
         return f"CASE WHEN isfinite({d}) THEN {d} END", raw
     # timestamps -> integer ms since the epoch, or NULL when unparsable / implausible
-    if dtype.startswith("TIMESTAMP") or dtype == "DATE":
+    if _is_timestamp(dtype):
         ms = f"epoch_ms(CAST({q} AS TIMESTAMPTZ))"
     elif _is_numeric(dtype):
         d = f"CAST({q} AS DOUBLE)"
@@ -459,8 +473,25 @@ def load_trace(
         raise TraceError(trace.problems if not skip_invalid else fatal)
     trace.excluded_jobs = sorted({p.job_id for p in trace.problems if p.job_id is not None})
     checks.register_clean(con, trace.problems)
+    # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
+    # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
     if trace.as_of_ms is None:
         trace.as_of_ms = _default_as_of(con)
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms", {"as_of": trace.as_of_ms})
+        cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
+    else:
+        cut_ms = trace.as_of_ms
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms, $cut::BIGINT AS cut_ms",
+        {"as_of": trace.as_of_ms, "cut": cut_ms},
+    )
+    trace.not_started = {
+        table: con.execute(
+            f"SELECT count(*) FROM clean_{table} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
+        ).fetchall()[0][0]
+        for table in ("attempts", "spans")
+    }
+    trace.not_started["jobs"] = con.execute(
+        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
+    ).fetchall()[0][0]
     trace.accounting = checks.accounting(con, trace.problems)
     return trace

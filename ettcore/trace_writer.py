@@ -37,8 +37,13 @@ def write_trace(
     jobs: pl.DataFrame | None = None,
     fmt: str = "parquet",
     metadata: dict | None = None,
+    extra_files: dict[str, str] | None = None,
 ) -> Path:
-    """Write a trace folder atomically; ``metadata`` goes to ``trace.json`` (provenance, synthetic flag)."""
+    """Write a trace folder atomically; ``metadata`` goes to ``trace.json`` (provenance, synthetic flag).
+
+    ``extra_files`` (name -> text, e.g. an import report) are written inside the
+    folder before it is renamed into place, so they are there whenever it is.
+    """
     out_dir = Path(out_dir)
     with atomic_path(out_dir, directory=True) as tmp:
         if jobs is not None:
@@ -47,4 +52,8 @@ def write_trace(
         _write_table(spans, tmp / f"spans.{fmt}", fmt)
         if metadata is not None:
             (tmp / "trace.json").write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        for name, text in (extra_files or {}).items():
+            if Path(name).name != name or name.startswith("."):
+                raise ValueError(f"extra file name must be a plain file name: {name!r}")
+            (tmp / name).write_text(text, encoding="utf-8")
     return out_dir

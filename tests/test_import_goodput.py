@@ -250,10 +250,10 @@ def run_ett(argv: list[str]) -> int:
 
 def test_cli_import_goodput_and_running_job(tmp_path):
     lines = [
-        {"job_name": "a", "job_start_time": 1000.0},
-        {"jsonPayload": {"job_name": "a", "step_count": 0, "step_start_time": 1010.0}},  # as exported from Cloud Logging
-        {"job_name": "a", "step_count": 1, "step_start_time": 1013.0},
-        {"job_name": "a", "step_count": 2, "step_start_time": 1016.0},
+        {"job_name": "a", "job_start_time": 1700001000.0},
+        {"jsonPayload": {"job_name": "a", "step_count": 0, "step_start_time": 1700001010.0}},  # as exported from Cloud Logging
+        {"job_name": "a", "step_count": 1, "step_start_time": 1700001013.0},
+        {"job_name": "a", "step_count": 2, "step_start_time": 1700001016.0},
     ]
     src = tmp_path / "entries.jsonl"
     src.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -268,16 +268,16 @@ def test_cli_import_goodput_and_running_job(tmp_path):
 
 def test_bad_entries_name_file_row_and_field(tmp_path):
     src = tmp_path / "bad.jsonl"
-    src.write_text('{"job_name": "a", "job_start_time": 1000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": 1010.0}\n')
+    src.write_text('{"job_name": "a", "job_start_time": 1700001000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": 1700001010.0}\n')
     with pytest.raises(TraceError) as exc:
         import_entries(src)
     p = exc.value.problems[0]
     assert (p.file, p.row, p.field) == (str(src), 2, "step_count")
-    src.write_text('{"job_name": "a", "job_start_time": 1000.0}\nnot json\n')
+    src.write_text('{"job_name": "a", "job_start_time": 1700001000.0}\nnot json\n')
     with pytest.raises(TraceError) as exc:
         import_entries(src)
     assert (exc.value.problems[0].row, exc.value.problems[0].file) == (2, str(src))
-    src.write_text('{"job_name": "a", "step_count": 0, "step_start_time": 1010.0}\n')
+    src.write_text('{"job_name": "a", "step_count": 0, "step_start_time": 1700001010.0}\n')
     with pytest.raises(TraceError) as exc:
         import_entries(src)
     assert exc.value.problems[0].field == "job_start_time"

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from ..trace_writer import write_trace
-from .import_report import ImportReport
+from .import_report import REPORT_JSON, REPORT_MD, ImportReport
 
 ATTEMPT_SCHEMA = {"job_id": pl.String, "attempt": pl.Int64, "start": pl.Float64, "end": pl.Float64, "end_reason": pl.String}
 SPAN_SCHEMA = {
@@ -61,6 +61,7 @@ class TraceFrames:
 def write_import(out_dir: str | Path, frames: TraceFrames, report: ImportReport, fmt: str = "parquet") -> Path:
     """Write the trace folder (atomically) and the import report inside it; returns the folder."""
     attempts, spans = frames.as_datetimes()
-    out = write_trace(out_dir, attempts=attempts, spans=spans, jobs=frames.jobs, fmt=fmt, metadata=frames.metadata)
-    report.write(out)
-    return out
+    return write_trace(
+        out_dir, attempts=attempts, spans=spans, jobs=frames.jobs, fmt=fmt, metadata=frames.metadata,
+        extra_files={REPORT_JSON: report.to_json(), REPORT_MD: report.to_markdown()},
+    )

@@ -42,6 +42,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..trace import TS_MAX_MS, TS_MIN_MS
 from ..errors import Problem, TraceError
 from .frames import TraceFrames
 from .import_report import FileReport, ImportReport
@@ -72,6 +73,8 @@ def _num(e: Entry, key: str, src: str) -> float:
     v = e.data.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise TraceError(Problem(src, e.row, key, f"must be a number (seconds since the epoch or a duration), got {v!r}"))
+    if key.endswith("_time") and not TS_MIN_MS <= v * 1000 <= TS_MAX_MS:
+        raise TraceError(Problem(src, e.row, key, f"timestamp out of the plausible range 1990..2100: {v!r}"))
     return float(v)
 
 
@@ -152,7 +155,7 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         if STEP_START in d:
             t = _num(e, STEP_START, src)
             s = d.get(STEP_COUNT)
-            if isinstance(s, bool) or not isinstance(s, (int, float)) or s != int(s):
+            if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or abs(s) >= 2**53 or s != int(s):
                 raise TraceError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {s!r}"))
             k = seen(t, e.row)
             if k >= 0:

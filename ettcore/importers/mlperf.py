@@ -63,6 +63,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from ..trace import TS_MAX_MS
 from ..errors import Problem, TraceError
 from .frames import TraceFrames
 from .import_report import FileReport, ImportReport
@@ -152,6 +153,7 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
     bad_json: list[int] = []
     bad_fields: dict[str, list[int]] = {}
     prefixed_rows: list[int] = []
+    out_of_range: list[int] = []
     lines = text.splitlines()
     for row, line in enumerate(lines, start=1):
         i = line.find(TOKEN)
@@ -181,6 +183,9 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
         if isinstance(tm, bool) or not isinstance(tm, (int, float)) or not math.isfinite(tm):
             bad_fields.setdefault("time_ms", []).append(row)
             continue
+        if tm > TS_MAX_MS:
+            out_of_range.append(row)
+            continue
         md = d.get("metadata")
         events.append(Event(row, tm / 1000.0, d["key"], d.get("value"), md if isinstance(md, dict) else {},
                             d.get("event_type"), i > 0 and bool(line[:i].strip())))
@@ -188,6 +193,8 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
         fr.note("dropped", "MLLOG line with unparseable JSON", "cannot be read (truncated or interleaved output)", bad_json)
     for f, rows in bad_fields.items():
         fr.note("dropped", f"MLLOG line without a valid '{f}'", "an event needs a key and a numeric time_ms", rows)
+    if out_of_range:
+        fr.note("dropped", "MLLOG line dated after 2100", "time_ms beyond the plausible range of the trace format", out_of_range)
     if prefixed_rows:
         fr.note("info", "rank/host prefix before ':::MLLOG'", "prefix stripped; the event is read as usual", prefixed_rows)
     if not events:

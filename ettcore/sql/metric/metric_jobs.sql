@@ -2,7 +2,7 @@
 WITH started AS (
     SELECT DISTINCT a.job_id
     FROM clean_attempts AS a, ett_params AS p
-    WHERE a.start_ms < p.as_of_ms
+    WHERE a.start_ms < p.cut_ms
 )
 SELECT
     hash(s.job_id) AS job_key,

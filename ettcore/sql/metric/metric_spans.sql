@@ -1,6 +1,6 @@
 -- One row a span, clipped to the as-of time (a train span's end cursor prorated to the clipped end), with its phase id.
 WITH params AS (
-    SELECT as_of_ms FROM ett_params
+    SELECT as_of_ms, cut_ms FROM ett_params
 ),
 started AS (
     SELECT s.job_id, s.attempt, s.start_ms, s.end_ms, s.cursor_start, s.cursor_end,
@@ -8,7 +8,7 @@ started AS (
     FROM clean_spans AS s
     JOIN ett_phases AS ph ON ph.phase = s.phase
     CROSS JOIN params AS p
-    WHERE s.start_ms < p.as_of_ms
+    WHERE s.start_ms < p.cut_ms
 )
 SELECT
     hash(job_id) AS job_key,
