@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup test report bench lab clean
+.PHONY: setup test report bench lab live-job clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -30,6 +30,10 @@ report: setup
 
 bench: setup
 	$(BIN)/python benchmarks/run.py
+
+live-job: setup
+	$(BIN)/python -m pip install --quiet -e '.[torch]'
+	$(BIN)/python -m ettcore.demo.live_job
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

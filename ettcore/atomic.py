@@ -31,6 +31,7 @@ def atomic_path(target: str | Path, *, directory: bool = False) -> Iterator[Path
         shutil.rmtree(tmp, ignore_errors=True) if tmp.is_dir() else tmp.unlink(missing_ok=True)
         raise
     if directory:
+        os.chmod(tmp, 0o755)  # mkdtemp makes it private; a finished output is as readable as any other folder
         if target.exists():
             old = target.with_name(f".old-{target.name}-{os.getpid()}")
             os.replace(target, old)

@@ -27,7 +27,13 @@ from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
 
 # Modules that add subcommands: each defines register(subparsers).
-PLUGINS: tuple[str, ...] = ("ettcore.opportunities", "ettcore.importers", "ettcore.generator")
+PLUGINS: tuple[str, ...] = (
+    "ettcore.opportunities",
+    "ettcore.importers",
+    "ettcore.generator",
+    "ettcore.recorder",
+    "ettcore.demo.live_job",
+)
 
 JOB_KEYS = (
     "job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof",
@@ -207,7 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ett {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("summarize", help="ETT%, L1 and L2 per job, per group and for the fleet")
+    p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
     _trace_args(p)
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
@@ -215,7 +221,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")
     p.set_defaults(func=cmd_summarize)
 
-    p = sub.add_parser("trend", help="fleet ETT% and component GPU-hours per calendar bucket (prorated per instant)")
+    p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant)")
     _trace_args(p)
     p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC)")
     fmt = p.add_mutually_exclusive_group()

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import checks
@@ -68,6 +69,14 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 _RESERVED = {"_file", "_row", "job_key"}
+# Names a jobs label may not take: columns of the metric's per-job and per-group results, and internal keys.
+COMPUTED_COLUMNS = frozenset(
+    ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct", "nof", "nof_failure", "nof_preemption"]
+    + [f"{c}_s" for c in ("wall", "productive", "tts", "ttr_total", "ttr_mean", "in_training_loss", "shutdown_tail",
+                          "scheduling", "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
+    + [f"{c}_gpu_h" for c in ("wall", "productive", "tts", "ttr_total", "in_training_loss", "shutdown_tail", "scheduling",
+                              "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
+)
 
 # Plausible timestamps: 1990-01-01 .. 2100-01-01 (ms).  Outside is an input error
 # (a common cause: milliseconds given where seconds are expected).
@@ -183,6 +192,8 @@ def _read_text_table(src: Source) -> pl.DataFrame:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         row = line - 1 if src.kind == "csv" else line
+        if row < 1:
+            raise TraceError(Problem(str(f), None, None, "header line is not valid UTF-8")) from None
         raise TraceError(Problem(str(f), row, None, "file is not valid UTF-8")) from None
     if src.kind == "csv":
         header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
@@ -230,9 +241,14 @@ def _read_text_table(src: Source) -> pl.DataFrame:
     return df.with_columns(pl.lit(str(f)).alias("_file"), pl.col("_row").cast(pl.Int64))
 
 
+def _arrow_kind(t: pa.DataType) -> str:
+    return "nested" if pa.types.is_nested(t) else "plain"
+
+
 def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
     name = f"raw_{src.table}"
     if src.kind == "parquet":
+        kinds: dict[str, tuple] = {}
         for f in src.files:
             try:
                 schema = pq.read_schema(f)
@@ -241,6 +257,11 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
             _refuse_reserved(str(f), schema.names)
             if not schema.names:
                 raise TraceError(Problem(str(f), None, None, "Parquet file has no columns"))
+            for col in schema.names:
+                kind = _arrow_kind(schema.field(col).type)
+                first = kinds.setdefault(col, (kind, f, schema.field(col).type))
+                if first[0] != kind and "nested" in (kind, first[0]):
+                    raise TraceError(Problem(str(f), None, col, f"type {schema.field(col).type} differs from {first[2]} in {first[1]}"))
         if any(_GLOB_CHARS & set(str(f)) for f in src.files):
             # DuckDB's reader treats every path as a glob pattern: read such files with pyarrow instead
             frames = []
@@ -342,11 +363,21 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
             parts.append(f"{raw} AS {quote_ident(col + '_raw')}")
     labels: list[str] = []
     if table == "jobs" and present:
-        known = {c for c, _ in SCHEMA["jobs"]} | _RESERVED
+        known = {c for c, _ in SCHEMA["jobs"]}
+        taken = {c.lower() for c in known}
+        jobs_file = con.execute("SELECT min(_file) FROM raw_jobs").fetchall()[0][0] or "jobs"
         for col in types:
-            if col not in known and col.lower() not in _RESERVED and not col.endswith("_raw"):
-                labels.append(col)
-                parts.append(quote_ident(col))
+            if col in known or col in ("_file", "_row"):
+                continue
+            low = col.lower()
+            if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
+                raise TraceError(
+                    Problem(jobs_file, None, col, "label column collides with a column the loader or the metric uses"
+                            " (names are compared without case); rename it")
+                )
+            taken.add(low)
+            labels.append(col)
+            parts.append(quote_ident(col))
     src = f"raw_{table}" if present else "(SELECT 1) AS empty WHERE false"
     con.execute(f"CREATE OR REPLACE TEMP VIEW typed_{table} AS SELECT {', '.join(parts)} FROM {src}")
     return labels
@@ -467,7 +498,11 @@ def load_trace(
             raise TraceError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
 
     trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata)
-    trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+    try:
+        trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+    except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
+        files = ", ".join(str(f) for s in sources for f in s.files[:3])
+        raise TraceError(Problem(files or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
     fatal = [p for p in trace.problems if p.row is None]
     if trace.problems and (not skip_invalid or fatal):
         raise TraceError(trace.problems if not skip_invalid else fatal)
