@@ -24,7 +24,8 @@ train_split AS (
     SELECT job_key, s, e,
            CASE
                WHEN hwm IS NULL THEN s
-               WHEN c1 > c0 THEN least(e, greatest(s, s + CAST(floor(((hwm - c0) * (e - s)) / (c1 - c0)) AS BIGINT)))
+               -- clamp in DOUBLE before the cast, so huge cursors cannot overflow BIGINT
+               WHEN c1 > c0 THEN s + CAST(least(CAST(e - s AS DOUBLE), greatest(0.0, floor(((hwm - c0) * (e - s)) / (c1 - c0)))) AS BIGINT)
                WHEN c0 <= hwm THEN e
                ELSE s
            END AS split
@@ -53,13 +54,13 @@ running AS (
            max(a_end) OVER w AS ae,
            max(c_key) OVER w AS ck,
            max(p_end) OVER w AS pe,
-           count(p_end) OVER w AS k,
-           sum(CASE WHEN kind = 0 THEN 1 ELSE 0 END) OVER w AS n_int
+           -- one running sum counts both: productive parts in the low 32 bits, interruptions above
+           sum(CASE WHEN kind = 3 THEN 1 WHEN kind = 0 THEN 4294967296 ELSE 0 END) OVER w AS counts
     FROM events
     WINDOW w AS (PARTITION BY job_key ORDER BY t, kind ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 segments AS (
-    SELECT job_key, k, n_int > 0 AS after_int, t AS x0,
+    SELECT job_key, counts % 4294967296 AS k, counts >= 4294967296 AS after_int, t AS x0,
            least(greatest(t, coalesce(pe, t)), t_next) AS x1,
            least(greatest(t, coalesce(pe, t), coalesce(ck // 1024, t)), t_next) AS x2,
            least(greatest(t, coalesce(pe, t), coalesce(ck // 1024, t), coalesce(ae, t)), t_next) AS x3,
@@ -89,16 +90,11 @@ day_pieces AS (
     FROM pieces
     WHERE b > a AND a // 86400000 < (b - 1) // 86400000
 ),
-aggregated AS (
-    SELECT job_key, d, k, after_int, phase_id, productive,
-           sum(least(b, (d + 1) * 86400000) - greatest(a, d * 86400000)) AS ms
-    FROM day_pieces
-    GROUP BY ALL
-),
 stretches AS (
-    SELECT job_key, k, bool_or(kind = 0) AS has_int, max(k) OVER (PARTITION BY job_key) AS n_parts
+    SELECT job_key, counts % 4294967296 AS k, bool_or(kind = 0) AS has_int,
+           max(counts % 4294967296) OVER (PARTITION BY job_key) AS n_parts
     FROM running
-    GROUP BY job_key, k
+    GROUP BY job_key, counts % 4294967296
 )
 SELECT
     a.job_key,
@@ -111,7 +107,7 @@ SELECT
         ELSE 'in_training_loss'
     END AS bucket,
     a.phase_id,
-    sum(a.ms) AS ms
-FROM aggregated AS a
+    sum(least(a.b, (a.d + 1) * 86400000) - greatest(a.a, a.d * 86400000)) AS ms
+FROM day_pieces AS a
 JOIN stretches AS s ON s.job_key = a.job_key AND s.k = a.k
 GROUP BY ALL

@@ -1,0 +1,576 @@
+"""Fleet-scale benchmark of the ETT metric (``make bench``; not part of ``make test``).
+
+For each fleet size (jobs; default 10,000 and 100,000, plus 1,000,000 with
+``--full``) a **synthetic** fleet is generated from the ``fleet`` scenario
+(``ettcore.generator``, Parquet partitioned into parts) and, in one run, timed:
+
+* the two floors, in DuckDB on the same Parquet files:
+  ``count(*)`` with a sum of span durations, and a query that reads every
+  column the metric uses (spans, attempts, jobs);
+* ettcore in process: ``load_trace`` (typing + every data check), then
+  ``summarize`` (per-job L1 + L2 and fleet totals), ``trend --every day``, and
+  both from one pass (summarize, then trend on the same prepared trace);
+* the same as the ``ett`` command (``ett summarize TRACE --json``,
+  ``ett trend TRACE --every day --json``), end to end;
+* the plain-Python reference implementation (``ettcore.reference``) on a
+  subsample of jobs (every k-th job), scaled per job;
+* ml-goodput-measurement's ``GoodputCalculator`` on a smaller subsample, each
+  job recorded through the library's ``GoodputRecorder`` into an in-memory
+  logger (train spans become steps of ``--goodput-step-s`` seconds; replayed
+  progress repeats step numbers, which is how the library sees a disruption).
+
+Every measurement runs in its own child process: the child times its own work
+(``time.perf_counter``) and the parent reads the child's peak resident memory
+from ``os.wait4`` (``ru_maxrss``), so one measurement's memory never leaks into
+the next.  Linux starts a child's peak RSS at its parent's, so the parent stays
+small: it imports no data library and generates fleets in a child too.  The table goes to ``reports/benchmarks.md`` and a chart to
+``reports/benchmarks.png`` (``.html`` when PNG export is unavailable), the raw
+measurements to ``reports/benchmarks.json``.
+
+Ratios, not absolute times, are what the targets use, because the machine is
+shared and noisy: time / floor, time per million spans at the largest size /
+at 100k, and per-job time of the alternatives / per-job time of ettcore.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from ettcore.config import GENERATED_DIR, REPORT_DIR  # noqa: E402
+
+TABLES = ("jobs", "attempts", "spans")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def parquet_glob(trace: Path, table: str) -> str:
+    """The Parquet file(s) of one table of a generated trace: a single file or a folder of parts."""
+    single = trace / f"{table}.parquet"
+    return str(single) if single.is_file() else str(trace / table / "*.parquet")
+
+
+def fleet_path(work: Path, n_jobs: int, seed: int) -> Path:
+    return work / f"bench-fleet-n{n_jobs}-s{seed}"
+
+
+def make_fleet(work: Path, n_jobs: int, seed: int, timeout: float) -> Path:
+    """Generate (or reuse) a synthetic fleet of ``n_jobs`` jobs, partitioned into at least 4 Parquet parts.
+
+    Generation runs in a child process: a child's peak RSS starts from its parent's, so the parent stays small.
+    """
+    out = fleet_path(work, n_jobs, seed)
+    meta = out / "trace.json"
+    if meta.is_file():
+        m = json.loads(meta.read_text())
+        if m.get("jobs") == n_jobs and m.get("seed") == seed and m.get("synthetic") is True:
+            return out
+    res = child("generate", out, [str(n_jobs), str(seed)], timeout)
+    if "error" in res:
+        raise SystemExit(f"generating {out} failed: {res['error']}")
+    print(f"  generated {out} (synthetic, {n_jobs} jobs) in {res['wall_s']:.1f} s", flush=True)
+    return out
+
+
+def _generate(out: Path, n_jobs: int, seed: int) -> dict:
+    from ettcore.generator import generate
+
+    chunk = min(50_000, max(2_500, -(-n_jobs // 4)))
+    generate("fleet", out, n_jobs=n_jobs, seed=seed, chunk_jobs=chunk)
+    return {"jobs": n_jobs}
+
+
+def measured(args: list[str], timeout: float) -> dict:
+    """Run ``args`` in a child and return ``{wall_s, peak_mib, rc, result}`` (result: the child's JSON, if printed)."""
+    t = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=str(ROOT), text=True)
+        deadline = time.monotonic() + timeout
+        status, usage = 0, None
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                return {"error": f"timed out after {timeout:.0f} s"}
+            time.sleep(0.02)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t
+        out.seek(0)
+        err.seek(0)
+        text, etext = out.read(), err.read()
+    res: dict = {"wall_s": wall, "peak_mib": usage.ru_maxrss / 1024.0, "rc": proc.returncode}
+    if proc.returncode != 0:
+        res["error"] = (etext.strip().splitlines() or ["exit %d" % proc.returncode])[-1][:300]
+        return res
+    lines = [ln for ln in text.strip().splitlines() if ln.startswith("{")]
+    if lines and args[1:2] == [__file__]:
+        res["result"] = json.loads(lines[-1])
+    return res
+
+
+def child(kind: str, trace: Path, extra: list[str], timeout: float) -> dict:
+    return measured([sys.executable, __file__, "--child", kind, str(trace), *extra], timeout)
+
+
+# ----------------------------------------------------------------------------- child measurements
+
+
+def _floor_count(trace: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect()
+    t = time.perf_counter()
+    n, s = con.execute(
+        'SELECT count(*), sum(epoch_ms("end") - epoch_ms(start)) FROM read_parquet($f)', {"f": parquet_glob(trace, "spans")}
+    ).fetchall()[0]
+    return {"seconds": time.perf_counter() - t, "spans": n, "span_ms": s}
+
+
+def _floor_read(trace: Path) -> dict:
+    """Read every column the metric uses, from every table: the I/O and decoding limit."""
+    import duckdb
+
+    con = duckdb.connect()
+    t = time.perf_counter()
+    con.execute(
+        'SELECT count(job_id), count(attempt), count(phase), max(start), max("end"), sum(cursor_start), sum(cursor_end), '
+        "count(DISTINCT 1) FROM read_parquet($f)",
+        {"f": parquet_glob(trace, "spans")},
+    ).fetchall()
+    con.execute(
+        'SELECT count(job_id), count(attempt), max(start), max("end"), count(end_reason) FROM read_parquet($f)',
+        {"f": parquet_glob(trace, "attempts")},
+    ).fetchall()
+    con.execute("SELECT count(job_id), count(model), sum(gpus) FROM read_parquet($f)", {"f": parquet_glob(trace, "jobs")}).fetchall()
+    return {"seconds": time.perf_counter() - t}
+
+
+def _ettcore(trace: Path, what: str) -> dict:
+    """Load (typing + checks), then summarize, trend, or both on the same prepared trace."""
+    from ettcore import metric
+    from ettcore.trace import load_trace
+
+    t = time.perf_counter()
+    tr = load_trace(trace)
+    load_s = time.perf_counter() - t
+    out: dict = {"load_s": load_s}
+    t = time.perf_counter()
+    if what in ("summarize", "both"):
+        jobs = metric.job_summary(tr)
+        fleet = metric.fleet_summary(tr)
+        out["summarize_s"] = time.perf_counter() - t
+        out["jobs"] = jobs.height
+        out["fleet_ett_pct"] = float(fleet["ett_pct"][0])
+    t2 = time.perf_counter()
+    if what in ("trend", "both"):
+        tr_df = metric.trend(tr, "day")
+        out["trend_s"] = time.perf_counter() - t2
+        out["days"] = tr_df.height
+    out["metric_s"] = time.perf_counter() - t
+    return out
+
+
+def _sample_jobs(trace: Path, n: int) -> tuple[list[dict], list[dict], list[dict], int]:
+    """Every k-th job (by job_id) of the trace, as plain dicts with integer-ms times; returns (jobs, attempts, spans, total jobs)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    total = con.execute("SELECT count(*) FROM read_parquet($f)", {"f": parquet_glob(trace, "jobs")}).fetchall()[0][0]
+    step = max(1, total // n)
+    con.execute(
+        "CREATE TEMP TABLE pick AS SELECT job_id, model, gpus FROM "
+        "(SELECT *, row_number() OVER (ORDER BY job_id) AS rn FROM read_parquet($f)) WHERE (rn - 1) % $k = 0 LIMIT $n",
+        {"f": parquet_glob(trace, "jobs"), "k": step, "n": n},
+    )
+
+    def rows(q: str, f: str) -> list[dict]:
+        cur = con.execute(q, {"f": f})
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    jobs = rows("SELECT job_id, model, gpus FROM pick WHERE $f IS NOT NULL", "x")
+    atts = rows(
+        'SELECT a.job_id, CAST(a.attempt AS BIGINT) AS attempt, epoch_ms(a.start) AS start, epoch_ms(a."end") AS "end", a.end_reason '
+        "FROM read_parquet($f) AS a SEMI JOIN pick USING (job_id)",
+        parquet_glob(trace, "attempts"),
+    )
+    spans = rows(
+        'SELECT s.job_id, CAST(s.attempt AS BIGINT) AS attempt, s.phase, epoch_ms(s.start) AS start, epoch_ms(s."end") AS "end", '
+        "s.cursor_start, s.cursor_end FROM read_parquet($f) AS s SEMI JOIN pick USING (job_id)",
+        parquet_glob(trace, "spans"),
+    )
+    return jobs, atts, spans, total
+
+
+def _reference(trace: Path, n: int) -> dict:
+    from ettcore.reference import reference_metrics, reference_trend
+
+    jobs, atts, spans, _ = _sample_jobs(trace, n)
+    t = time.perf_counter()
+    res = reference_metrics(jobs, atts, spans)
+    m_s = time.perf_counter() - t
+    t = time.perf_counter()
+    reference_trend(jobs, atts, spans, "day")
+    t_s = time.perf_counter() - t
+    return {"jobs": len(res["jobs"]), "spans": len(spans), "summarize_s": m_s, "trend_s": t_s, "seconds": m_s + t_s}
+
+
+class _MemoryLogger:
+    """The in-memory ``cloud_logger`` ml-goodput-measurement accepts (no Google Cloud, no network)."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict] = []
+
+    def write_cloud_logging_entry(self, entry: dict | None) -> None:
+        if entry is not None:
+            self.entries.append(dict(entry))
+
+    def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
+        return list(self.entries), (None, None)
+
+
+def _goodput(trace: Path, n: int, step_s: float) -> dict:
+    """Record each sampled job through GoodputRecorder into memory, then time GoodputCalculator.get_job_goodput."""
+    import socket
+
+    def refuse(*a, **k):
+        raise RuntimeError("network access attempted by the goodput library during the benchmark")
+
+    socket.socket.connect = refuse  # type: ignore[method-assign]
+    socket.create_connection = refuse  # type: ignore[assignment]
+    from ml_goodput_measurement.src import goodput
+
+    jobs, atts, spans, _ = _sample_jobs(trace, n)
+    by_job: dict[str, tuple[list, list]] = {j["job_id"]: ([], []) for j in jobs}
+    for a in atts:
+        by_job[a["job_id"]][0].append(a)
+    for s in spans:
+        by_job[s["job_id"]][1].append(s)
+    step_ms = int(step_s * 1000)
+    at = lambda ms: datetime.fromtimestamp(ms / 1000.0, tz=timezone.utc)  # noqa: E731
+    rec_s = calc_s = 0.0
+    steps = 0
+    cache = tempfile.mkdtemp(prefix="ett-bench-goodput-")
+    pcts = []
+    for job_id, (ja, js) in by_job.items():
+        log = _MemoryLogger()
+        t = time.perf_counter()
+        rec = goodput.GoodputRecorder(job_id, "ett-bench", True, log)
+        ja.sort(key=lambda a: a["attempt"])
+        trains = sorted((s for s in js if s["phase"] == "train"), key=lambda s: s["start"])
+        per_step = None
+        for s in trains:  # cursor units per step, from the first train span with progress
+            if s["cursor_end"] is not None and s["cursor_start"] is not None and s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]:
+                per_step = (s["cursor_end"] - s["cursor_start"]) * step_ms / (s["end"] - s["start"])
+                break
+        for a in ja:
+            rec.record_job_start_time(at(a["start"]))
+            mine = [s for s in js if s["attempt"] == a["attempt"]]
+            for phase, start_fn, end_fn in (
+                ("hardware_setup", rec.record_tpu_init_start_time, rec.record_tpu_init_end_time),
+                ("trainer_init", rec.record_training_preparation_start_time, rec.record_training_preparation_end_time),
+                ("data_warmup", rec.record_data_loading_start_time, rec.record_data_loading_end_time),
+            ):
+                ph = [s for s in mine if s["phase"] == phase]
+                if ph:
+                    start_fn(at(min(s["start"] for s in ph)))
+                    end_fn(at(max(s["end"] for s in ph)))
+            for s in sorted((s for s in mine if s["phase"] == "train"), key=lambda s: s["start"]):
+                first = int(round((s["cursor_start"] or 0.0) / per_step)) if per_step else 0
+                k = 0
+                for ts in range(s["start"], s["end"], step_ms):
+                    rec.record_step_start_time(first + k, at(ts))
+                    k += 1
+                steps += k
+        rec.record_job_end_time(at(ja[-1]["end"]))
+        rec_s += time.perf_counter() - t
+        t = time.perf_counter()
+        calc = goodput.GoodputCalculator(job_id, "ett-bench", log, cache_dir=cache)
+        pct, _b, _st = calc.get_job_goodput(include_badput_breakdown=True)
+        calc_s += time.perf_counter() - t
+        pcts.append(pct)
+    return {"jobs": len(by_job), "spans": len(spans), "steps": steps, "record_s": rec_s, "seconds": calc_s,
+            "mean_goodput_pct": sum(pcts) / max(1, len(pcts))}
+
+
+def child_main(kind: str, trace: Path, extra: list[str]) -> None:
+    if kind in ("floor_count", "floor_read"):
+        # the floors are cheap: the best of three runs, so a ratio to a floor is never flattered by a slow floor
+        runs = [(_floor_count if kind == "floor_count" else _floor_read)(trace) for _ in range(3)]
+        res = min(runs, key=lambda r: r["seconds"])
+    elif kind == "generate":
+        res = _generate(trace, int(extra[0]), int(extra[1]))
+    elif kind in ("summarize", "trend", "both"):
+        res = _ettcore(trace, kind)
+    elif kind == "reference":
+        res = _reference(trace, int(extra[0]))
+    elif kind == "goodput":
+        res = _goodput(trace, int(extra[0]), float(extra[1]))
+    else:
+        raise SystemExit(f"unknown child measurement {kind!r}")
+    print(json.dumps(res))
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def machine() -> dict:
+    from importlib.metadata import version
+
+    cpu = "unknown"
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "unknown"
+    try:
+        kb = int(next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")).split()[1])
+        mem = f"{kb / 2**20:.1f} GiB"
+    except (OSError, StopIteration):
+        pass
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "python": platform.python_version(), "os": platform.platform(),
+            "duckdb": version("duckdb"), "polars": version("polars"), "load_average_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+
+
+def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
+    print(f"== {n} jobs", flush=True)
+    trace = make_fleet(work, n, args.seed, args.timeout)
+    r: dict = {"jobs": n, "trace": str(trace)}
+    tmo = args.timeout
+    r["floor_count"] = child("floor_count", trace, [], tmo)
+    r["spans"] = r["floor_count"].get("result", {}).get("spans")
+    print(f"  spans: {r['spans']}", flush=True)
+    r["floor_read"] = child("floor_read", trace, [], tmo)
+    for kind in ("summarize", "trend", "both"):
+        r[kind] = child(kind, trace, [], tmo)
+        print(f"  {kind}: {_brief(r[kind])}", flush=True)
+    exe = Path(sys.executable).with_name("ett")
+    ett = [str(exe)] if exe.is_file() else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
+    r["cli_summarize"] = measured([*ett, "summarize", str(trace), "--json"], tmo)
+    r["cli_trend"] = measured([*ett, "trend", str(trace), "--every", "day", "--json"], tmo)
+    print(f"  ett summarize: {r['cli_summarize'].get('wall_s', 0):.1f} s, ett trend: {r['cli_trend'].get('wall_s', 0):.1f} s", flush=True)
+    if args.reference_jobs > 0:
+        r["reference"] = child("reference", trace, [str(min(n, args.reference_jobs))], tmo)
+        print(f"  reference: {_brief(r['reference'])}", flush=True)
+    if args.goodput_jobs > 0:
+        r["goodput"] = child("goodput", trace, [str(min(n, args.goodput_jobs)), str(args.goodput_step_s)], tmo)
+        print(f"  goodput: {_brief(r['goodput'])}", flush=True)
+    return r
+
+
+def _brief(m: dict) -> str:
+    if "error" in m:
+        return "ERROR " + m["error"]
+    return json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in m.get("result", {}).items()}) + f" peak {m['peak_mib']:.0f} MiB"
+
+
+def _sec(m: dict, key: str = "seconds") -> float | None:
+    if not m or "error" in m:
+        return None
+    return m.get("result", {}).get(key)
+
+
+def rows_for(r: dict) -> list[dict]:
+    """One table row a measurement: seconds, peak MiB, s per M spans, ratios to the floors."""
+    spans = r.get("spans") or 0
+    fc, fr = _sec(r.get("floor_count", {})), _sec(r.get("floor_read", {}))
+    out = []
+
+    def add(name: str, secs: float | None, m: dict, note: str = "", per_spans: int | None = None):
+        if secs is None:
+            out.append({"what": name, "note": m.get("error", "not run") if m else "not run"})
+            return
+        sp = per_spans if per_spans is not None else spans
+        out.append({"what": name, "seconds": secs, "peak_mib": m.get("peak_mib"), "s_per_m_spans": secs / (sp / 1e6) if sp else None,
+                    "x_read_floor": secs / fr if fr else None, "x_count_floor": secs / fc if fc else None, "note": note})
+
+    add("floor: count(*) + sum of span durations", fc, r.get("floor_count", {}))
+    add("floor: read every column the metric uses", fr, r.get("floor_read", {}))
+    s, t, b = r.get("summarize", {}), r.get("trend", {}), r.get("both", {})
+    add("load_trace (typing + all data checks)", _sec(s, "load_s"), s)
+    add("summarize (metric only, after load)", _sec(s, "summarize_s"), s)
+    add("trend --every day (metric only, after load)", _sec(t, "trend_s"), t)
+    add("summarize + trend, one pass (metric only)", _sec(b, "metric_s"), b)
+    lb = _sec(b, "load_s")
+    add("summarize + trend, one pass, incl. load+checks", None if lb is None else lb + _sec(b, "metric_s"), b)
+    cs, ct = r.get("cli_summarize", {}), r.get("cli_trend", {})
+    add("`ett summarize --json` (command, end to end)", None if "error" in cs else cs.get("wall_s"), cs)
+    add("`ett trend --every day --json` (command, end to end)", None if "error" in ct else ct.get("wall_s"), ct)
+    ref = r.get("reference", {})
+    if ref:
+        res = ref.get("result", {})
+        add(f"reference implementation, {res.get('jobs', '?')}-job subsample (summarize + trend)", _sec(ref), ref,
+            note="per-span figure over the subsample's spans", per_spans=res.get("spans"))
+    gp = r.get("goodput", {})
+    if gp:
+        res = gp.get("result", {})
+        add(f"ml-goodput-measurement calculator, {res.get('jobs', '?')}-job subsample", _sec(gp), gp,
+            note=f"{res.get('steps', '?')} recorded steps; recording took {res.get('record_s', 0):.1f} s (not counted)",
+            per_spans=res.get("spans"))
+    return out
+
+
+def fmt(v, digits=2) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}" if abs(v) < 1000 else f"{v:,.0f}"
+    return str(v)
+
+
+def targets(results: list[dict]) -> list[str]:
+    """The issue's targets, evaluated at the largest size run (ratios; see the module docstring)."""
+    lines = []
+    done = [r for r in results if _sec(r.get("floor_read", {})) is not None]
+    if not done:
+        return ["no size finished"]
+    big = max(done, key=lambda r: r["jobs"])
+    fr = _sec(big["floor_read"])
+    s, t, b = _sec(big.get("summarize", {}), "summarize_s"), _sec(big.get("trend", {}), "trend_s"), _sec(big.get("both", {}), "metric_s")
+    n = big["jobs"]
+    ok = lambda c: "MET" if c else "NOT MET"  # noqa: E731
+    if s is not None and t is not None:
+        lines.append(f"- At {n:,} jobs: summarize {s / fr:.1f}x and trend {t / fr:.1f}x the read-every-column floor "
+                     f"(target <= 10x each): {ok(s / fr <= 10 and t / fr <= 10)}")
+    if b is not None:
+        lines.append(f"- At {n:,} jobs: summarize + trend from one pass {b / fr:.1f}x the floor (target <= 12x): {ok(b / fr <= 12)}")
+        lb = _sec(big["both"], "load_s")
+        lines.append(f"  (with load_trace's typing and data checks included: {(lb + b) / fr:.1f}x; the targets name the metric queries)")
+    peaks = [big.get(k, {}).get("peak_mib") for k in ("summarize", "trend", "both", "cli_summarize", "cli_trend")]
+    peaks = [p for p in peaks if p is not None]
+    if peaks:
+        lines.append(f"- Peak memory at {n:,} jobs: {max(peaks):,.0f} MiB (target < 4096 MiB): {ok(max(peaks) < 4096)}")
+    by_n = {r["jobs"]: r for r in done}
+    if 100_000 in by_n and n > 100_000:
+        def per_m(r):
+            return _sec(r.get("both", {}), "metric_s") / (r["spans"] / 1e6)
+        q = per_m(big) / per_m(by_n[100_000])
+        lines.append(f"- Time per million spans at {n:,} / at 100,000: {q:.2f} (target <= 1.2): {ok(q <= 1.2)}")
+    else:
+        lines.append("- Time per million spans, largest size / 100k: not evaluated (run with --full for 1,000,000 jobs)")
+    for key, label in (("reference", "reference implementation"), ("goodput", "goodput calculator")):
+        cands = [r for r in done if _sec(r.get(key, {})) is not None]
+        if not cands:
+            lines.append(f"- Speed-up per job over the {label}: not measured")
+            continue
+        r = max(cands, key=lambda r: r["jobs"])
+        res = r[key]["result"]
+        alt_per_job = _sec(r[key]) / res["jobs"]
+        ett_per_job = (_sec(r["both"], "metric_s") + _sec(r["both"], "load_s")) / r["jobs"]
+        q = alt_per_job / ett_per_job
+        lines.append(f"- Per job at {r['jobs']:,} jobs: the {label} takes {alt_per_job * 1e3:.2f} ms ({res['jobs']} sampled jobs), "
+                     f"ettcore {ett_per_job * 1e3:.3f} ms including load and checks: {q:,.0f}x (target >= 100x): {ok(q >= 100)}")
+    return lines
+
+
+def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out: Path) -> None:
+    L = ["# Benchmarks: the ETT metric at fleet scale", "",
+         "Generated by `make bench` (`benchmarks/run.py`); do not edit by hand. "
+         "**All fleets are synthetic** (scenario `fleet`, `ettcore.generator`, seed "
+         f"{args.seed}; Parquet in parts). Each measurement ran in its own process; times are that process's own "
+         "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); peak memory is "
+         "the process's peak resident set (`ru_maxrss` from `wait4`).", "",
+         "## Machine", ""]
+    L += [f"- {k}: {v}" for k, v in mach.items()]
+    L += [f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran at the same time)",
+          f"- run at {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}", ""]
+    for r in results:
+        L += [f"## {r['jobs']:,} jobs, {r.get('spans') or 0:,} spans", "",
+              "| measurement | seconds | peak MiB | s per M spans | x read floor | x count floor | note |",
+              "|---|---:|---:|---:|---:|---:|---|"]
+        for row in rows_for(r):
+            L.append(f"| {row['what']} | {fmt(row.get('seconds'))} | {fmt(row.get('peak_mib'), 0)} | {fmt(row.get('s_per_m_spans'))} | "
+                     f"{fmt(row.get('x_read_floor'), 1)} | {fmt(row.get('x_count_floor'), 1)} | {row.get('note', '')} |")
+        L.append("")
+    L += ["## Targets (issue 9)", "", *targets(results), "",
+          "The reference and goodput rows time a subsample (every k-th job); their per-job time is compared with ettcore's "
+          "per-job time over the whole fleet, load and checks included. The goodput calculator sees each train span as steps "
+          f"of {args.goodput_step_s:g} s (real jobs log far more steps, which would make it slower); only "
+          "`GoodputCalculator.get_job_goodput` is timed, not the recording.", ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(L) + "\n", encoding="utf-8")
+
+
+def write_chart(results: list[dict], out_base: Path) -> Path | None:
+    try:
+        import altair as alt
+    except ImportError:
+        return None
+    recs = []
+    for r in results:
+        for row in rows_for(r):
+            if row.get("seconds") is not None and row.get("s_per_m_spans") is not None:
+                recs.append({"fleet": f"{r['jobs']:,} jobs (synthetic)", "measurement": row["what"], "s_per_m_spans": row["s_per_m_spans"]})
+    if not recs:
+        return None
+    data = alt.Data(values=recs)
+    chart = (
+        alt.Chart(data, title="Seconds per million spans (log scale), synthetic fleets")
+        .mark_point(filled=True, size=90)
+        .encode(y=alt.Y("measurement:N", sort=None, title=None, axis=alt.Axis(labelLimit=460)),
+                x=alt.X("s_per_m_spans:Q", scale=alt.Scale(type="log"), title="seconds per million spans (log)"),
+                color=alt.Color("fleet:N", title="fleet"), shape=alt.Shape("fleet:N", title="fleet"))
+        .properties(width=520)
+    )
+    png = out_base.with_suffix(".png")
+    try:
+        chart.save(str(png), scale_factor=1.5)
+        return png
+    except Exception:  # PNG export needs vl-convert; fall back to HTML
+        html = out_base.with_suffix(".html")
+        chart.save(str(html))
+        return html
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("sizes", nargs="*", type=int, help="fleet sizes in jobs (default 10000 100000)")
+    p.add_argument("--full", action="store_true", help="also run 1,000,000 jobs")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", type=Path, default=GENERATED_DIR, help="where generated fleets are kept (reused when present)")
+    p.add_argument("--report", type=Path, default=REPORT_DIR / "benchmarks.md")
+    p.add_argument("--reference-jobs", type=int, default=1000, help="jobs in the reference subsample (0: skip)")
+    p.add_argument("--goodput-jobs", type=int, default=200, help="jobs in the goodput-calculator subsample (0: skip)")
+    p.add_argument("--goodput-step-s", type=float, default=300.0, help="seconds of training per recorded step for the goodput library")
+    p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per measurement")
+    p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.child:
+        child_main(args.child[0], Path(args.child[1]), args.child[2:])
+        return 0
+    sizes = args.sizes or [10_000, 100_000]
+    if args.full and 1_000_000 not in sizes:
+        sizes.append(1_000_000)
+    mach = machine()
+    print("machine:", json.dumps(mach), flush=True)
+    results = [bench_size(args.work, n, args) for n in sizes]
+    write_report(results, mach, args, args.report)
+    args.report.with_suffix(".json").write_text(json.dumps({"machine": mach, "results": results}, indent=1, default=str) + "\n")
+    chart = write_chart(results, args.report.with_name("benchmarks"))
+    print(args.report.read_text(encoding="utf-8"))
+    print(f"wrote {args.report}" + (f" and {chart}" if chart else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

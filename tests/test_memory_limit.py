@@ -1,0 +1,90 @@
+"""Memory safety: the metric under a deliberately small DuckDB memory limit spills to disk and gives the same answer.
+
+A synthetic fleet (``fleet`` scenario, 3,000 jobs, about 135,000 spans; the
+trace says ``"synthetic": true``) is summarized twice: once with DuckDB's
+default memory limit and once loaded with ``load_trace(memory_limit=...)`` a few tens of
+megabytes (two threads) with a ``temp_directory`` to spill into.  The limit is chosen so the
+metric's sorts and hash tables do not fit in it: the test checks that DuckDB
+really wrote temporary files, so it cannot pass by the data fitting in memory.
+Every output (per-job summary, L2 matrix, fleet totals, daily trend) must be
+identical.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from ettcore import metric
+from ettcore.generator import generate
+from ettcore.trace import load_trace
+
+JOBS = 3_000
+LIMIT = "48MB"  # measured on this trace: 100 MB spilled nothing, 48 MB spilled about 10 MB
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    return generate("fleet", tmp_path_factory.mktemp("memlimit") / "fleet", n_jobs=JOBS, seed=7, chunk_jobs=1_000)
+
+
+def everything(trace) -> dict[str, pl.DataFrame]:
+    return {
+        "jobs": metric.job_summary(trace),
+        "l2": metric.l2_matrix(trace).sort(["job_id", "bucket", "phase"]),
+        "fleet": metric.fleet_summary(trace),
+        "by_model": metric.fleet_summary(trace, by="model").sort("model"),
+        "trend": metric.trend(trace, "day"),
+    }
+
+
+class SpillWatch:
+    """Polls the spill folder from a thread and keeps the largest total size of the files DuckDB kept there."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder, self.peak, self._stop = folder, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            for f in self.folder.rglob("*"):
+                try:
+                    total += f.stat().st_size if f.is_file() else 0
+                except OSError:  # removed while we looked
+                    pass
+            self.peak = max(self.peak, total)
+            time.sleep(0.002)
+
+    def __enter__(self) -> "SpillWatch":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def test_small_memory_limit_spills_and_gives_the_same_answer(fleet, tmp_path):
+    unlimited = load_trace(fleet)
+    assert unlimited.synthetic
+    want = everything(unlimited)
+    assert want["jobs"].height == JOBS
+
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    limited = load_trace(fleet, memory_limit=LIMIT, temp_directory=spill)  # the limit holds for the checks too
+    limited.con.execute("SET threads = 2")  # memory per thread: keep the test the same on bigger machines
+    assert limited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] != \
+        unlimited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    with SpillWatch(spill) as watch:
+        got = everything(limited)
+    assert watch.peak > 0, "DuckDB never spilled: the limit is too generous for this trace to test anything"
+
+    for name in want:
+        assert_frame_equal(got[name], want[name], check_exact=True), name
