@@ -30,8 +30,9 @@ def _prepare(trace: Trace) -> None:
     if trace._cache.get("prepared"):
         return
     con = trace.con
-    for view in ("metric_jobs", "metric_attempts", "metric_spans"):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+    # materialized once: the attribution reads spans twice and attempts four times
+    for table in ("metric_jobs", "metric_attempts", "metric_spans"):
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql('metric/' + table)}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
     con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
     trace._cache["prepared"] = True

@@ -1,0 +1,576 @@
+"""Plain-Python reference implementation of the ETT metric (trace spec, sections 3-6).
+
+This module is the *oracle* the property tests compare the DuckDB SQL
+implementation against.  It is written independently of the SQL and is
+deliberately slow and obvious: for each job it collects every time boundary
+(attempt ends, span ends, replay splits, as-of time, calendar boundaries),
+cuts the job's wall time ``[T0, T1)`` into elementary intervals, and
+classifies each elementary interval by testing its midpoint against the
+definitions directly.  No clever sweep, no window functions.
+
+Inputs are plain Python data, not files:
+
+``jobs``
+    list of dicts ``{"job_id": str, "model": str?, "gpus": int?, <labels>...}``
+    (may be ``None`` or empty; a job without a row gets ``model = job_id`` and
+    ``gpus = 1``).
+``attempts``
+    list of dicts ``{"job_id", "attempt": int, "start": int, "end": int | None,
+    "end_reason": str}``.
+``spans``
+    list of dicts ``{"job_id", "attempt", "phase", "start": int, "end": int,
+    "cursor_start": number | None, "cursor_end": number | None}`` (``stage``
+    and other keys are ignored).
+
+Every timestamp is an **integer number of milliseconds since the Unix epoch
+(UTC)**; durations in the output are seconds (``ms / 1000``).  The inputs are
+assumed valid (the loader's job); :func:`check_valid` raises ``ValueError``
+on the structural rules the generators must respect.
+
+Conventions (decisions where the spec is silent, shared with the SQL):
+
+* **as-of.**  With an explicit ``as_of`` (ms), or -- when some attempt is
+  running (``end is None``) -- the default ``as_of`` = the latest timestamp
+  anywhere in the trace (max over attempt starts and ends and span ends):
+  attempts starting at or after ``as_of`` are dropped; an attempt ending after
+  ``as_of`` (or running) ends at ``as_of`` with ``end_reason = "running"``;
+  spans starting at or after ``as_of`` are dropped; a span ending after
+  ``as_of`` ends there, a train span's ``cursor_end`` prorated linearly:
+  ``c0 + (c1 - c0) * (as_of - s) / (e - s)``.  A job left with no attempt is
+  dropped.
+* **Replay split** of a train span ``[s, e]`` (cursors ``c0 <= c1``) with
+  ``h`` = max ``cursor_end`` over train spans of the same job that *start*
+  strictly earlier (any attempt): no such span -> ``split = s``; ``c1 > c0``
+  -> ``split = s + floor(((h - c0) * (e - s)) / (c1 - c0))`` in float64, in
+  that operation order, clamped to ``[s, e]``; ``c1 == c0`` -> ``split = e``
+  if ``c0 <= h`` else ``s``.  ``[s, split)`` is replay, ``[split, e)`` is
+  productive.
+* **L2 attribution** of a non-productive instant ``t``: among covering spans
+  (every non-train span, and the replay part ``[s, split)`` of each train span,
+  as phase ``train``) with ``start <= t < end``, the one with the largest
+  ``end``; ties go to the phase later in the vocabulary order.  Not covered but
+  inside an attempt: ``unattributed``; between attempts: ``scheduling``.
+* **L1 buckets.**  Productive parts cut ``[T0, T1]`` into non-productive
+  stretches (leading, middle, trailing).  An interruption (attempt end with
+  ``end_reason`` failure or preemption) at ``t`` belongs to stretch ``[a, b]``
+  when ``a <= t <= b``.  Leading stretch: ``TTS = [T0, min(first interruption,
+  first productive start)]`` (``[T0, min(first interruption, T1)]`` for a job
+  that never trained), the rest recovery.  Middle stretches: recovery if they
+  hold an interruption, else in-training loss.  Trailing stretch: recovery if it
+  holds an interruption, else shutdown tail.
+* **Fleet**: ``ett_pct = 100 * sum(gpus * productive) / sum(gpus * wall)``;
+  ``ett_mean_pct`` = plain mean of per-job ``ett_pct``; GPU-hours =
+  ``sum(gpus * seconds) / 3600``.
+* **Trend**: every elementary interval is additionally cut at UTC calendar
+  boundaries (day; ISO week starting Monday; month) and credited to the bucket
+  it lies in.
+
+Productive instants carry bucket ``productive``, phase ``train`` and the
+pseudo-component :data:`PRODUCTIVE` in the L2 matrices.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
+
+#: The spec's phase vocabulary, in vocabulary order (spec section 5).
+PHASE_ORDER: tuple[str, ...] = (
+    "scheduling",
+    "hardware_setup",
+    "trainer_init",
+    "data_warmup",
+    "checkpoint_load",
+    "pt2_compile",
+    "train",
+    "checkpoint_save",
+    "eval",
+    "shutdown",
+    "publish",
+)
+
+#: Phase -> L2 component (spec section 2).
+COMPONENT_OF: dict[str, str] = {
+    "scheduling": "scheduling",
+    "hardware_setup": "hardware_setup",
+    "trainer_init": "trainer_init",
+    "data_warmup": "trainer_init",
+    "checkpoint_load": "trainer_init",
+    "pt2_compile": "pt2_compile",
+    "train": "wasted_training",
+    "checkpoint_save": "wasted_training",
+    "eval": "wasted_training",
+    "shutdown": "shutdown",
+    "publish": "shutdown",
+}
+
+COMPONENTS: tuple[str, ...] = (
+    "scheduling",
+    "hardware_setup",
+    "trainer_init",
+    "pt2_compile",
+    "wasted_training",
+    "shutdown",
+)
+UNATTRIBUTED = "unattributed"
+ALL_COMPONENTS: tuple[str, ...] = COMPONENTS + (UNATTRIBUTED,)
+PRODUCTIVE = "productive"
+L1_BUCKETS: tuple[str, ...] = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
+INTERRUPTIONS: tuple[str, ...] = ("failure", "preemption")
+EVERY: tuple[str, ...] = ("day", "week", "month")
+
+Piece = tuple[int, int, str, str, str]  # (start_ms, end_ms, l1_bucket, phase, component)
+
+
+# --------------------------------------------------------------------------- input
+
+
+def check_valid(attempts: list[dict], spans: list[dict]) -> None:
+    """Raise ``ValueError`` if the trace breaks a structural rule of the spec.
+
+    Rules: attempt ``start <= end``; running (``end is None``) only with
+    ``end_reason == "running"`` and only as a job's last attempt; attempts of a
+    job numbered increasingly in time and not overlapping; spans inside their
+    attempt with ``start <= end``; train spans with ``cursor_start <=
+    cursor_end`` and not overlapping within a job; phases from the vocabulary.
+    """
+    by_job: dict[str, list[dict]] = defaultdict(list)
+    keys = set()
+    for a in attempts:
+        key = (a["job_id"], a["attempt"])
+        if key in keys:
+            raise ValueError(f"duplicate attempt {key}")
+        keys.add(key)
+        if (a["end"] is None) != (a["end_reason"] == "running"):
+            raise ValueError(f"attempt {key}: end None iff end_reason running")
+        if a["end"] is not None and a["end"] < a["start"]:
+            raise ValueError(f"attempt {key}: end before start")
+        by_job[a["job_id"]].append(a)
+    for job, atts in by_job.items():
+        atts = sorted(atts, key=lambda a: a["attempt"])
+        for prev, nxt in zip(atts, atts[1:]):
+            if prev["end"] is None or nxt["start"] < prev["end"]:
+                raise ValueError(f"job {job}: attempts {prev['attempt']} and {nxt['attempt']} overlap or are out of order")
+    att = {(a["job_id"], a["attempt"]): a for a in attempts}
+    trains: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for s in spans:
+        a = att.get((s["job_id"], s["attempt"]))
+        if a is None:
+            raise ValueError(f"span {s} names an unknown attempt")
+        if s["phase"] not in COMPONENT_OF:
+            raise ValueError(f"unknown phase {s['phase']!r}")
+        if s["end"] < s["start"] or s["start"] < a["start"] or (a["end"] is not None and s["end"] > a["end"]):
+            raise ValueError(f"span {s} outside its attempt or reversed")
+        if s["phase"] == "train":
+            if s.get("cursor_start") is None or s.get("cursor_end") is None or s["cursor_end"] < s["cursor_start"]:
+                raise ValueError(f"train span {s}: missing or decreasing cursor")
+            trains[s["job_id"]].append((s["start"], s["end"]))
+    for job, iv in trains.items():
+        iv.sort()
+        for (s0, e0), (s1, e1) in zip(iv, iv[1:]):
+            if s1 < e0:
+                raise ValueError(f"job {job}: train spans overlap")
+
+
+def default_as_of(attempts: list[dict], spans: list[dict]) -> int | None:
+    """The as-of time used when none is given: ``None`` if no attempt is running,
+    else the latest timestamp anywhere in the trace (attempt starts and ends,
+    span ends)."""
+    if not any(a["end"] is None for a in attempts):
+        return None
+    stamps = [a["start"] for a in attempts] + [a["end"] for a in attempts if a["end"] is not None]
+    stamps += [s["end"] for s in spans]
+    return max(stamps)
+
+
+def clip_to_as_of(attempts: list[dict], spans: list[dict], as_of: int | None) -> tuple[list[dict], list[dict]]:
+    """Apply the as-of rules of the module docstring; returns new lists (inputs untouched)."""
+    if as_of is None:
+        return [dict(a) for a in attempts], [dict(s) for s in spans]
+    out_a = []
+    for a in attempts:
+        if a["start"] >= as_of:
+            continue
+        a = dict(a)
+        if a["end"] is None or a["end"] > as_of:
+            a["end"] = as_of
+            a["end_reason"] = "running"
+        out_a.append(a)
+    kept = {(a["job_id"], a["attempt"]) for a in out_a}
+    out_s = []
+    for s in spans:
+        if s["start"] >= as_of or (s["job_id"], s["attempt"]) not in kept:
+            continue
+        s = dict(s)
+        if s["end"] > as_of:
+            if s["phase"] == "train":
+                c0, c1 = s["cursor_start"], s["cursor_end"]
+                s["cursor_end"] = c0 + (c1 - c0) * (as_of - s["start"]) / (s["end"] - s["start"])
+            s["end"] = as_of
+        out_s.append(s)
+    return out_a, out_s
+
+
+# --------------------------------------------------------------------------- one job
+
+
+def replay_splits(train_spans: list[dict]) -> list[tuple[int, int, int]]:
+    """``(s, split, e)`` for each train span of one job (see the module docstring).
+
+    ``h`` is the max ``cursor_end`` over train spans starting strictly earlier;
+    ``[s, split)`` is replay and ``[split, e)`` productive.
+    """
+    out = []
+    for sp in train_spans:
+        s, e = sp["start"], sp["end"]
+        c0, c1 = sp["cursor_start"], sp["cursor_end"]
+        earlier = [o["cursor_end"] for o in train_spans if o["start"] < s]
+        if not earlier:
+            split = s
+        else:
+            h = max(earlier)
+            if c1 > c0:
+                split = s + math.floor(((h - c0) * (e - s)) / (c1 - c0))
+                split = min(max(split, s), e)
+            else:
+                split = e if c0 <= h else s
+        out.append((s, int(split), e))
+    return out
+
+
+def _winner(t2: int, covering: list[tuple[int, int, str]], order: dict[str, int]) -> str | None:
+    """Phase of the covering span holding the doubled instant ``t2`` (largest end, then later phase)."""
+    best = None
+    for s, e, phase in covering:
+        if 2 * s <= t2 < 2 * e:
+            key = (e, order[phase])
+            if best is None or key > best[0]:
+                best = (key, phase)
+    return None if best is None else best[1]
+
+
+def _l1_bucket(a: int, b: int, prod: list[tuple[int, int]], interrupts: list[int], t0: int, t1: int) -> str:
+    """L1 bucket of the non-productive elementary interval ``[a, b)``."""
+    before = [pe for ps, pe in prod if pe <= a]
+    after = [ps for ps, pe in prod if ps >= b]
+    if not before:  # leading stretch [T0, first productive start] (or [T0, T1])
+        first_prod = min(ps for ps, _ in prod) if prod else t1
+        tts_end = min([first_prod] + interrupts)
+        return "tts" if b <= tts_end else "recovery"
+    lo = max(before)
+    hi = min(after) if after else t1
+    has_interrupt = any(lo <= t <= hi for t in interrupts)
+    if has_interrupt:
+        return "recovery"
+    return "in_training_loss" if after else "shutdown_tail"
+
+
+def job_pieces(
+    attempts: list[dict],
+    spans: list[dict],
+    extra_bounds: Iterable[int] = (),
+    phase_order: tuple[str, ...] = PHASE_ORDER,
+    component_of: dict[str, str] = COMPONENT_OF,
+) -> list[Piece]:
+    """Cut one (clipped) job's ``[T0, T1)`` into classified elementary intervals.
+
+    Each piece is ``(start_ms, end_ms, l1_bucket, phase, component)``; pieces
+    are contiguous, in time order, and cover ``[T0, T1)`` exactly.
+    ``extra_bounds`` adds cut points (calendar boundaries for the trend).
+    """
+    order = {p: i for i, p in enumerate(phase_order)}
+    atts = sorted(attempts, key=lambda a: (a["attempt"], a["start"]))
+    t0, t1 = atts[0]["start"], atts[-1]["end"]
+    trains = sorted((s for s in spans if s["phase"] == "train"), key=lambda s: (s["start"], s["end"]))
+    splits = replay_splits(trains)
+    prod = [(split, e) for _, split, e in splits if split < e]
+    covering = [(s["start"], s["end"], s["phase"]) for s in spans if s["phase"] != "train"]
+    covering += [(s, split, "train") for s, split, _ in splits if s < split]
+    interrupts = sorted(a["end"] for a in atts if a["end_reason"] in INTERRUPTIONS)
+
+    bounds = {t0, t1}
+    for a in atts:
+        bounds.update((a["start"], a["end"]))
+    for s, e, _ in covering:
+        bounds.update((s, e))
+    for s, split, e in splits:
+        bounds.update((s, split, e))
+    bounds.update(extra_bounds)
+    cuts = sorted(b for b in bounds if t0 <= b <= t1)
+
+    pieces: list[Piece] = []
+    for a, b in zip(cuts, cuts[1:]):
+        m2 = a + b  # doubled midpoint, exact in integers
+        if any(2 * ps <= m2 < 2 * pe for ps, pe in prod):
+            pieces.append((a, b, "productive", "train", PRODUCTIVE))
+            continue
+        phase = _winner(m2, covering, order)
+        if phase is None:
+            inside = any(2 * x["start"] <= m2 < 2 * x["end"] for x in atts)
+            phase = UNATTRIBUTED if inside else "scheduling"
+        comp = UNATTRIBUTED if phase == UNATTRIBUTED else component_of[phase]
+        pieces.append((a, b, _l1_bucket(a, b, prod, interrupts, t0, t1), phase, comp))
+    return pieces
+
+
+def job_metrics(
+    attempts: list[dict],
+    spans: list[dict],
+    *,
+    job_id: str,
+    model: str | None = None,
+    gpus: int = 1,
+    labels: dict | None = None,
+    phase_order: tuple[str, ...] = PHASE_ORDER,
+    component_of: dict[str, str] = COMPONENT_OF,
+) -> dict[str, Any]:
+    """Every per-job figure for one job whose attempts and spans are already clipped.
+
+    Returns L1 seconds (``wall_s = T1 - T0``, ``productive_s``, ``ett_pct =
+    100 * productive / wall`` or ``None`` for zero wall, ``tts_s``, ``nof`` and
+    by reason, ``ttr_total_s`` = all recovery, ``ttr_mean_s = ttr_total / nof``
+    or ``None``, ``in_training_loss_s``, ``shutdown_tail_s``), ``components``
+    (non-productive seconds per component, all seven), ``l2`` ``{(bucket,
+    component): s}``, ``l2_phase`` ``{(bucket, phase): s}``, ``busy`` ``{phase:
+    plain sum of span lengths}`` and ``pieces`` (ms).
+    """
+    atts = sorted(attempts, key=lambda a: (a["attempt"], a["start"]))
+    pieces = job_pieces(atts, spans, phase_order=phase_order, component_of=component_of)
+    t0, t1 = atts[0]["start"], atts[-1]["end"]
+    l1_ms: dict[str, int] = {b: 0 for b in L1_BUCKETS}
+    comp_ms: dict[str, int] = {c: 0 for c in ALL_COMPONENTS}
+    l2_ms: dict[tuple[str, str], int] = defaultdict(int)
+    l2p_ms: dict[tuple[str, str], int] = defaultdict(int)
+    for a, b, bucket, phase, comp in pieces:
+        d = b - a
+        l1_ms[bucket] += d
+        l2_ms[(bucket, comp)] += d
+        l2p_ms[(bucket, phase)] += d
+        if comp != PRODUCTIVE:
+            comp_ms[comp] += d
+    busy_ms: dict[str, int] = defaultdict(int)
+    for s in spans:
+        busy_ms[s["phase"]] += s["end"] - s["start"]
+    nof_failure = sum(1 for a in atts if a["end_reason"] == "failure")
+    nof_preemption = sum(1 for a in atts if a["end_reason"] == "preemption")
+    nof = nof_failure + nof_preemption
+    wall = t1 - t0
+    return {
+        "job_id": job_id,
+        "model": job_id if model is None else model,
+        "gpus": gpus,
+        "labels": dict(labels or {}),
+        "status": atts[-1]["end_reason"],
+        "t0": t0,
+        "t1": t1,
+        "wall_s": wall / 1000,
+        "productive_s": l1_ms["productive"] / 1000,
+        "ett_pct": 100 * l1_ms["productive"] / wall if wall > 0 else None,
+        "tts_s": l1_ms["tts"] / 1000,
+        "nof": nof,
+        "nof_failure": nof_failure,
+        "nof_preemption": nof_preemption,
+        "ttr_total_s": l1_ms["recovery"] / 1000,
+        "ttr_mean_s": l1_ms["recovery"] / 1000 / nof if nof else None,
+        "in_training_loss_s": l1_ms["in_training_loss"] / 1000,
+        "shutdown_tail_s": l1_ms["shutdown_tail"] / 1000,
+        "components": {c: v / 1000 for c, v in comp_ms.items()},
+        "l2": {k: v / 1000 for k, v in l2_ms.items()},
+        "l2_phase": {k: v / 1000 for k, v in l2p_ms.items()},
+        "busy": {k: v / 1000 for k, v in busy_ms.items()},
+        "pieces": pieces,
+    }
+
+
+# --------------------------------------------------------------------------- whole trace
+
+
+def _job_rows(jobs: list[dict] | None) -> dict[str, dict]:
+    return {j["job_id"]: j for j in (jobs or [])}
+
+
+def reference_metrics(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    as_of: int | None = None,
+    *,
+    phase_order: tuple[str, ...] = PHASE_ORDER,
+    component_of: dict[str, str] = COMPONENT_OF,
+) -> dict[str, Any]:
+    """Per-job reference figures for a whole trace.
+
+    Returns ``{"as_of": ms | None, "jobs": {job_id: job_metrics(...)}}``; the
+    effective as-of is the given one, else :func:`default_as_of`.
+    """
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    atts, sps = clip_to_as_of(attempts, spans, eff)
+    rows = _job_rows(jobs)
+    a_by: dict[str, list[dict]] = defaultdict(list)
+    s_by: dict[str, list[dict]] = defaultdict(list)
+    for a in atts:
+        a_by[a["job_id"]].append(a)
+    for s in sps:
+        s_by[s["job_id"]].append(s)
+    out = {}
+    for job_id in sorted(a_by):
+        row = rows.get(job_id, {})
+        labels = {k: v for k, v in row.items() if k not in ("job_id", "model", "gpus")}
+        out[job_id] = job_metrics(
+            a_by[job_id],
+            s_by[job_id],
+            job_id=job_id,
+            model=row.get("model"),
+            gpus=int(row.get("gpus") or 1),
+            labels=labels,
+            phase_order=phase_order,
+            component_of=component_of,
+        )
+    return {"as_of": eff, "jobs": out}
+
+
+def _group_key(job: dict, by: str | None) -> Any:
+    if by is None:
+        return None
+    if by in ("model", "gpus", "job_id", "status"):
+        return job[by]
+    return job["labels"].get(by)
+
+
+def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[str, Any]]:
+    """Fleet (``by=None``: one row) or per-group figures from :func:`reference_metrics`.
+
+    Each row: ``key`` (the group value, ``None`` for the fleet), ``jobs``,
+    ``ett_pct = 100 * sum(gpus * productive) / sum(gpus * wall)``,
+    ``ett_mean_pct`` (mean of per-job ``ett_pct``, jobs with zero wall left
+    out), ``wall_gpu_h``, ``productive_gpu_h``, ``nof`` and
+    ``<component>_gpu_h = sum(gpus * seconds) / 3600`` for all seven components
+    and the same for the L1 buckets (``tts_gpu_h``, ``ttr_total_gpu_h``,
+    ``in_training_loss_gpu_h``, ``shutdown_tail_gpu_h``).
+    Rows are sorted by key (``str`` of the key).
+    """
+    groups: dict[Any, list[dict]] = defaultdict(list)
+    for job in result["jobs"].values():
+        groups[_group_key(job, by)].append(job)
+    rows = []
+    for key in sorted(groups, key=lambda k: (k is None, str(k))):
+        js = groups[key]
+        wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
+        prod_g = sum(j["gpus"] * j["productive_s"] for j in js)
+        pcts = [j["ett_pct"] for j in js if j["ett_pct"] is not None]
+        row = {
+            "key": key,
+            "jobs": len(js),
+            "ett_pct": 100 * prod_g / wall_g if wall_g > 0 else None,
+            "ett_mean_pct": sum(pcts) / len(pcts) if pcts else None,
+            "wall_gpu_h": wall_g / 3600,
+            "productive_gpu_h": prod_g / 3600,
+            "nof": sum(j["nof"] for j in js),
+        }
+        for c in ALL_COMPONENTS:
+            row[f"{c}_gpu_h"] = sum(j["gpus"] * j["components"][c] for j in js) / 3600
+        for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail"):
+            row[f"{b}_gpu_h"] = sum(j["gpus"] * j[f"{b}_s"] for j in js) / 3600
+        rows.append(row)
+    return rows
+
+
+# --------------------------------------------------------------------------- trend
+
+
+def _ms(dt: datetime) -> int:
+    return int(round(dt.timestamp() * 1000))
+
+
+def _dt(ms: int) -> datetime:
+    return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+
+
+def bucket_floor(ms: int, every: str) -> int:
+    """Start (ms) of the UTC calendar bucket holding ``ms``: midnight, Monday midnight, or the 1st."""
+    d = _dt(ms)
+    day = datetime(d.year, d.month, d.day, tzinfo=timezone.utc)
+    if every == "day":
+        return _ms(day)
+    if every == "week":
+        return _ms(day - timedelta(days=day.weekday()))
+    if every == "month":
+        return _ms(datetime(d.year, d.month, 1, tzinfo=timezone.utc))
+    raise ValueError(f"every must be one of {EVERY}, not {every!r}")
+
+
+def bucket_next(start_ms: int, every: str) -> int:
+    """Start (ms) of the bucket after the one starting at ``start_ms``."""
+    d = _dt(start_ms)
+    if every == "day":
+        return _ms(d + timedelta(days=1))
+    if every == "week":
+        return _ms(d + timedelta(days=7))
+    if every == "month":
+        y, m = (d.year + 1, 1) if d.month == 12 else (d.year, d.month + 1)
+        return _ms(datetime(y, m, 1, tzinfo=timezone.utc))
+    raise ValueError(f"every must be one of {EVERY}, not {every!r}")
+
+
+def reference_trend(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    every: str,
+    as_of: int | None = None,
+    *,
+    phase_order: tuple[str, ...] = PHASE_ORDER,
+    component_of: dict[str, str] = COMPONENT_OF,
+) -> list[dict[str, Any]]:
+    """Fleet trend: each job's per-instant attribution prorated into UTC calendar buckets.
+
+    One row per bucket that some job's wall time overlaps, in time order:
+    ``bucket_start`` (aware UTC ``datetime``), ``bucket_start_ms``,
+    ``ett_pct = 100 * productive_gpu_h / wall_gpu_h``, ``wall_gpu_h``,
+    ``productive_gpu_h`` and ``<component>_gpu_h`` for all seven components
+    (``gpus * seconds / 3600`` of the part of each job inside the bucket).
+    """
+    res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of)
+    eff = res["as_of"]
+    atts, sps = clip_to_as_of(attempts, spans, eff)
+    acc: dict[int, dict[str, float]] = {}
+    for job_id, job in res["jobs"].items():
+        t0, t1 = job["t0"], job["t1"]
+        cal = []
+        b = bucket_floor(t0, every)
+        while b <= t1:
+            cal.append(b)
+            b = bucket_next(b, every)
+        pieces = job_pieces(
+            [a for a in atts if a["job_id"] == job_id],
+            [s for s in sps if s["job_id"] == job_id],
+            extra_bounds=cal,
+            phase_order=phase_order,
+            component_of=component_of,
+        )
+        g = job["gpus"]
+        for a, b, _bucket, _phase, comp in pieces:
+            start = bucket_floor(a, every)
+            row = acc.setdefault(start, {"wall": 0.0, "productive": 0.0, **{c: 0.0 for c in ALL_COMPONENTS}})
+            gs = g * (b - a) / 1000
+            row["wall"] += gs
+            if comp == PRODUCTIVE:
+                row["productive"] += gs
+            else:
+                row[comp] += gs
+    out = []
+    for start in sorted(acc):
+        r = acc[start]
+        row = {
+            "bucket_start": _dt(start),
+            "bucket_start_ms": start,
+            "ett_pct": 100 * r["productive"] / r["wall"] if r["wall"] > 0 else None,
+            "wall_gpu_h": r["wall"] / 3600,
+            "productive_gpu_h": r["productive"] / 3600,
+        }
+        for c in ALL_COMPONENTS:
+            row[f"{c}_gpu_h"] = r[c] / 3600
+        out.append(row)
+    return out
