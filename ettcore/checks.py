@@ -16,19 +16,16 @@ from .queries import check_names, sql
 
 
 def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> pl.DataFrame:
-    """All failing rows of all checks, with the check's name, ordered by file and row."""
-    frames = []
-    for name in check_names():
-        if name.startswith("jobs_") and not has_jobs:
-            continue
-        df = con.sql(sql(f"checks/{name}")).pl()
-        if df.height:
-            frames.append(df.with_columns(pl.lit(name).alias("check")))
-    if not frames:
-        return pl.DataFrame(
-            schema={"table_name": pl.Utf8, "_file": pl.Utf8, "_row": pl.Int64, "field": pl.Utf8, "job_id": pl.Utf8, "message": pl.Utf8, "check": pl.Utf8}
-        )
-    return pl.concat([f.with_columns(pl.col("_row").cast(pl.Int64)) for f in frames], how="vertical_relaxed").sort(["_file", "_row", "field"])
+    """All failing rows of all checks, with the check's name, ordered by file and row.
+
+    The checks run as one UNION ALL query: one round trip instead of one a check.
+    """
+    names = [n for n in check_names() if has_jobs or not n.startswith("jobs_")]
+    union = "\nUNION ALL\n".join(
+        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS \"check\" FROM ({sql('checks/' + n)})"
+        for n in names
+    )
+    return con.sql(f"SELECT * FROM ({union}) ORDER BY _file, _row, field, message").pl()
 
 
 def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> list[Problem]:
