@@ -224,7 +224,7 @@ def reference_all(trace: dict[str, Any], as_of_ms: int | None = None, everys: tu
 # --------------------------------------------------------------------------- the properties
 
 
-@_settings(100)
+@_settings(200)
 @given(traces(), st.sampled_from(ref.EVERY))
 def test_sql_equals_reference(trace, every):
     """Parquet with UTC Parquet timestamps: every figure, to the millisecond (trend: one calendar unit an example)."""
