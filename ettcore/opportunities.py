@@ -30,6 +30,7 @@ decile uses linear interpolation, and a group of one job has no better peer
 from __future__ import annotations
 
 import argparse
+import math
 import json
 import sys
 from typing import Any
@@ -218,8 +219,8 @@ def _positive(text: str) -> float:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not v > 0:
-        raise argparse.ArgumentTypeError("must be > 0")
+    if not (math.isfinite(v) and 1e-3 <= v <= 1e5):
+        raise argparse.ArgumentTypeError("must be a finite number of days between 0.001 and 100000")
     return v
 
 

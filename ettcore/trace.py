@@ -96,9 +96,9 @@ def _refuse_reserved(file: str, columns: list[str]) -> None:
             raise TraceError(Problem(file, None, repr(c), "column name contains a control character (e.g. NUL)"))
         if c.lower() in RESERVED_COLUMNS:
             raise TraceError(Problem(file, None, c, f"reserved column name {c!r} (the loader adds it); rename the column"))
-        if c in seen:
-            raise TraceError(Problem(file, None, c, f"column {c!r} appears more than once"))
-        seen.add(c)
+        if c.lower() in seen:  # DuckDB compares column names without case
+            raise TraceError(Problem(file, None, c, f"column {c!r} appears more than once (names are compared without case)"))
+        seen.add(c.lower())
 
 
 def quote_ident(name: str) -> str:
@@ -242,7 +242,8 @@ def _read_text_table(src: Source) -> pl.DataFrame:
 
 
 def _arrow_kind(t: pa.DataType) -> str:
-    return "nested" if pa.types.is_nested(t) else "plain"
+    """Plain types (text, numbers, timestamps) unify across part files; a nested type only with itself."""
+    return f"nested {t}" if pa.types.is_nested(t) else "plain"
 
 
 def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
@@ -260,7 +261,7 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
             for col in schema.names:
                 kind = _arrow_kind(schema.field(col).type)
                 first = kinds.setdefault(col, (kind, f, schema.field(col).type))
-                if first[0] != kind and "nested" in (kind, first[0]):
+                if first[0] != kind:
                     raise TraceError(Problem(str(f), None, col, f"type {schema.field(col).type} differs from {first[2]} in {first[1]}"))
         if any(_GLOB_CHARS & set(str(f)) for f in src.files):
             # DuckDB's reader treats every path as a glob pattern: read such files with pyarrow instead
@@ -429,6 +430,19 @@ def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
+def _damaged_file(sources: list[Source]) -> str | None:
+    """After DuckDB failed to decode a source: the first Parquet file pyarrow cannot decode either."""
+    for src in sources:
+        if src.kind != "parquet":
+            continue
+        for f in src.files:
+            try:
+                pq.read_table(f)
+            except Exception:  # any decoding error names this file
+                return str(f)
+    return None
+
+
 def parse_as_of(value: str | int | float | None) -> int | None:
     """An as-of time given by a user: ISO-8601 (zone-less = UTC) or epoch seconds -> ms."""
     if value is None:
@@ -501,8 +515,7 @@ def load_trace(
     try:
         trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
     except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
-        files = ", ".join(str(f) for s in sources for f in s.files[:3])
-        raise TraceError(Problem(files or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
+        raise TraceError(Problem(_damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
     fatal = [p for p in trace.problems if p.row is None]
     if trace.problems and (not skip_invalid or fatal):
         raise TraceError(trace.problems if not skip_invalid else fatal)
