@@ -21,12 +21,10 @@ setup: $(STAMP)
 
 test: setup
 	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
 
 report: setup
-	mkdir -p reports
-	$(BIN)/ett summarize data/sample --by team > reports/sample-summary.txt
-	$(BIN)/ett summarize data/sample --json > reports/sample-summary.json
-	$(BIN)/ett trend data/sample --every day --json > reports/sample-trend.json
+	$(BIN)/ett report
 
 bench: setup
 	$(BIN)/python benchmarks/run.py

@@ -33,6 +33,7 @@ PLUGINS: tuple[str, ...] = (
     "ettcore.generator",
     "ettcore.recorder",
     "ettcore.demo.live_job",
+    "ettcore.report",
 )
 
 JOB_KEYS = (

@@ -1,0 +1,449 @@
+"""Batch reports: run the notebooks with papermill, export HTML, build ``reports/index.html``.
+
+``ett report [NOTEBOOK ...] [-p NAME VALUE ...] [--trace PATH] [--out DIR]``
+
+* Notebooks are ``notebooks/NN-name.ipynb``; a NOTEBOOK argument may be the
+  number (``01``), the name (``trace-overview``), the stem or a path.
+* They run in parallel (``--jobs``, default: the number of CPUs, at most the
+  number of notebooks), each in its own kernel, with a progress bar on stderr.
+* ``-p NAME VALUE`` sets a parameter of every selected notebook that declares it
+  (converted to the type of its default); ``--trace PATH`` sets ``trace``.  A
+  parameter no selected notebook declares is an error (exit status 2).
+* Each notebook gets ``output_dir`` = the output folder, where it saves its
+  scorecard (``<stem>.scorecard.json``, see :mod:`ettcore.scorecard`).
+* Outputs in ``--out`` (default ``reports/``): the executed notebook
+  ``<stem>.ipynb``, ``<stem>.html`` without code cells, ``scorecard.json`` (the
+  combined scorecard) and ``index.html``.  Pages load nothing from the network:
+  the Vega, Vega-Lite and vega-embed JavaScript (from ``vl-convert-python``) is
+  embedded in each page, and charts are drawn from the specs in the page.
+
+``ett report --update-notebooks`` re-executes the committed notebooks in place
+with their default parameters and writes them in canonical form
+(:func:`canonical`: no papermill or timing metadata), which is what the
+repository holds and what the tests compare against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import nbformat
+
+from .atomic import write_text
+from .config import GENERATED_DIR, NOTEBOOK_DIR, PROJECT_ROOT, REPORT_DIR
+from .errors import Problem, TraceError
+from .scorecard import SCORECARD_SUFFIX, combine, load_cards
+
+KERNEL_NAME = "python3"
+VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
+VL_VERSION = "v5.21"
+OUTPUT_DIR_PARAM = "output_dir"
+TRACE_PARAM = "trace"
+NOTEBOOK_GLOB = "[0-9][0-9]-*.ipynb"
+CANONICAL_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": KERNEL_NAME}
+
+
+# ----------------------------------------------------------------------------- notebooks and parameters
+
+
+def discover(directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    """The suite's notebooks, in number order."""
+    return sorted(directory.glob(NOTEBOOK_GLOB))
+
+
+def resolve(names: Sequence[str], directory: Path = NOTEBOOK_DIR) -> list[Path]:
+    """Notebooks named by number, name, stem or path (all of them when ``names`` is empty)."""
+    available = discover(directory)
+    if not names:
+        return available
+    out: list[Path] = []
+    for name in names:
+        p = Path(name)
+        if p.suffix == ".ipynb" and p.exists():
+            out.append(p.resolve())
+            continue
+        hits = [nb for nb in available if name in (nb.stem, nb.stem[:2], nb.stem[3:])]
+        if len(hits) != 1:
+            choices = ", ".join(nb.stem for nb in available)
+            raise TraceError(Problem("ett report", None, "NOTEBOOK", f"unknown notebook {name!r}; choose from: {choices}"))
+        out.append(hits[0])
+    return list(dict.fromkeys(out))
+
+
+def parameters_of(path: Path) -> dict[str, dict]:
+    """The notebook's papermill parameters: name -> {inferred_type_name, default, help}."""
+    import papermill
+
+    return papermill.inspect_notebook(str(path))
+
+
+def coerce(value: str, type_name: str, name: str) -> Any:
+    """Convert a ``-p`` value to the declared type of the parameter."""
+    t = (type_name or "").lower()
+    try:
+        if t == "int":
+            return int(value)
+        if t == "float":
+            return float(value)
+        if t == "bool":
+            low = value.strip().lower()
+            if low not in ("true", "false", "1", "0", "yes", "no"):
+                raise ValueError(value)
+            return low in ("true", "1", "yes")
+        return value
+    except ValueError:
+        raise TraceError(Problem("-p", None, name, f"value {value!r} is not a valid {t}")) from None
+
+
+def plan_parameters(notebooks: Sequence[Path], pairs: Sequence[tuple[str, str]], trace: str | None,
+                    out_dir: Path) -> dict[Path, dict[str, Any]]:
+    """Parameters for each notebook: ``output_dir`` always, ``trace`` and ``-p`` pairs where declared."""
+    given = list(pairs) + ([(TRACE_PARAM, str(Path(trace).resolve()))] if trace else [])
+    plan: dict[Path, dict[str, Any]] = {}
+    used: set[str] = set()
+    for nb in notebooks:
+        declared = parameters_of(nb)
+        params: dict[str, Any] = {}
+        if OUTPUT_DIR_PARAM in declared:
+            params[OUTPUT_DIR_PARAM] = str(out_dir)
+        for name, value in given:
+            if name in declared:
+                params[name] = coerce(value, declared[name].get("inferred_type_name", "str"), name)
+                used.add(name)
+        plan[nb] = params
+    unknown = [name for name, _ in given if name not in used]
+    if unknown:
+        raise TraceError([Problem("-p" if n != TRACE_PARAM else "--trace", None, n,
+                                  "no selected notebook has this parameter") for n in dict.fromkeys(unknown)])
+    return plan
+
+
+# ----------------------------------------------------------------------------- canonical form
+
+
+def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The notebook without volatile metadata: papermill's times and parameters, cell timings, kernel version.
+
+    Also drops a papermill ``injected-parameters`` cell, so a report run and a
+    default run of the same notebook compare equal when the injected values do
+    not change any output (``output_dir`` only decides where files go).
+    """
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    nb.metadata.pop("papermill", None)
+    nb.metadata.pop("widgets", None)
+    nb.metadata["kernelspec"] = dict(CANONICAL_KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python"}
+    cells = []
+    count = 0
+    for cell in nb.cells:
+        tags = cell.metadata.get("tags", [])
+        if "injected-parameters" in tags:
+            continue
+        for key in ("papermill", "execution", "collapsed", "scrolled", "jupyter"):
+            cell.metadata.pop(key, None)
+        cell.pop("id", None)
+        if cell.cell_type == "code":
+            count += 1
+            cell.execution_count = count
+            for out in cell.get("outputs", []):
+                if "execution_count" in out:
+                    out["execution_count"] = count
+                out.get("metadata", {}).pop("papermill", None)
+        cells.append(cell)
+    nb.cells = cells
+    nb.nbformat, nb.nbformat_minor = 4, 4
+    return nb
+
+
+def dumps(nb: nbformat.NotebookNode) -> str:
+    """Serialise a notebook as committed (nbformat 4.4, no cell ids, sorted keys, one trailing newline)."""
+    d = json.loads(json.dumps(nb))
+    for c in d["cells"]:
+        c.pop("id", None)
+    return json.dumps(d, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+# ----------------------------------------------------------------------------- execution and HTML
+
+
+@lru_cache(maxsize=1)
+def vega_bundle() -> str:
+    """Vega, Vega-Lite v5 and vega-embed as one script that defines ``window.vegaEmbed`` (no network).
+
+    Bundling takes seconds, so the script is cached in ``data/generated/`` (git-ignored),
+    keyed by the vl-convert version.
+    """
+    import vl_convert
+
+    cache = GENERATED_DIR / f".vega-embed-{VL_VERSION}-vlconvert-{vl_convert.__version__}.js"
+    if cache.exists():
+        return cache.read_text(encoding="utf-8")
+    js = vl_convert.javascript_bundle(vl_version=VL_VERSION).replace("</script", "<\\/script")
+    write_text(cache, js)
+    return js
+
+
+_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block extra_css -%}
+<script type="text/javascript">
+{{ resources.ett_vega_js }}
+</script>
+<style type="text/css">.ett-chart { margin: 0.5em 0; } .ett-banner { background: #fff3cd; padding: 0.4em 0.8em; }</style>
+{%- endblock extra_css -%}
+"""
+
+
+def _embed_html(spec: dict, div_id: str) -> str:
+    data = json.dumps(spec, sort_keys=True).replace("</", "<\\/")
+    return (f'<div class="ett-chart" id="{div_id}"></div>\n<script type="text/javascript">'
+            f'vegaEmbed("#{div_id}", {data}, {{"actions": false, "renderer": "svg"}})'
+            f'.catch(function(e) {{ document.getElementById("{div_id}").innerText = "chart error: " + e; }});</script>')
+
+
+def charts_to_html(nb: nbformat.NotebookNode) -> int:
+    """Replace every Vega-Lite output by an inline ``vegaEmbed`` call; returns the number of charts."""
+    n = 0
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if VEGALITE_MIMETYPE in data:
+                n += 1
+                out["data"] = {"text/html": _embed_html(data[VEGALITE_MIMETYPE], f"ett-chart-{n}")}
+    return n
+
+
+def export_html(nb: nbformat.NotebookNode, target: Path) -> int:
+    """Write ``target`` as HTML without code cells; returns the number of charts in it."""
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    n = charts_to_html(nb)
+    exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"ett_report.html.j2": _TEMPLATE})],
+                            template_file="ett_report.html.j2")
+    exporter.exclude_input = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    body, _ = exporter.from_notebook_node(nb, resources={"ett_vega_js": vega_bundle()})
+    write_text(target, body)
+    return n
+
+
+@dataclass
+class Result:
+    """What one notebook run produced."""
+
+    notebook: str
+    ok: bool
+    seconds: float
+    charts: int = 0
+    error: str = ""
+    files: list[str] = field(default_factory=list)
+
+
+def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True) -> Result:
+    """Execute one notebook with papermill into ``out_dir`` and export its HTML (runs in a worker process)."""
+    import papermill
+
+    nb_path, out = Path(path), Path(out_dir)
+    stem = nb_path.stem
+    t = time.perf_counter()
+    out.mkdir(parents=True, exist_ok=True)
+    executed = out / f"{stem}.ipynb"
+    # papermill saves after every cell: run under a hidden temporary name and rename only when the run succeeded,
+    # so an interrupted or failed run never leaves a half-executed notebook under the final name
+    partial = out / f".tmp-{stem}-{os.getpid()}.ipynb"
+    try:
+        papermill.execute_notebook(str(nb_path), str(partial), parameters=params, kernel_name=KERNEL_NAME,
+                                   cwd=str(NOTEBOOK_DIR), progress_bar=False, log_output=False)
+    except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
+        msg = str(exc).strip().splitlines()
+        failed = out / f"{stem}.failed.ipynb"
+        if partial.exists():
+            os.replace(partial, failed)
+        executed.unlink(missing_ok=True)
+        return Result(stem, False, time.perf_counter() - t, error=" ".join(msg[-3:])[:500], files=[failed.name])
+    os.replace(partial, executed)
+    if not html:
+        return Result(stem, True, time.perf_counter() - t, files=[executed.name])
+    nb = nbformat.read(executed, as_version=4)
+    charts = export_html(nb, out / f"{stem}.html")
+    return Result(stem, True, time.perf_counter() - t, charts, files=[executed.name, f"{stem}.html"])
+
+
+def run_all(notebooks: Sequence[Path], plan: dict[Path, dict[str, Any]], out_dir: Path, jobs: int,
+            progress: bool = True) -> list[Result]:
+    """Run the notebooks in ``jobs`` worker processes, with a progress bar; results in notebook order."""
+    from tqdm import tqdm
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    vega_bundle()  # build (or read) the cached script once, before the workers fork
+    results: dict[str, Result] = {}
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = {pool.submit(run_one, str(nb), str(out_dir), plan[nb]): nb for nb in notebooks}
+        with tqdm(total=len(futures), unit="notebook", desc="ett report", file=sys.stderr, disable=not progress) as bar:
+            for fut in as_completed(futures):
+                nb = futures[fut]
+                try:
+                    res = fut.result()
+                except Exception as exc:  # a worker that died
+                    res = Result(nb.stem, False, 0.0, error=f"{type(exc).__name__}: {exc}")
+                results[nb.stem] = res
+                bar.set_postfix_str(f"{nb.stem} {'ok' if res.ok else 'FAILED'}")
+                bar.update(1)
+    return [results[nb.stem] for nb in notebooks]
+
+
+# ----------------------------------------------------------------------------- index
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:,.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+    return str(v)
+
+
+def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wall_s: float) -> str:
+    """The report index: a link per report with its headline figures, and the combined scorecard."""
+    e = html.escape
+    by_nb = {c["notebook"]: c for c in cards}
+    items = []
+    for r in results:
+        card = by_nb.get(r.notebook, {})
+        title = card.get("title") or r.notebook
+        synth = ' <span class="synthetic">SYNTHETIC data</span>' if card.get("synthetic") else ""
+        heads = "".join(f"<li>{e(h['label'])}: <b>{e(_fmt(h['value']))}</b> {e(h.get('unit', ''))}</li>"
+                        for h in card.get("headlines", []))
+        checks = card.get("checks", [])
+        score = (f'<span class="{"pass" if all(c["passed"] for c in checks) else "fail"}">'
+                 f'{sum(c["passed"] for c in checks)}/{len(checks)} published figures reproduced</span>') if checks else ""
+        if r.ok:
+            link = f'<a href="{e(r.notebook)}.html">{e(r.notebook)}</a>: {e(title)}'
+        else:
+            link = f'{e(r.notebook)}: <span class="fail">FAILED</span> (<a href="{e(r.notebook)}.ipynb">executed notebook</a>) {e(r.error)}'
+        items.append(f"<li class=\"report\">{link}{synth} {score}<ul>{heads}</ul></li>")
+    rows = "".join(
+        f"<tr><td>{e(c['id'])}</td><td>{e(c['part'])}</td><td>{e(c['source'])}</td><td>{e(c['quantity'])}</td>"
+        f"<td>{e(c['published'])} {e(c['unit'])}</td><td>{c['reproduced']:.4g}</td><td>{c['tolerance']:g}</td>"
+        f"<td class=\"{'pass' if c['passed'] else 'fail'}\">{'pass' if c['passed'] else 'FAIL'}</td>"
+        f"<td>{e(c['notebook'])}</td><td>{e(c['basis'])}{' (SYNTHETIC)' if c['synthetic'] else ''}</td></tr>"
+        for c in board["detail"])
+    missing = "".join(f"<tr><td>{e(m['id'])}</td><td>{e(m['source'])}</td><td>{e(m['quantity'])}</td>"
+                      f"<td>{e(m['published'])} {e(m['unit'])}</td><td>{e(m['reason'])}</td></tr>"
+                      for m in board["not_reproduced"])
+    ok = sum(r.ok for r in results)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>ETT% reports</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 78em; }}
+table {{ border-collapse: collapse; font-size: 0.9em; }} td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; }}
+.pass {{ color: #2e7d32; font-weight: bold; }} .fail {{ color: #c62828; font-weight: bold; }}
+.synthetic {{ background: #fff3cd; padding: 0 0.3em; font-size: 0.85em; }} li.report {{ margin-bottom: 0.6em; }}
+</style></head><body>
+<h1>Effective Training Time (ETT%) reports</h1>
+<p>{ok} of {len(results)} reports built in {wall_s:.0f} s. Reports marked SYNTHETIC are computed on generated
+traces calibrated to the paper's published aggregates (arXiv 2610.02057), not on measured jobs.</p>
+<ul id="reports">{''.join(items)}</ul>
+<h2>Reproduction scorecard</h2>
+<p id="scorecard-summary">{board['reproduced_rows']} of {board['published_rows']} published rows reproduced;
+{board['checks_passed']} of {board['checks']} checks pass. Machine-readable: <a href="scorecard.json">scorecard.json</a>.</p>
+<table id="scorecard"><tr><th>id</th><th>part</th><th>source</th><th>quantity</th><th>published</th><th>reproduced</th>
+<th>tolerance</th><th>result</th><th>notebook</th><th>basis</th></tr>{rows}</table>
+<h2>Published rows not reproduced</h2>
+<table id="not-reproduced"><tr><th>id</th><th>source</th><th>quantity</th><th>published</th><th>why not</th></tr>{missing}</table>
+</body></html>
+"""
+
+
+def build_index(out_dir: Path, results: Sequence[Result], wall_s: float) -> dict:
+    """Write ``scorecard.json`` and ``index.html`` in ``out_dir``; returns the combined scorecard."""
+    names = {r.notebook for r in results}
+    cards = [c for c in load_cards(out_dir) if c["notebook"] in names]
+    board = combine(cards)
+    board["reports"] = [{"notebook": r.notebook, "ok": r.ok, "seconds": round(r.seconds, 1), "charts": r.charts,
+                         "error": r.error} for r in results]
+    write_text(out_dir / "scorecard.json", json.dumps(board, indent=2, sort_keys=True) + "\n")
+    write_text(out_dir / "index.html", index_html(results, cards, board, wall_s))
+    return board
+
+
+# ----------------------------------------------------------------------------- updating committed notebooks
+
+
+def update_notebook(path: Path) -> None:
+    """Re-execute a committed notebook in place with its defaults and write its canonical form."""
+    import tempfile
+
+    import papermill
+
+    with tempfile.TemporaryDirectory() as tmp:
+        executed = Path(tmp) / path.name
+        papermill.execute_notebook(str(path), str(executed), kernel_name=KERNEL_NAME, cwd=str(NOTEBOOK_DIR),
+                                   progress_bar=False)
+        nb = canonical(nbformat.read(executed, as_version=4))
+    write_text(path, dumps(nb))
+
+
+# ----------------------------------------------------------------------------- command
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """``ett report``: exit 0 when every report was built and every scorecard check passes, else 1."""
+    notebooks = resolve(args.notebooks)
+    if not notebooks:
+        raise TraceError(Problem(str(NOTEBOOK_DIR), None, None, "no notebooks found"))
+    jobs = args.jobs or min(len(notebooks), os.cpu_count() or 1)
+    if args.update_notebooks:
+        if args.params or args.trace:
+            raise TraceError(Problem("--update-notebooks", None, None, "committed notebooks use their defaults; drop -p/--trace"))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(update_notebook, notebooks))
+        for nb in notebooks:
+            print(f"updated {nb.relative_to(PROJECT_ROOT) if nb.is_relative_to(PROJECT_ROOT) else nb}")
+        return 0
+    out_dir = Path(args.out).resolve() if args.out else REPORT_DIR
+    plan = plan_parameters(notebooks, args.params or [], args.trace, out_dir)
+    for nb in notebooks:  # a stale scorecard must not reach the index
+        (out_dir / f"{nb.stem}{SCORECARD_SUFFIX}").unlink(missing_ok=True)
+    t = time.perf_counter()
+    results = run_all(notebooks, plan, out_dir, jobs, progress=not args.quiet)
+    wall = time.perf_counter() - t
+    board = build_index(out_dir, results, wall)
+    for r in results:
+        status = "ok" if r.ok else f"FAILED: {r.error}"
+        print(f"{r.notebook}: {status} ({r.seconds:.1f} s, {r.charts} charts)")
+    print(f"scorecard: {board['checks_passed']}/{board['checks']} checks pass, "
+          f"{board['reproduced_rows']}/{board['published_rows']} published rows reproduced")
+    print(f"wrote {out_dir / 'index.html'} in {wall:.1f} s")
+    return 0 if all(r.ok for r in results) and board["all_passed"] else 1
+
+
+def register(subparsers) -> None:
+    """Add ``ett report [NOTEBOOK ...] [-p NAME VALUE ...] [--trace PATH] [--out DIR]``."""
+    p = subparsers.add_parser("report", help="run the notebooks (papermill, in parallel) and build HTML reports + index",
+                              description="Execute the notebook suite with papermill and write executed notebooks, HTML "
+                                          "reports without code, scorecard.json and index.html (offline pages).")
+    p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="number, name or path (default: all)")
+    p.add_argument("-p", "--parameter", dest="params", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set a notebook parameter (typed like its default) in every selected notebook that declares it")
+    p.add_argument("--trace", help="run on this trace (sets the 'trace' parameter)")
+    p.add_argument("--out", help="output folder (default: reports/)")
+    p.add_argument("--jobs", type=int, default=None, help="notebooks run at once (default: CPUs)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--update-notebooks", action="store_true",
+                   help="re-execute the committed notebooks in place with defaults (canonical form, no volatile metadata)")
+    p.set_defaults(func=cmd_report)
