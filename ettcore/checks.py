@@ -47,14 +47,11 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
         """
     )
     for table in ("jobs", "attempts", "spans"):
-        con.execute(
-            f"""
-            CREATE OR REPLACE TEMP VIEW clean_{table} AS
-            SELECT t.* FROM typed_{table} AS t
-            WHERE t.job_id IS NOT NULL
-              AND NOT EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)
-            """
-        )
+        if problems:
+            where = "t.job_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)"
+        else:  # nothing to leave out: no anti-join on every row
+            where = "t.job_id IS NOT NULL"
+        con.execute(f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t WHERE {where}")
 
 
 def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
@@ -67,6 +64,9 @@ def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
     out: dict[str, dict] = {}
     for table in ("jobs", "attempts", "spans"):
         read = con.execute(f"SELECT count(*) FROM typed_{table}").fetchall()[0][0]
+        if not problems:  # no finding: every row is used (a missing job_id is itself a finding)
+            out[table] = {"read": read, "used": read, "rejected": 0, "rejected_by_reason": {}}
+            continue
         used = con.execute(f"SELECT count(*) FROM clean_{table}").fetchall()[0][0]
         reasons = con.execute(
             f"""
