@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 test: setup
-	$(BIN)/python -m pytest -n auto -q
+	$(BIN)/python -m pytest -n auto --dist loadgroup -q
 	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
 
 report: setup

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import duckdb
 import polars as pl
 
-from . import __version__, metric
+from . import __version__, engines, metric
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
@@ -131,9 +131,10 @@ def skip_report(trace: Trace) -> str:
 
 def cmd_summarize(args: argparse.Namespace) -> int:
     trace = _open(args)
-    jobs = metric.job_summary(trace)
-    fleet = metric.fleet_summary(trace)
-    groups = metric.fleet_summary(trace, by=args.by) if args.by else None
+    m = engines.metric_for(args.engine, args.spark_master)
+    jobs = m.job_summary(trace)
+    fleet = m.fleet_summary(trace)
+    groups = m.fleet_summary(trace, by=args.by) if args.by else None
     if args.json:
         doc: dict[str, Any] = {
             "trace": str(args.trace),
@@ -170,7 +171,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
 
 def cmd_trend(args: argparse.Namespace) -> int:
     trace = _open(args)
-    df = metric.trend(trace, every=args.every)
+    df = engines.metric_for(args.engine, args.spark_master).trend(trace, every=args.every)
     if args.json:
         print(json.dumps([{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)], indent=2))
     elif args.csv:
@@ -216,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
     _trace_args(p)
+    engines.add_engine_args(p)
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")
@@ -224,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant)")
     _trace_args(p)
+    engines.add_engine_args(p)
     p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")

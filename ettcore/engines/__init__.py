@@ -1,0 +1,185 @@
+"""Where the metric runs: DuckDB (default, in process) or Apache Spark.
+
+Both engines run the same queries (``ettcore/sql/metric/``; translated for
+Spark by :mod:`ettcore.engines.transpile`) and return the same Polars frames.
+Loading and the data checks always run in DuckDB first (:func:`ettcore.trace.load_trace`);
+with ``engine="spark"`` the metric is then computed by Spark on the same files
+(:mod:`ettcore.engines.spark`).
+
+For the ``ett`` command: :func:`add_engine_args` adds ``--engine`` and
+``--spark-master``; :func:`metric_for` gives an object with the same
+``job_summary(trace)``, ``fleet_summary(trace, by)`` and ``trend(trace, every)``
+as :mod:`ettcore.metric`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .. import metric
+from ..errors import Problem, TraceError
+from ..trace import Trace, load_trace
+
+ENGINES = ("duckdb", "spark")
+DEFAULT_MASTER = "local[*]"
+
+
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """``--engine duckdb|spark`` and ``--spark-master URL`` for a subcommand."""
+    parser.add_argument("--engine", choices=ENGINES, default="duckdb",
+                        help="where the metric runs: duckdb (default, in process) or spark (checks still run in DuckDB first)")
+    parser.add_argument("--spark-master", metavar="URL", default=DEFAULT_MASTER,
+                        help="Spark master for --engine spark: local[*] (default), spark://host:7077, yarn, k8s://...")
+
+
+class SparkMetric:
+    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace`."""
+
+    def __init__(self, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None):
+        self.master = master
+        self.conf = conf
+
+    def on_spark(self, trace: Trace):
+        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept in ``trace._cache``)."""
+        from . import spark
+
+        st = trace._cache.get("spark_trace")
+        if st is None:
+            st = spark.open_trace(trace, spark.get_session(self.master, self.conf))
+            trace._cache["spark_trace"] = st
+        return st
+
+    def job_summary(self, trace: Trace) -> pl.DataFrame:
+        from . import spark
+
+        return spark.job_summary(self.on_spark(trace))
+
+    def fleet_summary(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
+        from . import spark
+
+        return spark.fleet_summary(self.on_spark(trace), by)
+
+    def trend(self, trace: Trace, every: str = "day") -> pl.DataFrame:
+        from . import spark
+
+        return spark.trend(self.on_spark(trace), every)
+
+    def l2_matrix(self, trace: Trace) -> pl.DataFrame:
+        from . import spark
+
+        return spark.l2_matrix(self.on_spark(trace))
+
+    def phase_busy(self, trace: Trace) -> pl.DataFrame:
+        from . import spark
+
+        return spark.phase_busy(self.on_spark(trace))
+
+
+def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER) -> Any:
+    """:mod:`ettcore.metric` itself for DuckDB; a :class:`SparkMetric` with the same functions for Spark."""
+    if engine == "duckdb":
+        return metric
+    if engine == "spark":
+        return SparkMetric(spark_master)
+    raise TraceError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
+
+
+def _load(path: str | Path, as_of: Any, mapping: Any, skip_invalid: bool) -> Trace:
+    return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid)
+
+
+def job_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
+                mapping: Any = None, skip_invalid: bool = False) -> pl.DataFrame:
+    """Per-job frame of the trace at ``path`` (see :func:`ettcore.metric.job_summary`) on ``engine``."""
+    return metric_for(engine, spark_master).job_summary(_load(path, as_of, mapping, skip_invalid))
+
+
+def fleet_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
+                  mapping: Any = None, by: str | None = None, skip_invalid: bool = False) -> pl.DataFrame:
+    """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
+    return metric_for(engine, spark_master).fleet_summary(_load(path, as_of, mapping, skip_invalid), by)
+
+
+def trend(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
+          mapping: Any = None, every: str = "day", skip_invalid: bool = False) -> pl.DataFrame:
+    """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
+    return metric_for(engine, spark_master).trend(_load(path, as_of, mapping, skip_invalid), every)
+
+
+def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
+    """Largest relative difference between two frames of the same shape and columns (0.0: identical).
+
+    Numbers compare as ``|x - y| / max(|x|, |y|)`` (0 when both are 0); any
+    other value (text, dates, NULL against a value) that differs counts as 1.0.
+    """
+    if a.columns != b.columns or a.height != b.height:
+        return float("inf")
+    worst = 0.0
+    for name in a.columns:
+        x, y = a[name], b[name]
+        if x.dtype.is_numeric() and y.dtype.is_numeric():
+            xf, yf = x.cast(pl.Float64), y.cast(pl.Float64)
+            if not (xf.is_null() == yf.is_null()).all():
+                return 1.0
+            rel = pl.DataFrame({"x": xf, "y": yf}).select(
+                ((pl.col("x") - pl.col("y")).abs() / pl.max_horizontal(pl.col("x").abs(), pl.col("y").abs())).fill_nan(0.0).fill_null(0.0).max()
+            ).item()
+            worst = max(worst, float(rel or 0.0))
+        elif not x.equals(y, check_dtypes=False, check_names=False):
+            return 1.0
+    return worst
+
+
+def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, every: str = "day",
+                      spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+    """Time both engines on the same trace in one process, and check they agree (for ``make bench``).
+
+    Steps, each timed with ``time.perf_counter`` (seconds): ``load_s`` (DuckDB
+    loading and checks, shared by both engines); per engine ``summary_s`` (per-job
+    frame and fleet row) and ``trend_s``; for Spark also ``session_s`` (starting or
+    reusing the session) and ``open_s`` (Spark reading the files, the fingerprint
+    comparison, registering the views).  ``spark_over_duckdb`` is Spark's
+    ``open_s + summary_s + trend_s`` over DuckDB's ``summary_s + trend_s``.
+    ``max_rel_diff`` is the largest relative difference between the two engines'
+    per-job, fleet and trend frames (:func:`max_relative_difference`).
+    """
+    from . import spark as sp
+
+    out: dict[str, Any] = {"trace": str(path), "spark_master": spark_master}
+    t = time.perf_counter()
+    trace = load_trace(path)
+    out["load_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    d_jobs, d_fleet = metric.job_summary(trace), metric.fleet_summary(trace)
+    out["duckdb_summary_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    d_trend = metric.trend(trace, every)
+    out["duckdb_trend_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    session = sp.get_session(spark_master, spark_conf)
+    out["spark_session_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    st = sp.open_trace(trace, session)
+    out["spark_open_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    s_jobs, s_fleet = sp.job_summary(st), sp.fleet_summary(st)
+    out["spark_summary_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    s_trend = sp.trend(st, every)
+    out["spark_trend_s"] = time.perf_counter() - t
+
+    out["jobs"] = d_jobs.height
+    out["spark_over_duckdb"] = (out["spark_open_s"] + out["spark_summary_s"] + out["spark_trend_s"]) / (
+        out["duckdb_summary_s"] + out["duckdb_trend_s"]
+    )
+    out["max_rel_diff"] = max(
+        max_relative_difference(d_jobs, s_jobs), max_relative_difference(d_fleet, s_fleet), max_relative_difference(d_trend, s_trend)
+    )
+    return out

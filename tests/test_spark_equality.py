@@ -1,0 +1,183 @@
+"""The metric on Apache Spark gives the DuckDB metric's answers (issue 7).
+
+The translation rules (no Spark needed) are tested first.  The equality tests
+need pyspark and Java; they are skipped without them.  They start one local
+Spark session for the module (``local[2]``, one shuffle partition) and compare
+DuckDB's and Spark's per-job, fleet and trend frames on the bundled sample
+trace (CSV), on a generated fleet (a few hundred jobs of the ``fleet``
+scenario, Parquet; SYNTHETIC) and on a trace with an invalid job left out by
+``skip_invalid``: same columns, same types, times identical to the
+millisecond, numbers within 1e-9 relative.
+"""
+
+from __future__ import annotations
+
+import pytest
+import polars as pl
+from polars.testing import assert_frame_equal
+
+sqlglot = pytest.importorskip("sqlglot")
+
+from conftest import write_csv_trace  # noqa: E402
+
+from ettcore import engines, metric  # noqa: E402
+from ettcore.config import SAMPLE_TRACE, SCENARIO_DIR, SQL_DIR  # noqa: E402
+from ettcore.engines.spark import spark_available  # noqa: E402
+from ettcore.engines.transpile import duckdb_to_spark, spark_sql  # noqa: E402
+from ettcore.trace import load_trace  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+
+needs_spark = pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
+spark_group = pytest.mark.xdist_group("spark")  # with --dist loadgroup, all Spark tests share one worker (one JVM)
+
+
+# ----------------------------------------------------------------------------- translation rules
+
+
+def test_hash_becomes_64_bit_xxhash():
+    out = duckdb_to_spark("SELECT hash(job_id) AS k FROM t")
+    assert "XXHASH64(job_id)" in out
+    assert "HASH(" not in out.replace("XXHASH64(", "")
+
+
+def test_decimal_literals_become_doubles():
+    out = duckdb_to_spark("SELECT 100.0 * a / 3600.0 AS x, 3.6e6 AS y, 7 AS z FROM t")
+    assert "CAST(100.0 AS DOUBLE)" in out and "CAST(3600.0 AS DOUBLE)" in out
+    assert "7 AS z" in out  # whole numbers stay integers
+
+
+def test_recursive_unnest_becomes_inline():
+    out = duckdb_to_spark("SELECT k, unnest([{'a': x, 'b': y}, {'a': y, 'b': z}], recursive := true) FROM t")
+    assert out.startswith("SELECT k, INLINE(ARRAY(STRUCT(x AS a, y AS b), STRUCT(y AS a, z AS b)))")
+    assert "recursive" not in out.lower()
+
+
+def test_date_trunc_of_a_date_keeps_its_unit_first():
+    out = duckdb_to_spark("SELECT CAST(date_trunc($every, CAST(epoch_ms(e) AS DATE)) AS DATE) FROM t")
+    assert "DATE_TRUNC(:every," in out
+    assert "TRUNC(CAST" not in out.replace("DATE_TRUNC(", "")
+
+
+def test_lead_over_a_framed_named_window_loses_the_frame_only_there():
+    out = duckdb_to_spark(
+        "SELECT lead(t) OVER w AS n, max(t) OVER w AS m FROM e "
+        "WINDOW w AS (PARTITION BY j ORDER BY t, kind ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    )
+    assert "LEAD(t) OVER (PARTITION BY j ORDER BY t NULLS LAST, kind NULLS LAST) AS n" in out
+    assert "MAX(t) OVER w AS m" in out and "ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW" in out
+
+
+def test_materialized_hint_is_dropped():
+    out = duckdb_to_spark("WITH p AS MATERIALIZED (SELECT 1 AS a) SELECT a FROM p")
+    assert "MATERIALIZED" not in out.upper()
+
+
+@pytest.mark.parametrize("path", sorted((SQL_DIR / "metric").glob("*.sql")), ids=lambda p: p.stem)
+def test_every_metric_query_translates_to_valid_spark_sql(path):
+    out = spark_sql(f"metric/{path.stem}")
+    sqlglot.parse_one(out, read="spark")  # Spark-dialect SQL that parses back
+    for duckdb_only in ("recursive :=", "MATERIALIZED", " HASH(", "::", "//", "EXCLUDE"):
+        assert duckdb_only not in out.upper().replace("XXHASH64(", ""), duckdb_only
+
+
+# ----------------------------------------------------------------------------- equality on Spark
+
+
+def assert_same(duck: pl.DataFrame, spark: pl.DataFrame) -> None:
+    """Same columns, types and rows; floats within 1e-9 relative (1e-9 absolute near zero)."""
+    assert duck.columns == spark.columns
+    assert duck.schema == spark.schema
+    assert duck.height == spark.height
+    assert_frame_equal(duck, spark, check_exact=False, rel_tol=1e-9, abs_tol=1e-9)
+
+
+@pytest.fixture(scope="module")
+def session():
+    from ettcore.engines import spark as sp
+
+    s = sp.get_session(
+        "local[2]",
+        {
+            # tiny data: one partition, no adaptive re-planning, no whole-stage code generation (compiles slowly)
+            "spark.sql.shuffle.partitions": "1",
+            "spark.default.parallelism": "1",
+            "spark.sql.adaptive.enabled": "false",
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        },
+    )
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def fleet_trace(tmp_path_factory):
+    from ettcore.generator import generate
+
+    return generate(SCENARIO_DIR / "fleet.yaml", tmp_path_factory.mktemp("spark") / "fleet", n_jobs=300, seed=11)
+
+
+def compare(trace, session, by: str | None = None, every: str = "day") -> pl.DataFrame:
+    from ettcore.engines import spark as sp
+
+    st = sp.open_trace(trace, session)
+    jobs = metric.job_summary(trace)
+    assert jobs.height > 0
+    assert_same(jobs, sp.job_summary(st))
+    assert_same(metric.fleet_summary(trace), sp.fleet_summary(st))
+    if by is not None:
+        assert_same(metric.fleet_summary(trace, by=by), sp.fleet_summary(st, by=by))
+    assert_same(metric.trend(trace, every), sp.trend(st, every))
+    return jobs
+
+
+@needs_spark
+@spark_group
+def test_sample_trace_same_on_spark(session):
+    jobs = compare(load_trace(SAMPLE_TRACE), session, by="team", every="day")
+    # the worked example of the spec, as DuckDB and Spark both give it
+    row = jobs.filter(pl.col("job_id") == "worked-example").row(0, named=True)
+    assert row["wall_s"] == 7200.0 and row["productive_s"] == 3000.0
+
+
+@needs_spark
+@spark_group
+def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
+    """An explicit as-of clips running work on both engines; a Spark table that differs from DuckDB's is refused."""
+    from ettcore.engines import spark as sp
+
+    trace = load_trace(SAMPLE_TRACE, as_of="2026-01-05T23:30:00Z")
+    st = sp.open_trace(trace, session)
+    duck = metric.job_summary(trace)
+    assert "running" in duck["status"].to_list()
+    assert_same(duck, sp.job_summary(st))
+    assert_same(metric.l2_matrix(trace), sp.l2_matrix(st))
+
+    assert sp.fingerprint_differences(st) == []
+    session.sql("SELECT * FROM clean_attempts WHERE attempt > 0").createOrReplaceTempView("clean_attempts")
+    fields = {p.field for p in sp.fingerprint_differences(st)}
+    assert "attempts_n" in fields and "attempts_start_mod" in fields
+
+
+@needs_spark
+@spark_group
+def test_generated_fleet_same_on_spark(session, fleet_trace):
+    trace = load_trace(fleet_trace)
+    assert trace.synthetic
+    jobs = compare(trace, session, by="model", every="week")
+    assert jobs.height == 300
+
+
+@needs_spark
+@spark_group
+def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
+    """Through the engines API (path in, frame out): the job the checks reject is absent on Spark as on DuckDB."""
+    attempts, spans = good_rows
+    bad_attempts = [["j2", 0, 1_700_000_000, 1_699_999_000, "completed"]]  # ends before it starts
+    folder = write_csv_trace(tmp_path / "t", attempts + bad_attempts, spans, jobs=[["j1", "m", 8], ["j2", "m", 8]])
+    assert load_trace(folder, skip_invalid=True).excluded_jobs == ["j2"]
+    duck = engines.job_summary(folder, engine="duckdb", skip_invalid=True)
+    got = engines.job_summary(folder, engine="spark", spark_master="local[2]", skip_invalid=True)
+    assert got["job_id"].to_list() == ["j1"]
+    assert_same(duck, got)
