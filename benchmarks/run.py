@@ -323,6 +323,11 @@ def child_main(kind: str, trace: Path, extra: list[str]) -> None:
         res = _reference(trace, int(extra[0]))
     elif kind == "goodput":
         res = _goodput(trace, int(extra[0]), float(extra[1]))
+    elif kind == "spark":
+        from ettcore.engines import benchmark_engines
+
+        res = benchmark_engines(trace, spark_master="local[*]", every="day", spark_conf={"spark.driver.memory": "8g"})
+        res["seconds"] = res["spark_summary_s"] + res["spark_trend_s"]
     else:
         raise SystemExit(f"unknown child measurement {kind!r}")
     print(json.dumps(res))
@@ -375,6 +380,9 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     if args.goodput_jobs > 0:
         r["goodput"] = child("goodput", trace, [str(min(n, args.goodput_jobs)), str(args.goodput_step_s)], tmo)
         print(f"  goodput: {_brief(r['goodput'])}", flush=True)
+    if args.spark_max_jobs and n <= args.spark_max_jobs:
+        r["spark"] = child("spark", trace, [], tmo)
+        print(f"  spark: {_brief(r['spark'])}", flush=True)
     return r
 
 
@@ -427,6 +435,14 @@ def rows_for(r: dict) -> list[dict]:
         add(f"ml-goodput-measurement calculator, {res.get('jobs', '?')}-job subsample", _sec(gp), gp,
             note=f"{res.get('steps', '?')} recorded steps; recording took {res.get('record_s', 0):.1f} s (not counted)",
             per_spans=res.get("spans"))
+    sk = r.get("spark", {})
+    if sk:
+        res = sk.get("result", {})
+        add("Spark local[*], same queries (summarize + trend, after its load)", _sec(sk), sk,
+            note=(f"x{res.get('spark_over_duckdb', float('nan')):.1f} DuckDB's time on this fleet; "
+                  f"largest relative difference {res.get('max_rel_diff', float('nan')):.1e}; "
+                  f"session start {res.get('spark_session_s', 0):.1f} s, read + fingerprint {res.get('spark_open_s', 0):.1f} s not counted")
+            if "error" not in sk else sk.get("error", ""))
     return out
 
 
@@ -553,6 +569,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--goodput-jobs", type=int, default=200, help="jobs in the goodput-calculator subsample (0: skip)")
     p.add_argument("--goodput-step-s", type=float, default=300.0, help="seconds of training per recorded step for the goodput library")
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per measurement")
+    p.add_argument("--spark-max-jobs", type=int, default=100_000,
+                   help="run the Spark engine beside DuckDB on fleets up to this many jobs (0: never; needs Java and pyspark)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
