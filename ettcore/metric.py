@@ -14,12 +14,13 @@ The views are built once per trace, in this order::
 
 from __future__ import annotations
 
+import duckdb
 import polars as pl
 
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .queries import sql
-from .trace import Trace, quote_ident
+from .trace import Trace, damaged_file, quote_ident
 
 TREND_BUCKETS = ("day", "week", "month")
 COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
@@ -30,11 +31,17 @@ def _prepare(trace: Trace) -> None:
     if trace._cache.get("prepared"):
         return
     con = trace.con
-    # materialized once: the attribution reads spans twice and attempts four times
-    for table in ("metric_jobs", "metric_attempts", "metric_spans"):
-        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql('metric/' + table)}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
-    con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
+    try:
+        # materialized once: the attribution reads spans twice and attempts four times
+        for table in ("metric_jobs", "metric_attempts", "metric_spans"):
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql('metric/' + table)}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
+    except duckdb.Error as exc:
+        bad = damaged_file(trace.sources)  # a damaged column the checks never read (e.g. a label) shows up here
+        if bad is None:
+            raise
+        raise TraceError(Problem(bad, None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
     trace._cache["prepared"] = True
 
 

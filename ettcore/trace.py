@@ -126,6 +126,7 @@ class Trace:
     accounting: dict = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     not_started: dict = field(default_factory=dict)  # rows/jobs starting at or after an explicit as-of (not measured)
+    sources: list = field(default_factory=list, repr=False)
     metadata: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False)
 
@@ -430,7 +431,7 @@ def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _damaged_file(sources: list[Source]) -> str | None:
+def damaged_file(sources: list[Source]) -> str | None:
     """After DuckDB failed to decode a source: the first Parquet file pyarrow cannot decode either."""
     for src in sources:
         if src.kind != "parquet":
@@ -467,6 +468,37 @@ def parse_as_of(value: str | int | float | None) -> int | None:
     if not TS_MIN_MS <= ms <= TS_MAX_MS:
         raise TraceError(Problem("--as-of", None, "as_of", f"timestamp out of the plausible range 1990..2100: {value!r}"))
     return ms
+
+
+def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
+    """Refuse or leave out what the checks found; create the clean views, the as-of parameters and the accounting."""
+    con = trace.con
+    fatal = [p for p in trace.problems if p.row is None]
+    if trace.problems and (not skip_invalid or fatal):
+        raise TraceError(trace.problems if not skip_invalid else fatal)
+    trace.excluded_jobs = sorted({p.job_id for p in trace.problems if p.job_id is not None})
+    checks.register_clean(con, trace.problems)
+    # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
+    # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
+    if trace.as_of_ms is None:
+        trace.as_of_ms = _default_as_of(con)
+        cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
+    else:
+        cut_ms = trace.as_of_ms
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms, $cut::BIGINT AS cut_ms",
+        {"as_of": trace.as_of_ms, "cut": cut_ms},
+    )
+    trace.not_started = {
+        table: con.execute(
+            f"SELECT count(*) FROM clean_{table} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
+        ).fetchall()[0][0]
+        for table in ("attempts", "spans")
+    }
+    trace.not_started["jobs"] = con.execute(
+        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
+    ).fetchall()[0][0]
+    trace.accounting = checks.accounting(con, trace.problems)
 
 
 def load_trace(
@@ -511,35 +543,10 @@ def load_trace(
         if not isinstance(metadata, dict):
             raise TraceError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
 
-    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata)
+    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources)
     try:
         trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+        _prepare_clean(trace, skip_invalid)
     except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
-        raise TraceError(Problem(_damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
-    fatal = [p for p in trace.problems if p.row is None]
-    if trace.problems and (not skip_invalid or fatal):
-        raise TraceError(trace.problems if not skip_invalid else fatal)
-    trace.excluded_jobs = sorted({p.job_id for p in trace.problems if p.job_id is not None})
-    checks.register_clean(con, trace.problems)
-    # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
-    # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
-    if trace.as_of_ms is None:
-        trace.as_of_ms = _default_as_of(con)
-        cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
-    else:
-        cut_ms = trace.as_of_ms
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms, $cut::BIGINT AS cut_ms",
-        {"as_of": trace.as_of_ms, "cut": cut_ms},
-    )
-    trace.not_started = {
-        table: con.execute(
-            f"SELECT count(*) FROM clean_{table} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
-        ).fetchall()[0][0]
-        for table in ("attempts", "spans")
-    }
-    trace.not_started["jobs"] = con.execute(
-        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
-    ).fetchall()[0][0]
-    trace.accounting = checks.accounting(con, trace.problems)
+        raise TraceError(Problem(damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
     return trace
