@@ -37,8 +37,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
-import nbformat
-
 from .atomic import write_text
 from .config import GENERATED_DIR, NOTEBOOK_DIR, PROJECT_ROOT, REPORT_DIR
 from .errors import Problem, TraceError
@@ -138,6 +136,7 @@ def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     default run of the same notebook compare equal when the injected values do
     not change any output (``output_dir`` only decides where files go).
     """
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     nb.metadata.pop("papermill", None)
     nb.metadata.pop("widgets", None)
@@ -228,6 +227,7 @@ def charts_to_html(nb: nbformat.NotebookNode) -> int:
 
 def export_html(nb: nbformat.NotebookNode, target: Path) -> int:
     """Write ``target`` as HTML without code cells; returns the number of charts in it."""
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import jinja2
     from nbconvert import HTMLExporter
 
@@ -257,6 +257,7 @@ class Result:
 
 def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True) -> Result:
     """Execute one notebook with papermill into ``out_dir`` and export its HTML (runs in a worker process)."""
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import papermill
 
     nb_path, out = Path(path), Path(out_dir)
@@ -386,6 +387,7 @@ def build_index(out_dir: Path, results: Sequence[Result], wall_s: float) -> dict
 
 def update_notebook(path: Path) -> None:
     """Re-execute a committed notebook in place with its defaults and write its canonical form."""
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import tempfile
 
     import papermill
