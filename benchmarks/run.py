@@ -232,22 +232,10 @@ def _reference(trace: Path, n: int) -> dict:
     return {"jobs": len(res["jobs"]), "spans": len(spans), "summarize_s": m_s, "trend_s": t_s, "seconds": m_s + t_s}
 
 
-class _MemoryLogger:
-    """The in-memory ``cloud_logger`` ml-goodput-measurement accepts (no Google Cloud, no network)."""
-
-    def __init__(self) -> None:
-        self.entries: list[dict] = []
-
-    def write_cloud_logging_entry(self, entry: dict | None) -> None:
-        if entry is not None:
-            self.entries.append(dict(entry))
-
-    def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
-        return list(self.entries), (None, None)
-
-
 def _goodput(trace: Path, n: int, step_s: float) -> dict:
     """Record each sampled job through GoodputRecorder into memory, then time GoodputCalculator.get_job_goodput."""
+    from ettcore.importers.goodput import MemoryLogger
+
     import socket
 
     def refuse(*a, **k):
@@ -270,7 +258,7 @@ def _goodput(trace: Path, n: int, step_s: float) -> dict:
     cache = tempfile.mkdtemp(prefix="ett-bench-goodput-")
     pcts = []
     for job_id, (ja, js) in by_job.items():
-        log = _MemoryLogger()
+        log = MemoryLogger()
         t = time.perf_counter()
         rec = goodput.GoodputRecorder(job_id, "ett-bench", True, log)
         ja.sort(key=lambda a: a["attempt"])

@@ -31,6 +31,8 @@ from pathlib import Path
 
 import pytest
 
+from ettcore.importers.goodput import MemoryLogger
+
 from ettcore import cli, metric
 from ettcore.importers import register
 from ettcore.errors import TraceError
@@ -47,20 +49,6 @@ JOB = "gp-test"
 
 def at(s: float) -> dt.datetime:
     return BASE + dt.timedelta(seconds=s)
-
-
-class MemoryLogger:
-    """The ``cloud_logger`` the library accepts: entries kept in a list, read back whole."""
-
-    def __init__(self) -> None:
-        self.entries: list[dict] = []
-
-    def write_cloud_logging_entry(self, entry: dict | None) -> None:
-        if entry is not None:
-            self.entries.append(dict(entry))
-
-    def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
-        return list(self.entries), (None, None)
 
 
 @pytest.fixture(autouse=True)

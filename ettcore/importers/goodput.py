@@ -344,3 +344,21 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
     metadata = {"synthetic": synthetic, "source": "ml-goodput-measurement recorder entries", "importer": "ettcore.importers.goodput",
                 "source_files": [src]}
     return TraceFrames.from_rows(attempts, spans, jobs, metadata), report
+
+
+class MemoryLogger:
+    """An in-memory ``cloud_logger`` for ml-goodput-measurement (no Google Cloud, no network).
+
+    ``GoodputRecorder`` writes entries into it and ``GoodputCalculator`` reads them
+    back whole; ``entries`` can then be written as JSON lines for ``ett import goodput``.
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[dict] = []
+
+    def write_cloud_logging_entry(self, entry: dict | None) -> None:
+        if entry is not None:
+            self.entries.append(dict(entry))
+
+    def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
+        return list(self.entries), (None, None)
