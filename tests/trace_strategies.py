@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from ettcore.trace_writer import write_table
 from hypothesis import strategies as st
 
 MINUTE = 60_000
@@ -268,15 +270,7 @@ def write_trace_folder(
             if df.height == 0:  # an empty table still needs one (empty) file
                 df.write_parquet(folder / name / "part-0.parquet")
             continue
-        path = folder / f"{name}.{fmt}"
-        if fmt == "parquet":
-            df.write_parquet(path)
-        elif fmt == "csv":
-            df.write_csv(path)
-        elif fmt == "jsonl":
-            df.write_ndjson(path)
-        else:
-            raise ValueError(f"unknown format {fmt!r}")
+        write_table(df, folder / f"{name}.{fmt}", fmt)
     meta = {"synthetic": True, "source": "tests/trace_strategies.py (hypothesis-generated test trace)"}
     (folder / "trace.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return folder
