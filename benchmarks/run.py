@@ -161,13 +161,13 @@ def _floor_read(trace: Path) -> dict:
     return {"seconds": time.perf_counter() - t}
 
 
-def _ettcore(trace: Path, what: str) -> dict:
-    """Load (typing + checks), then summarize, trend, or both on the same prepared trace."""
+def _ettcore(trace: Path, what: str, memory_limit: str) -> dict:
+    """Load (typing + checks), then summarize, trend, or both on the same prepared trace, under DuckDB's memory limit."""
     from ettcore import metric
     from ettcore.trace import load_trace
 
     t = time.perf_counter()
-    tr = load_trace(trace)
+    tr = load_trace(trace, memory_limit=memory_limit)
     load_s = time.perf_counter() - t
     out: dict = {"load_s": load_s}
     t = time.perf_counter()
@@ -183,6 +183,7 @@ def _ettcore(trace: Path, what: str) -> dict:
         out["trend_s"] = time.perf_counter() - t2
         out["days"] = tr_df.height
     out["metric_s"] = time.perf_counter() - t
+    out["batches"] = tr._cache.get("batches")
     return out
 
 
@@ -306,7 +307,7 @@ def child_main(kind: str, trace: Path, extra: list[str]) -> None:
     elif kind == "generate":
         res = _generate(trace, int(extra[0]), int(extra[1]))
     elif kind in ("summarize", "trend", "both"):
-        res = _ettcore(trace, kind)
+        res = _ettcore(trace, kind, extra[0])
     elif kind == "reference":
         res = _reference(trace, int(extra[0]))
     elif kind == "goodput":
@@ -314,7 +315,8 @@ def child_main(kind: str, trace: Path, extra: list[str]) -> None:
     elif kind == "spark":
         from ettcore.engines import benchmark_engines
 
-        res = benchmark_engines(trace, spark_master="local[*]", every="day", spark_conf={"spark.driver.memory": "8g"})
+        res = benchmark_engines(trace, spark_master="local[*]", every="day", spark_conf={"spark.driver.memory": "8g"},
+                                memory_limit=extra[0])
         res["seconds"] = res["spark_summary_s"] + res["spark_trend_s"]
     else:
         raise SystemExit(f"unknown child measurement {kind!r}")
@@ -355,12 +357,13 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     print(f"  spans: {r['spans']}", flush=True)
     r["floor_read"] = child("floor_read", trace, [], tmo)
     for kind in ("summarize", "trend", "both"):
-        r[kind] = child(kind, trace, [], tmo)
+        r[kind] = child(kind, trace, [args.memory_limit], tmo)
         print(f"  {kind}: {_brief(r[kind])}", flush=True)
     exe = Path(sys.executable).with_name("ett")
     ett = [str(exe)] if exe.is_file() else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
-    r["cli_summarize"] = measured([*ett, "summarize", str(trace), "--json"], tmo)
-    r["cli_trend"] = measured([*ett, "trend", str(trace), "--every", "day", "--json"], tmo)
+    limit = ["--memory-limit", args.memory_limit]
+    r["cli_summarize"] = measured([*ett, "summarize", str(trace), "--json", *limit], tmo)
+    r["cli_trend"] = measured([*ett, "trend", str(trace), "--every", "day", "--json", *limit], tmo)
     print(f"  ett summarize: {r['cli_summarize'].get('wall_s', 0):.1f} s, ett trend: {r['cli_trend'].get('wall_s', 0):.1f} s", flush=True)
     if args.reference_jobs > 0:
         r["reference"] = child("reference", trace, [str(min(n, args.reference_jobs))], tmo)
@@ -369,7 +372,7 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
         r["goodput"] = child("goodput", trace, [str(min(n, args.goodput_jobs)), str(args.goodput_step_s)], tmo)
         print(f"  goodput: {_brief(r['goodput'])}", flush=True)
     if args.spark_max_jobs and n <= args.spark_max_jobs:
-        r["spark"] = child("spark", trace, [], tmo)
+        r["spark"] = child("spark", trace, [args.memory_limit], tmo)
         print(f"  spark: {_brief(r['spark'])}", flush=True)
     return r
 
@@ -406,7 +409,9 @@ def rows_for(r: dict) -> list[dict]:
     add("load_trace (typing + all data checks)", _sec(s, "load_s"), s)
     add("summarize (metric only, after load)", _sec(s, "summarize_s"), s)
     add("trend --every day (metric only, after load)", _sec(t, "trend_s"), t)
-    add("summarize + trend, one pass (metric only)", _sec(b, "metric_s"), b)
+    nb = (b.get("result") or {}).get("batches")
+    add("summarize + trend, one pass (metric only)", _sec(b, "metric_s"), b,
+        f"attribution in {nb} batches of jobs" if nb and nb > 1 else "")
     lb = _sec(b, "load_s")
     add("summarize + trend, one pass, incl. load+checks", None if lb is None else lb + _sec(b, "metric_s"), b)
     cs, ct = r.get("cli_summarize", {}), r.get("cli_trend", {})
@@ -493,7 +498,9 @@ def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out:
          "**All fleets are synthetic** (scenario `fleet`, `ettcore.generator`, seed "
          f"{args.seed}; Parquet in parts). Each measurement ran in its own process; times are that process's own "
          "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); peak memory is "
-         "the process's peak resident set (`ru_maxrss` from `wait4`).", "",
+         "the process's peak resident set (`ru_maxrss` from `wait4`). Every ettcore measurement (in process and the `ett` "
+         f"commands) ran with DuckDB's memory limit at {args.memory_limit} (`--memory-limit`): above it DuckDB spills, and a "
+         "trace whose spans do not fit in half of it is attributed in batches of jobs (`ettcore.metric.attribution_batches`).", "",
          "## Machine", ""]
     L += [f"- {k}: {v}" for k, v in mach.items()]
     L += [f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran at the same time)",
@@ -559,6 +566,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per measurement")
     p.add_argument("--spark-max-jobs", type=int, default=100_000,
                    help="run the Spark engine beside DuckDB on fleets up to this many jobs (0: never; needs Java and pyspark)")
+    p.add_argument("--memory-limit", default="3GB",
+                   help="DuckDB memory limit for every ettcore measurement (default 3GB: the 4 GiB peak target, with room for Python)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:

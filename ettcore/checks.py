@@ -47,11 +47,9 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
         """
     )
     for table in ("jobs", "attempts", "spans"):
-        if problems:
-            where = "t.job_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)"
-        else:  # nothing to leave out: no anti-join on every row
-            where = "t.job_id IS NOT NULL"
-        con.execute(f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t WHERE {where}")
+        # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
+        anti = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if problems else ""
+        con.execute(f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS NOT NULL")
 
 
 def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
@@ -78,8 +76,8 @@ def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
                 SELECT coalesce(own.reason, 'job excluded') AS reason
                 FROM typed_{table} AS t
                 LEFT JOIN own ON own._file = t._file AND own._row = t._row
-                WHERE t.job_id IS NULL OR own.reason IS NOT NULL
-                   OR EXISTS (SELECT 1 FROM ett_excluded_jobs AS x WHERE x.job_id = t.job_id)
+                LEFT JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id  -- distinct job ids: no row is repeated
+                WHERE t.job_id IS NULL OR own.reason IS NOT NULL OR x.job_id IS NOT NULL
             )
             SELECT reason, count(*) AS n FROM rejected GROUP BY reason ORDER BY reason
             """,

@@ -59,15 +59,47 @@ def _iso_ms(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def job_records(jobs: pl.DataFrame) -> list[dict]:
-    """Per-job objects of ``ett summarize --json`` (components nested)."""
-    out = []
-    for r in jobs.iter_rows(named=True):
-        rec = {k: _jsonable(r[k]) for k in JOB_KEYS}
-        rec["components"] = {c: r[f"{c}_s"] for c in ALL_COMPONENTS}
-        rec["t0"], rec["t1"] = _jsonable(r["t0"]), _jsonable(r["t1"])
-        out.append(rec)
-    return out
+def _finite(name: str, dtype: pl.DataType) -> pl.Expr:
+    """A column as JSON shows it: NaN and infinities as null (like :func:`_jsonable`)."""
+    c = pl.col(name)
+    return pl.when(c.is_finite()).then(c).otherwise(None).alias(name) if dtype.is_float() else c
+
+
+def _iso(name: str) -> pl.Expr:
+    """A zone-less UTC timestamp as :func:`_jsonable` writes it (``...T12:00:00Z``, fractions only when present)."""
+    c = pl.col(name)
+    return (pl.when(c.dt.microsecond() == 0).then(c.dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
+
+
+def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000):
+    """Per-job objects of ``ett summarize --json`` (components nested), one JSON text a job.
+
+    Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
+    """
+    fields = [_finite(k, jobs.schema[k]) for k in JOB_KEYS]
+    fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
+    fields += [_iso("t0"), _iso("t1")]
+    for part in jobs.iter_slices(chunk):
+        yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
+
+
+def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None) -> None:
+    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line), then ``tail``'s keys."""
+    out = out or sys.stdout
+    out.write("{\n")
+    for k, v in head.items():
+        out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
+    out.write('  "jobs": [')
+    sep = "\n    "
+    for line in job_json_lines(jobs):
+        out.write(sep + line)
+        sep = ",\n    "
+    out.write("\n  ]" if sep != "\n    " else "]")
+    for k, v in tail.items():
+        body = json.dumps(v, indent=2).replace("\n", "\n  ")
+        out.write(f",\n  {json.dumps(k)}: {body}")
+    out.write("\n}\n")
 
 
 def group_records(groups: pl.DataFrame, key: str | None) -> list[dict]:
@@ -99,8 +131,9 @@ def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> s
 
 
 def _open(args: argparse.Namespace) -> Trace:
-    trace = load_trace(
-        args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid,
+    """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines)."""
+    trace = engines.open_trace(
+        args.trace, args.engine, args.spark_master, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid,
         memory_limit=args.memory_limit, temp_directory=args.temp_directory,
     )
     if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
@@ -136,18 +169,15 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     fleet = m.fleet_summary(trace)
     groups = m.fleet_summary(trace, by=args.by) if args.by else None
     if args.json:
-        doc: dict[str, Any] = {
-            "trace": str(args.trace),
-            "synthetic": trace.synthetic,
-            "as_of": _iso_ms(trace.as_of_ms),
-            "jobs": job_records(jobs),
+        head = {"trace": str(args.trace), "synthetic": trace.synthetic, "as_of": _iso_ms(trace.as_of_ms)}
+        tail: dict[str, Any] = {
             "fleet": group_records(fleet, None)[0] if fleet.height else None,
             "accounting": trace.accounting,
             "not_started_by_as_of": trace.not_started,
         }
         if groups is not None:
-            doc["groups"] = group_records(groups, args.by)
-        print(json.dumps(doc, indent=2))
+            tail["groups"] = group_records(groups, args.by)
+        write_summary_json(head, jobs, tail)
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
@@ -184,6 +214,9 @@ def cmd_trend(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    if engines.is_uri(args.trace):
+        raise TraceError(Problem(args.trace, None, None, "validate reads local paths only; for a URI, 'ett summarize URI --engine spark'"
+                                 " runs the same checks on Spark and lists every problem"))
     try:
         trace = load_trace(args.trace, mapping=args.mapping, skip_invalid=True)
     except TraceError as exc:
@@ -200,13 +233,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 2 if trace.problems else 0
 
 
-def _trace_args(p: argparse.ArgumentParser, as_of: bool = True) -> None:
-    p.add_argument("trace", help="trace folder (jobs/attempts/spans as Parquet, CSV, JSONL or Parquet folders) or DuckDB file")
+def _trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = True) -> None:
+    where = "trace folder (jobs/attempts/spans as Parquet, CSV, JSONL or Parquet folders) or DuckDB file"
+    if uri:
+        where += "; with --engine spark also a URI of a Parquet trace (s3a://, hdfs://, gs://, abfss://, file:///)"
+    p.add_argument("trace", help=where)
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
     if as_of:
         p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
         p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
-        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 2GB); larger work spills to disk")
+        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 2GB); larger work spills to disk (not used for a URI)")
         p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit")
 
 
@@ -234,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_trend)
 
     p = sub.add_parser("validate", help="list every problem of a trace with file, row and field (exit 2 if any)")
-    _trace_args(p, as_of=False)
+    _trace_args(p, as_of=False, uri=False)
     p.add_argument("--json", action="store_true", help="problems and row accounting as JSON")
     p.set_defaults(func=cmd_validate)
 

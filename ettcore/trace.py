@@ -32,6 +32,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 import duckdb
@@ -114,11 +115,10 @@ class Source:
 
 
 @dataclass
-class Trace:
-    """A loaded, checked trace: a DuckDB connection holding the views above."""
+class CheckedTrace:
+    """What every checked trace carries, whichever engine read it: findings, accounting, as-of, labels, metadata."""
 
-    path: Path
-    con: duckdb.DuckDBPyConnection
+    path: Any  # a local Path, or a URI string (read by Spark)
     phase_map: PhaseMap
     as_of_ms: int | None
     problems: list[Problem] = field(default_factory=list)
@@ -133,6 +133,14 @@ class Trace:
     @property
     def synthetic(self) -> bool:
         return bool(self.metadata.get("synthetic"))
+
+
+@dataclass(kw_only=True)
+class Trace(CheckedTrace):
+    """A loaded, checked trace: a DuckDB connection holding the views above."""
+
+    con: duckdb.DuckDBPyConnection
+    temp_directory: Path | None = None  # where DuckDB spills (and batched attribution writes), when given
 
     def sql(self, query: str, params: dict | list | None = None) -> pl.DataFrame:
         """Run a query against the trace's views; parameters are bound, never pasted."""
@@ -353,6 +361,29 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
     return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
 
 
+def label_columns(names: list[str], jobs_file: str) -> list[str]:
+    """The jobs table's label columns (every column but the schema's and ``_file``/``_row``), in order.
+
+    A label whose name, compared without case, is a schema column, a column the metric computes or ends in
+    ``_raw`` is refused: it would be hidden by (or hide) that column.
+    """
+    known = {c for c, _ in SCHEMA["jobs"]}
+    taken = {c.lower() for c in known}
+    labels: list[str] = []
+    for col in names:
+        if col in known or col in ("_file", "_row"):
+            continue
+        low = col.lower()
+        if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
+            raise TraceError(
+                Problem(jobs_file, None, col, "label column collides with a column the loader or the metric uses"
+                        " (names are compared without case); rename it")
+            )
+        taken.add(low)
+        labels.append(col)
+    return labels
+
+
 def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -> list[str]:
     """Create ``typed_<table>``; returns the label columns (extra columns of ``jobs``)."""
     types = _raw_types(con, table) if present else {}
@@ -365,21 +396,9 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
             parts.append(f"{raw} AS {quote_ident(col + '_raw')}")
     labels: list[str] = []
     if table == "jobs" and present:
-        known = {c for c, _ in SCHEMA["jobs"]}
-        taken = {c.lower() for c in known}
         jobs_file = con.execute("SELECT min(_file) FROM raw_jobs").fetchall()[0][0] or "jobs"
-        for col in types:
-            if col in known or col in ("_file", "_row"):
-                continue
-            low = col.lower()
-            if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
-                raise TraceError(
-                    Problem(jobs_file, None, col, "label column collides with a column the loader or the metric uses"
-                            " (names are compared without case); rename it")
-                )
-            taken.add(low)
-            labels.append(col)
-            parts.append(quote_ident(col))
+        labels = label_columns(list(types), jobs_file)
+        parts += [quote_ident(col) for col in labels]
     src = f"raw_{table}" if present else "(SELECT 1) AS empty WHERE false"
     con.execute(f"CREATE OR REPLACE TEMP VIEW typed_{table} AS SELECT {', '.join(parts)} FROM {src}")
     return labels
@@ -470,13 +489,19 @@ def parse_as_of(value: str | int | float | None) -> int | None:
     return ms
 
 
+def jobs_to_leave_out(problems: list[Problem], skip_invalid: bool) -> list[str]:
+    """Raise on any problem unless ``skip_invalid`` (a problem of no row, a whole-file one, always raises);
+    otherwise the sorted ids of the jobs with a problem, which the metric leaves out."""
+    fatal = [p for p in problems if p.row is None]
+    if problems and (not skip_invalid or fatal):
+        raise TraceError(problems if not skip_invalid else fatal)
+    return sorted({p.job_id for p in problems if p.job_id is not None})
+
+
 def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
     """Refuse or leave out what the checks found; create the clean views, the as-of parameters and the accounting."""
     con = trace.con
-    fatal = [p for p in trace.problems if p.row is None]
-    if trace.problems and (not skip_invalid or fatal):
-        raise TraceError(trace.problems if not skip_invalid else fatal)
-    trace.excluded_jobs = sorted({p.job_id for p in trace.problems if p.job_id is not None})
+    trace.excluded_jobs = jobs_to_leave_out(trace.problems, skip_invalid)
     checks.register_clean(con, trace.problems)
     # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
     # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
@@ -543,7 +568,8 @@ def load_trace(
         if not isinstance(metadata, dict):
             raise TraceError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
 
-    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources)
+    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources,
+                  temp_directory=None if temp_directory is None else Path(temp_directory))
     try:
         trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
         _prepare_clean(trace, skip_invalid)

@@ -45,3 +45,26 @@ def good_rows():
         ["j1", 1, "train", "", 1_700_003_600, 1_700_006_600, 50, 350],
     ]
     return attempts, spans
+
+
+SPARK_TEST_MASTER = "local[2]"
+
+
+@pytest.fixture(scope="module")
+def spark_session():
+    """A small local Spark session for the Spark tests (they skip themselves when Java or pyspark is missing)."""
+    from ettcore.engines import spark as sp
+
+    s = sp.get_session(
+        SPARK_TEST_MASTER,
+        {
+            # tiny data: one partition, no adaptive re-planning, no whole-stage code generation (compiles slowly)
+            "spark.sql.shuffle.partitions": "1",
+            "spark.default.parallelism": "1",
+            "spark.sql.adaptive.enabled": "false",
+            "spark.sql.codegen.wholeStage": "false",
+            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+        },
+    )
+    yield s
+    s.stop()

@@ -93,22 +93,8 @@ def assert_same(duck: pl.DataFrame, spark: pl.DataFrame) -> None:
 
 
 @pytest.fixture(scope="module")
-def session():
-    from ettcore.engines import spark as sp
-
-    s = sp.get_session(
-        "local[2]",
-        {
-            # tiny data: one partition, no adaptive re-planning, no whole-stage code generation (compiles slowly)
-            "spark.sql.shuffle.partitions": "1",
-            "spark.default.parallelism": "1",
-            "spark.sql.adaptive.enabled": "false",
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-        },
-    )
-    yield s
-    s.stop()
+def session(spark_session):
+    return spark_session
 
 
 @pytest.fixture(scope="module")

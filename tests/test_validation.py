@@ -142,3 +142,17 @@ def test_cli_refuses_with_exit_2_and_no_traceback(tmp_path, good_rows):
     assert "left out 1 job(s)" in ok.stderr
     val = subprocess.run([sys.executable, "-m", "ettcore.cli", "validate", str(folder)], capture_output=True, text=True)
     assert val.returncode == 2 and "row 1, field 'end'" in val.stdout
+
+
+def test_two_job_ids_with_one_job_key_are_refused(tmp_path, good_rows):
+    """The metric keys jobs by a 64-bit hash of job_id; a collision (about 3e-8 at a million jobs) must be an error,
+    not two jobs merged.  No real collision can be found, so the check is fed a metric_jobs table that has one."""
+    trace = load_trace(write_csv_trace(tmp_path / "t", *good_rows))
+    trace.con.execute("CREATE OR REPLACE TEMP TABLE metric_jobs AS SELECT * FROM (VALUES (7::UBIGINT, 'job-a'), (7::UBIGINT, 'job-b'), "
+                      "(8::UBIGINT, 'job-c')) AS t(job_key, job_id)")
+    with pytest.raises(TraceError) as info:
+        metric.check_job_keys(trace.con, "somewhere")
+    (p,) = info.value.problems
+    assert p.field == "job_id" and "'job-a'" in p.message and "'job-b'" in p.message and "job-c" not in p.message
+    trace.con.execute("DELETE FROM metric_jobs WHERE job_id = 'job-b'")
+    metric.check_job_keys(trace.con, "somewhere")  # no collision: no error

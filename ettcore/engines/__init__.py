@@ -2,19 +2,29 @@
 
 Both engines run the same queries (``ettcore/sql/metric/``; translated for
 Spark by :mod:`ettcore.engines.transpile`) and return the same Polars frames.
-Loading and the data checks always run in DuckDB first (:func:`ettcore.trace.load_trace`);
-with ``engine="spark"`` the metric is then computed by Spark on the same files
-(:mod:`ettcore.engines.spark`).
+
+A trace given as a local path is loaded and checked by DuckDB first
+(:func:`ettcore.trace.load_trace`); with ``engine="spark"`` the metric is then
+computed by Spark on the same files (:mod:`ettcore.engines.spark`).
+
+A trace given as a URI (``scheme://...``: ``s3a://``, ``hdfs://``, ``gs://``,
+``abfss://``, ``file:///``) is read by Spark alone, so it needs
+``engine="spark"``: Spark finds the Parquet tables through Hadoop's FileSystem
+API, runs the same data checks, the as-of time and the row accounting, then the
+metric (:mod:`ettcore.engines.spark_load`).  Only Parquet traces are read from a
+URI.  Object stores need their Hadoop connector and credentials in the Spark
+configuration (``spark_conf``, ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS``).
 
 For the ``ett`` command: :func:`add_engine_args` adds ``--engine`` and
-``--spark-master``; :func:`metric_for` gives an object with the same
-``job_summary(trace)``, ``fleet_summary(trace, by)`` and ``trend(trace, every)``
-as :mod:`ettcore.metric`.
+``--spark-master``; :func:`open_trace` loads a path or URI on the right engine;
+:func:`metric_for` gives an object with the same ``job_summary(trace)``,
+``fleet_summary(trace, by)`` and ``trend(trace, every)`` as :mod:`ettcore.metric`.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -27,25 +37,35 @@ from ..trace import Trace, load_trace
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_MASTER = "local[*]"
+URI_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def is_uri(path: Any) -> bool:
+    """True for ``scheme://...`` text (``s3a://bucket/t``, ``file:///abs/t``); a plain local path is not a URI."""
+    return isinstance(path, str) and URI_PATTERN.match(path) is not None
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine duckdb|spark`` and ``--spark-master URL`` for a subcommand."""
     parser.add_argument("--engine", choices=ENGINES, default="duckdb",
-                        help="where the metric runs: duckdb (default, in process) or spark (checks still run in DuckDB first)")
+                        help="where the metric runs: duckdb (default, in process) or spark (a local trace is checked by DuckDB first;"
+                             " a URI such as s3a://bucket/trace is read and checked by Spark alone)")
     parser.add_argument("--spark-master", metavar="URL", default=DEFAULT_MASTER,
                         help="Spark master for --engine spark: local[*] (default), spark://host:7077, yarn, k8s://...")
 
 
 class SparkMetric:
-    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace`."""
+    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's trace."""
 
     def __init__(self, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None):
         self.master = master
         self.conf = conf
 
     def on_spark(self, trace: Trace):
-        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept in ``trace._cache``)."""
+        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept in ``trace._cache``).
+
+        A trace read from a URI (:func:`open_trace`) is already on Spark: its own is used.
+        """
         from . import spark
 
         st = trace._cache.get("spark_trace")
@@ -80,35 +100,65 @@ class SparkMetric:
         return spark.phase_busy(self.on_spark(trace))
 
 
-def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER) -> Any:
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise TraceError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
+
+
+def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark_conf: dict[str, str] | None = None) -> Any:
     """:mod:`ettcore.metric` itself for DuckDB; a :class:`SparkMetric` with the same functions for Spark."""
-    if engine == "duckdb":
-        return metric
-    if engine == "spark":
-        return SparkMetric(spark_master)
-    raise TraceError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
+    _check_engine(engine)
+    return metric if engine == "duckdb" else SparkMetric(spark_master, spark_conf)
 
 
-def _load(path: str | Path, as_of: Any, mapping: Any, skip_invalid: bool) -> Trace:
-    return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid)
+def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, mapping: Any = None,
+               as_of: Any = None, skip_invalid: bool = False, memory_limit: str | None = None,
+               temp_directory: str | Path | None = None, spark_conf: dict[str, str] | None = None) -> Any:
+    """Load and check the trace at ``path`` for ``engine``.
+
+    A local path: :func:`ettcore.trace.load_trace` (DuckDB), for either engine.
+    A URI (``scheme://...``): read and checked by Spark
+    (:func:`ettcore.engines.spark_load.open_uri`; ``memory_limit`` and
+    ``temp_directory`` are DuckDB settings and do not apply); the result is a
+    :class:`~ettcore.engines.spark_load.UriTrace`, which :func:`metric_for` ``("spark")``
+    computes on.  A URI with ``engine="duckdb"`` is refused with a
+    :class:`TraceError` saying to use the Spark engine.
+    """
+    _check_engine(engine)
+    if not is_uri(path):
+        return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
+                          memory_limit=memory_limit, temp_directory=temp_directory)
+    if engine != "spark":
+        raise TraceError(
+            Problem(str(path), None, None, "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark")
+        )
+    from . import spark, spark_load
+
+    session = spark.get_session(spark_master, spark_conf)
+    return spark_load.open_uri(str(path), session, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid).trace
 
 
 def job_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-                mapping: Any = None, skip_invalid: bool = False) -> pl.DataFrame:
-    """Per-job frame of the trace at ``path`` (see :func:`ettcore.metric.job_summary`) on ``engine``."""
-    return metric_for(engine, spark_master).job_summary(_load(path, as_of, mapping, skip_invalid))
+                mapping: Any = None, skip_invalid: bool = False, spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
+    """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark; see :func:`ettcore.metric.job_summary`) on ``engine``."""
+    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    return metric_for(engine, spark_master, spark_conf).job_summary(trace)
 
 
 def fleet_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-                  mapping: Any = None, by: str | None = None, skip_invalid: bool = False) -> pl.DataFrame:
+                  mapping: Any = None, by: str | None = None, skip_invalid: bool = False,
+                  spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
     """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
-    return metric_for(engine, spark_master).fleet_summary(_load(path, as_of, mapping, skip_invalid), by)
+    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    return metric_for(engine, spark_master, spark_conf).fleet_summary(trace, by)
 
 
 def trend(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-          mapping: Any = None, every: str = "day", skip_invalid: bool = False) -> pl.DataFrame:
+          mapping: Any = None, every: str = "day", skip_invalid: bool = False,
+          spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
     """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
-    return metric_for(engine, spark_master).trend(_load(path, as_of, mapping, skip_invalid), every)
+    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    return metric_for(engine, spark_master, spark_conf).trend(trace, every)
 
 
 def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
@@ -136,7 +186,7 @@ def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
 
 
 def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, every: str = "day",
-                      spark_conf: dict[str, str] | None = None) -> dict[str, Any]:
+                      spark_conf: dict[str, str] | None = None, memory_limit: str | None = None) -> dict[str, Any]:
     """Time both engines on the same trace in one process, and check they agree (for ``make bench``).
 
     Steps, each timed with ``time.perf_counter`` (seconds): ``load_s`` (DuckDB
@@ -147,12 +197,13 @@ def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, ever
     ``open_s + summary_s + trend_s`` over DuckDB's ``summary_s + trend_s``.
     ``max_rel_diff`` is the largest relative difference between the two engines'
     per-job, fleet and trend frames (:func:`max_relative_difference`).
+    ``memory_limit`` caps DuckDB (as ``load_trace``'s); Spark's memory is set through ``spark_conf``.
     """
     from . import spark as sp
 
     out: dict[str, Any] = {"trace": str(path), "spark_master": spark_master}
     t = time.perf_counter()
-    trace = load_trace(path)
+    trace = load_trace(path, memory_limit=memory_limit)
     out["load_s"] = time.perf_counter() - t
 
     t = time.perf_counter()

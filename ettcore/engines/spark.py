@@ -27,6 +27,15 @@ How a trace gets onto Spark (``open_trace``):
 Results come back as Polars frames with the DuckDB frames' columns and types
 (timestamps as zone-less UTC), so callers cannot tell the engines apart.
 
+A trace given as a **URI** (``s3a://``, ``hdfs://``, ``gs://``, ``abfss://``,
+``file:///``...) cannot be read by DuckDB: :mod:`ettcore.engines.spark_load`
+then does steps 1 and 2 on Spark alone (discovery through Hadoop's FileSystem
+API, the same data checks translated to Spark SQL, as-of, accounting) for a
+Parquet trace, with no fingerprint (there is no DuckDB side), and the same
+step 4.  Reading an object store needs its Hadoop connector on Spark's
+classpath and its credentials, both set in the Spark configuration (``conf``
+of :func:`get_session`, ``spark-defaults.conf``, or ``PYSPARK_SUBMIT_ARGS``).
+
 Temp views live in the Spark session: one trace is active per session at a
 time; using a :class:`SparkTrace` after another trace was opened in the same
 session registers its views again.
@@ -145,8 +154,13 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path]) -> "DataFrame":
-    """Read one table's files as Spark reads them, with ``_file`` (and ``_row`` for Parquet)."""
+def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | list[str]) -> "DataFrame":
+    """Read one table's files (local paths or URIs) as Spark reads them, with ``_file`` (and ``_row`` for Parquet).
+
+    ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
+    the 1-based row within that file (``_metadata.row_index + 1``), as the
+    DuckDB loader numbers Parquet rows.
+    """
     from pyspark.sql import functions as F
 
     paths = [str(f) for f in files]
@@ -190,12 +204,14 @@ def typed_expr(col: str, kind: str, dtype: Any | None) -> tuple[str, str]:
         return "NULL", "CAST(NULL AS STRING)"
     q = _q(col)
     raw = f"CAST({q} AS STRING)"
+    if isinstance(dtype, T.TimestampType):  # a zoned timestamp: DuckDB's text of a TIMESTAMPTZ ends with its zone, '+00'
+        raw = f"concat({raw}, '+00')"
     numeric = isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType))
     temporal = isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType))
     if not (numeric or temporal or isinstance(dtype, T.StringType)):
         q = raw
     if kind == "str":
-        return f"CAST({q} AS STRING)", raw
+        return raw, raw
     d = f"CAST({q} AS DOUBLE)" if numeric else f"TRY_CAST({q} AS DOUBLE)"
     if kind == "int":
         return f"CASE WHEN {_finite(d)} AND abs({d}) < 9e15 AND {d} = round({d}) THEN CAST({d} AS BIGINT) END", raw
@@ -292,10 +308,15 @@ _ACTIVE = "_ett_active_trace"  # attribute set on a SparkSession: ident of the S
 
 @dataclass
 class SparkTrace:
-    """A trace checked by DuckDB (``trace``) whose metric runs on ``spark``."""
+    """A trace whose metric runs on ``spark``.
+
+    Here ``trace`` is a :class:`~ettcore.trace.Trace` checked by DuckDB; a trace read
+    from a URI and checked by Spark alone is a
+    :class:`~ettcore.engines.spark_load.UriSparkTrace` (same functions, other inputs).
+    """
 
     spark: "SparkSession"
-    trace: Trace
+    trace: Any
     verify: bool = True
     ident: int = field(default_factory=lambda: next(_ids))
     _cached: list = field(default_factory=list, repr=False)
@@ -303,6 +324,10 @@ class SparkTrace:
     @property
     def synthetic(self) -> bool:
         return self.trace.synthetic
+
+    def register_inputs(self) -> None:
+        """(Re-)register the views the metric reads: ``clean_*``, ``ett_params``, ``ett_phases`` (and below them)."""
+        _register_from_duckdb(self)
 
     def sql(self, query: str, args: dict | None = None) -> pl.DataFrame:
         """Run a Spark SQL query on this trace's views (parameters bound, never pasted) into Polars."""
@@ -328,45 +353,82 @@ def open_trace(trace: Trace, spark: "SparkSession", verify: bool = True) -> Spar
     """Put a DuckDB-checked trace onto Spark (see the module docstring); views are registered now."""
     st = SparkTrace(spark=spark, trace=trace, verify=verify)
     with input_errors(trace.path):
-        _register(st)
+        register_trace(st)
     return st
 
 
 def _ensure_registered(st: SparkTrace) -> None:
     if getattr(st.spark, _ACTIVE, None) != st.ident:
-        _register(st)
+        register_trace(st)
 
 
-def _register(st: SparkTrace) -> None:
-    spark, trace = st.spark, st.trace
+def register_trace(st: SparkTrace) -> None:
+    """Register every view of ``st`` in its session (inputs, then the metric's views) and mark it active."""
     for df in st._cached:
         df.unpersist()
     st._cached.clear()
+    st.register_inputs()
+    register_metric_views(st)
+    setattr(st.spark, _ACTIVE, st.ident)
+
+
+def forget_active(spark: "SparkSession") -> None:
+    """Mark that no :class:`SparkTrace` owns the session's views any more (a loader is about to replace them)."""
+    setattr(spark, _ACTIVE, None)
+
+
+def _register_from_duckdb(st: SparkTrace) -> None:
+    """``raw_*``, ``typed_*``, ``clean_*``, ``ett_params``, ``ett_phases`` of a DuckDB-checked trace; then the fingerprint."""
+    spark, trace = st.spark, st.trace
     sources = {s.table: s for s in discover(Path(trace.path))}
     for table in TABLES:
         src = sources.get(table)
         schema = None
         if src is not None:
-            raw = _read_raw(spark, table, src.kind, src.files)
+            raw = read_raw(spark, table, src.kind, src.files)
             raw.createOrReplaceTempView(f"raw_{table}")
             schema = raw.schema
-        spark.sql(typed_select(table, schema, trace.labels if table == "jobs" else [])).createOrReplaceTempView(f"typed_{table}")
-    excluded = spark.createDataFrame([(j,) for j in trace.excluded_jobs], "job_id string")
+        register_typed(spark, table, schema, trace.labels if table == "jobs" else [])
+    register_clean(spark, trace.excluded_jobs)
+    as_of_ms, cut_ms = trace.con.execute("SELECT as_of_ms, cut_ms FROM ett_params").fetchall()[0]
+    register_params(spark, as_of_ms, cut_ms)
+    register_phases(spark, trace.phase_map)
+    if st.verify:
+        problems = fingerprint_differences(st)
+        if problems:
+            raise TraceError(problems)
+
+
+def register_typed(spark: "SparkSession", table: str, schema: Any | None, labels: list[str]) -> None:
+    """``typed_<table>`` over ``raw_<table>`` (``schema`` None: the table is absent, the view is empty)."""
+    spark.sql(typed_select(table, schema, labels)).createOrReplaceTempView(f"typed_{table}")
+
+
+def register_clean(spark: "SparkSession", excluded_jobs: list[str]) -> None:
+    """``ett_excluded_jobs`` and ``clean_<table>``: the typed rows with a job_id, of jobs not left out."""
+    excluded = spark.createDataFrame([(j,) for j in excluded_jobs], "job_id string")
     excluded.createOrReplaceTempView("ett_excluded_jobs")
     for table in TABLES:
         spark.sql(
             f"SELECT t.* FROM typed_{table} AS t LEFT ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id WHERE t.job_id IS NOT NULL"
         ).createOrReplaceTempView(f"clean_{table}")
-    as_of_ms, cut_ms = trace.con.execute("SELECT as_of_ms, cut_ms FROM ett_params").fetchall()[0]
+
+
+def register_params(spark: "SparkSession", as_of_ms: int | None, cut_ms: int | None) -> None:
+    """``ett_params``: the as-of time (clips running work) and the cut-off (exclusive bound on starts)."""
     spark.createDataFrame([(as_of_ms, cut_ms)], "as_of_ms bigint, cut_ms bigint").createOrReplaceTempView("ett_params")
-    phases = [(int(i), p, c, o, p == "train") for i, p, c, o in trace.phase_map.rows()]
+
+
+def register_phases(spark: "SparkSession", phase_map: Any) -> None:
+    """``ett_phases``: the phase map (defaults plus any mapping file), as the DuckDB loader's table."""
+    phases = [(int(i), p, c, o, p == "train") for i, p, c, o in phase_map.rows()]
     spark.createDataFrame(phases, "phase_id bigint, phase string, component string, owner string, is_train boolean").createOrReplaceTempView(
         "ett_phases"
     )
-    if st.verify:
-        problems = fingerprint_differences(st)
-        if problems:
-            raise TraceError(problems)
+
+
+def register_metric_views(st: SparkTrace) -> None:
+    """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
     # cached: the per-job and per-attempt views (small: a row a job or attempt, read by several queries), the
     # per-instant attribution and the per-job metric; metric_spans (a row a span) is read once and not kept
     for view, name, keep in (
@@ -376,12 +438,16 @@ def _register(st: SparkTrace) -> None:
         ("attributed_time", "metric/attributed_time", True),
         ("job_metrics", "metric/job_summary", True),
     ):
-        df = spark.sql(spark_sql(name))
+        df = st.spark.sql(spark_sql(name))
         if keep:
             df = df.persist()
             st._cached.append(df)
         df.createOrReplaceTempView(view)
-    setattr(spark, _ACTIVE, st.ident)
+        if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused
+            dup = st.spark.sql("SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 LIMIT 1").collect()
+            if dup:
+                raise TraceError(Problem(str(st.trace.path), None, "job_id",
+                                         f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); rename one of them"))
 
 
 # ----------------------------------------------------------------------------- the metric (same frames as ettcore.metric)

@@ -31,7 +31,10 @@ decimal literals (``100.0``, ``1000.0``, ``3600.0``)
 Where a whole query cannot be translated this way, a Spark-specific variant
 may be placed at ``ettcore/sql/spark/<name>.sql``; :func:`spark_sql` then uses
 it instead, and ``tests/test_spark_equality.py`` holds it to the DuckDB result.
-At present no variant is needed: every metric query is translated.
+The data checks (``ettcore/sql/checks/``) go through the same function when a
+trace given as a URI is checked on Spark (:mod:`ettcore.engines.spark_load`;
+held to DuckDB's findings by ``tests/test_spark_uri.py``).
+At present no variant is needed: every metric and check query is translated.
 """
 
 from __future__ import annotations

@@ -2,6 +2,6 @@
 SELECT 'attempts' AS table_name, a._file, a._row, 'job_id' AS field, a.job_id,
        'unknown job ' || left(a.job_id, 80) || ' (not in the jobs table)' AS message
 FROM typed_attempts AS a
+ANTI JOIN typed_jobs AS j ON j.job_id = a.job_id
 WHERE a.job_id IS NOT NULL
   AND (SELECT count(*) FROM typed_jobs) > 0
-  AND NOT EXISTS (SELECT 1 FROM typed_jobs AS j WHERE j.job_id = a.job_id)

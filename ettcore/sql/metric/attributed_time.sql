@@ -1,27 +1,32 @@
 -- Every instant of every job's wall time, attributed exactly once: milliseconds per (job, UTC day, L1 bucket, phase).
 --
--- How (see docs/metric.md): one start event per attempt, covering span and productive part; running maxima over
--- the events give, between two consecutive events, the productive part, the covering span that ends last (its
--- end and phase packed in one key), and the attempt in force.  Each elementary segment therefore splits into at
--- most four pieces: productive, covered (that span's phase), unattributed (inside an attempt) and scheduling
--- (between attempts).  The running count of productive parts numbers the non-productive stretches; the running
--- count of interruptions marks the part of the leading stretch after the first interruption.
+-- How (see docs/metric.md): one start event per attempt, covering span and productive part, one event per
+-- interruption, at the job's end and at each UTC midnight inside the job.  Four functions over one window sorted
+-- per job give, between two consecutive events: the next event's time, the end of the attempt in force, the
+-- covering span that ends last (its end and phase packed in one key) and the productive part in force (its end
+-- and its stretch's L1 flags packed in one key).  Each elementary segment therefore splits into at most four
+-- pieces: productive, covered (that span's phase), unattributed (inside an attempt) and scheduling (between
+-- attempts).  The L1 flags of each productive part are found beforehand on the small per-attempt table: whether
+-- the non-productive stretch after it holds an interruption, and whether it is the job's last productive part.
 WITH ids AS (
     SELECT
         (SELECT phase_id FROM ett_phases WHERE is_train) AS train_id,
         (SELECT phase_id FROM ett_phases WHERE phase = 'scheduling') AS scheduling_id
 ),
 train AS (
-    SELECT job_key, start_ms AS s, end_ms AS e, cursor_start AS c0, cursor_end AS c1,
+    -- train spans in time order (they never overlap within a job): the replay high-water mark and an ordinal
+    SELECT job_key, attempt, start_ms AS s, end_ms AS e, cursor_start AS c0, cursor_end AS c1,
            max(cursor_end) OVER (
                PARTITION BY job_key ORDER BY start_ms, end_ms
                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
-           ) AS hwm
+           ) AS hwm,
+           row_number() OVER (PARTITION BY job_key ORDER BY start_ms, end_ms) AS ord
     FROM metric_spans
     WHERE is_train
 ),
 train_split AS (
-    SELECT job_key, s, e,
+    -- [s, split) replays steps already done (wasted training), [split, e) is productive
+    SELECT job_key, attempt, ord, s, e,
            CASE
                WHEN hwm IS NULL THEN s
                -- clamp in DOUBLE before the cast, so huge cursors cannot overflow BIGINT
@@ -31,9 +36,38 @@ train_split AS (
            END AS split
     FROM train
 ),
+attempt_parts AS (
+    -- per attempt in time order: the last productive part started by its end (upto) and the job's last one
+    SELECT a.job_key, a.end_reason,
+           max(p.last_ord) OVER (
+               PARTITION BY a.job_key ORDER BY a.start_ms, a.end_ms, a.attempt
+               ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
+           ) AS upto,
+           max(p.last_ord) OVER (PARTITION BY a.job_key) AS last_part
+    FROM metric_attempts AS a
+    LEFT JOIN (
+        SELECT job_key, attempt, max(ord) AS last_ord FROM train_split WHERE e > split GROUP BY job_key, attempt
+    ) AS p ON p.job_key = a.job_key AND p.attempt = a.attempt
+),
+interrupted AS (
+    -- productive parts whose following stretch holds an interruption (an attempt ended by failure or preemption)
+    SELECT DISTINCT job_key, upto AS ord FROM attempt_parts WHERE end_reason IN ('failure', 'preemption') AND upto IS NOT NULL
+),
+last_parts AS (
+    SELECT DISTINCT job_key, last_part AS ord FROM attempt_parts WHERE last_part IS NOT NULL
+),
+job_span AS (
+    SELECT job_key, min(start_ms) AS t0, max(end_ms) AS t1 FROM metric_attempts GROUP BY job_key
+),
+midnights AS (
+    -- the number of each UTC day that starts strictly inside the job
+    SELECT job_key, unnest(range(t0 // 86400000 + 1, (t1 - 1) // 86400000 + 1)) AS day_no FROM job_span
+),
 events AS (
-    -- kind 0: interruption, 1: attempt start, 2: covering span start, 3: productive part start, 4: job end
-    SELECT job_key, end_ms AS t, 0 AS kind, NULL::BIGINT AS a_end, NULL::BIGINT AS c_key, NULL::BIGINT AS p_end
+    -- kind 0: interruption, 1: attempt start, 2: covering span start, 3: productive part start, 4: job end, 5: midnight.
+    -- p_key: a productive part's end * 4 + 2 (last part) + 1 (an interruption follows); an interruption's is 1, so
+    -- before any productive part the running maximum tells whether an interruption has happened (TTS vs recovery).
+    SELECT job_key, end_ms AS t, 0 AS kind, NULL::BIGINT AS a_end, NULL::BIGINT AS c_key, 1::BIGINT AS p_key
     FROM metric_attempts WHERE end_reason IN ('failure', 'preemption')
     UNION ALL
     SELECT job_key, start_ms, 1, end_ms, NULL, NULL FROM metric_attempts
@@ -44,70 +78,55 @@ events AS (
     SELECT job_key, s, 2, NULL, split * 1024 + ids.train_id, NULL
     FROM train_split, ids WHERE split > s
     UNION ALL
-    SELECT job_key, split, 3, NULL, NULL, e FROM train_split WHERE e > split
+    SELECT t.job_key, t.split, 3, NULL, NULL,
+           4 * t.e + CASE WHEN l.ord IS NULL THEN 0 ELSE 2 END + CASE WHEN i.ord IS NULL THEN 0 ELSE 1 END
+    FROM train_split AS t
+    LEFT JOIN interrupted AS i ON i.job_key = t.job_key AND i.ord = t.ord
+    LEFT JOIN last_parts AS l ON l.job_key = t.job_key AND l.ord = t.ord
+    WHERE t.e > t.split
     UNION ALL
-    SELECT job_key, max(end_ms), 4, NULL, NULL, NULL FROM metric_attempts GROUP BY job_key
+    SELECT job_key, t1, 4, NULL, NULL, NULL FROM job_span
+    UNION ALL
+    SELECT job_key, day_no * 86400000, 5, NULL, NULL, NULL FROM midnights
 ),
 running AS (
-    SELECT job_key, t, kind,
+    SELECT job_key, t,
            lead(t) OVER w AS t_next,
            max(a_end) OVER w AS ae,
            max(c_key) OVER w AS ck,
-           max(p_end) OVER w AS pe,
-           -- one running sum counts both: productive parts in the low 32 bits, interruptions above
-           sum(CASE WHEN kind = 3 THEN 1 WHEN kind = 0 THEN 4294967296 ELSE 0 END) OVER w AS counts
+           max(p_key) OVER w AS pk
     FROM events
     WINDOW w AS (PARTITION BY job_key ORDER BY t, kind ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
-segments AS (
-    SELECT job_key, counts % 4294967296 AS k, counts >= 4294967296 AS after_int, t AS x0,
-           least(greatest(t, coalesce(pe, t)), t_next) AS x1,
-           least(greatest(t, coalesce(pe, t), coalesce(ck // 1024, t)), t_next) AS x2,
-           least(greatest(t, coalesce(pe, t), coalesce(ck // 1024, t), coalesce(ae, t)), t_next) AS x3,
-           t_next AS x4,
-           coalesce(ck % 1024, 0) AS c_phase
+bounds AS (
+    SELECT job_key, t, t_next, coalesce(pk % 4, 0) AS flags, coalesce(pk >= 4, false) AS started,
+           greatest(t, coalesce(pk // 4, t)) AS pe, greatest(t, coalesce(ck // 1024, t)) AS ce,
+           coalesce(ck % 1024, 0) AS c_phase, coalesce(ae, t) AS ae
     FROM running
     WHERE t_next > t
 ),
-pieces AS MATERIALIZED (
-    SELECT job_key, k, after_int,
+pieces AS (
+    SELECT job_key, flags, started,
            unnest([
-               {'a': x0, 'b': x1, 'phase_id': ids.train_id, 'productive': true},
-               {'a': x1, 'b': x2, 'phase_id': c_phase, 'productive': false},
-               {'a': x2, 'b': x3, 'phase_id': 0, 'productive': false},
-               {'a': x3, 'b': x4, 'phase_id': ids.scheduling_id, 'productive': false}
+               {'a': t, 'b': least(pe, t_next), 'phase_id': ids.train_id, 'productive': true},
+               {'a': least(pe, t_next), 'b': least(greatest(pe, ce), t_next), 'phase_id': c_phase, 'productive': false},
+               {'a': least(greatest(pe, ce), t_next), 'b': least(greatest(pe, ce, ae), t_next), 'phase_id': 0, 'productive': false},
+               {'a': least(greatest(pe, ce, ae), t_next), 'b': t_next, 'phase_id': ids.scheduling_id, 'productive': false}
            ], recursive := true)
-    FROM segments, ids
-),
-day_pieces AS (
-    -- pieces inside one UTC day pass through; the few that cross midnight are split
-    SELECT job_key, k, after_int, phase_id, productive, a, b, a // 86400000 AS d
-    FROM pieces
-    WHERE b > a AND a // 86400000 = (b - 1) // 86400000
-    UNION ALL
-    SELECT job_key, k, after_int, phase_id, productive, a, b,
-           unnest(range(a // 86400000, (b - 1) // 86400000 + 1)) AS d
-    FROM pieces
-    WHERE b > a AND a // 86400000 < (b - 1) // 86400000
-),
-stretches AS (
-    SELECT job_key, counts % 4294967296 AS k, bool_or(kind = 0) AS has_int,
-           max(counts % 4294967296) OVER (PARTITION BY job_key) AS n_parts
-    FROM running
-    GROUP BY job_key, counts % 4294967296
+    FROM bounds, ids
 )
 SELECT
-    a.job_key,
-    CAST(DATE '1970-01-01' + CAST(a.d AS INTEGER) AS DATE) AS day,
+    job_key,
+    CAST(DATE '1970-01-01' + CAST(a // 86400000 AS INTEGER) AS DATE) AS day,
     CASE
-        WHEN a.productive THEN 'productive'
-        WHEN a.k = 0 THEN CASE WHEN a.after_int THEN 'recovery' ELSE 'tts' END
-        WHEN s.has_int THEN 'recovery'
-        WHEN a.k = s.n_parts THEN 'shutdown_tail'
+        WHEN productive THEN 'productive'
+        WHEN NOT started THEN CASE WHEN flags = 1 THEN 'recovery' ELSE 'tts' END
+        WHEN flags % 2 = 1 THEN 'recovery'
+        WHEN flags >= 2 THEN 'shutdown_tail'
         ELSE 'in_training_loss'
     END AS bucket,
-    a.phase_id,
-    sum(least(a.b, (a.d + 1) * 86400000) - greatest(a.a, a.d * 86400000)) AS ms
-FROM day_pieces AS a
-JOIN stretches AS s ON s.job_key = a.job_key AND s.k = a.k
+    phase_id,
+    sum(b - a) AS ms
+FROM pieces
+WHERE b > a
 GROUP BY ALL
