@@ -19,6 +19,10 @@ For each fleet size (jobs; default 10,000 and 100,000, plus 1,000,000 with
   logger (train spans become steps of ``--goodput-step-s`` seconds; replayed
   progress repeats step numbers, which is how the library sees a disruption).
 
+Every ettcore measurement runs under DuckDB's memory limit (``--memory-limit``,
+default 3GB, so that the 4 GiB peak target leaves room for Python): a fleet
+whose spans do not fit in half of it is attributed in batches of jobs.
+
 Every measurement runs in its own child process: the child times its own work
 (``time.perf_counter``) and the parent reads the child's peak resident memory
 from ``os.wait4`` (``ru_maxrss``), so one measurement's memory never leaks into

@@ -242,8 +242,10 @@ def _trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = True
     if as_of:
         p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
         p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
-        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 2GB); larger work spills to disk (not used for a URI)")
-        p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit")
+        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 3GB); a trace too large for it is attributed in batches of jobs "
+                       "and other work spills to disk, with the same answers (not used for a URI)")
+        p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit, and where batched attribution "
+                       "writes its temporary files (those default to the system temporary folder)")
 
 
 def build_parser() -> argparse.ArgumentParser:

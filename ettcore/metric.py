@@ -75,26 +75,29 @@ def _attribute_in_batches(con: duckdb.DuckDBPyConnection, batches: int, spill_di
             "(FORMAT parquet, PARTITION_BY (batch), COMPRESSION uncompressed)",
             {"n": batches},
         )
-        con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
-        con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
-        con.execute(
-            "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
-            "WHERE a.job_key % x.n = x.b"
-        )
         spans_view = sql("metric/metric_spans")
-        for b in range(batches):
-            con.execute("UPDATE ett_batch SET b = $b", {"b": b})
-            files = sorted((spans_dir / f"batch={b}").glob("*.parquet"))
-            if files:
-                listed = ", ".join(_literal(f) for f in files)
-                con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * EXCLUDE (batch) FROM read_parquet([{listed}])")
-            else:  # a batch without spans (few jobs): the same columns, no rows
-                con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * FROM ({spans_view}) WHERE false")
-            verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
-            con.execute(f"{verb} {sql('metric/attributed_time')}")
-        con.execute("DROP VIEW metric_attempts")
-        con.execute("ALTER TABLE metric_attempts_all RENAME TO metric_attempts")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {spans_view}")
+        # while the batches run, metric_attempts and metric_spans are views of one batch; both are put back after
+        con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
+        try:
+            con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
+            con.execute(
+                "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
+                "WHERE a.job_key % x.n = x.b"
+            )
+            for b in range(batches):
+                con.execute("UPDATE ett_batch SET b = $b", {"b": b})
+                files = sorted((spans_dir / f"batch={b}").glob("*.parquet"))
+                if files:
+                    listed = ", ".join(_literal(f) for f in files)
+                    con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * EXCLUDE (batch) FROM read_parquet([{listed}])")
+                else:  # a batch without spans (few jobs): the same columns, no rows
+                    con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * FROM ({spans_view}) WHERE false")
+                verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
+                con.execute(f"{verb} {sql('metric/attributed_time')}")
+        finally:
+            con.execute("DROP VIEW IF EXISTS metric_attempts")
+            con.execute("ALTER TABLE metric_attempts_all RENAME TO metric_attempts")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {spans_view}")
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 

@@ -116,3 +116,16 @@ def test_batched_attribution_gives_the_same_answer(fleet, tmp_path, batches):
         assert_frame_equal(got[name], want[name], check_exact=True), name
     assert list(tmp_path.iterdir()) == [] or all(not p.name.startswith("ett-batches-") for p in tmp_path.iterdir()), \
         "the batch files are removed"
+
+
+def test_batched_attribution_with_an_as_of_gives_the_same_answer(fleet):
+    """Clipping at an as-of time happens before the batches split the jobs: same frames with 1 and 3 batches."""
+    as_of = "2026-03-15T12:00:00Z"
+    one = load_trace(fleet, as_of=as_of)
+    metric.prepare(one, batches=1)
+    three = load_trace(fleet, as_of=as_of)
+    metric.prepare(three, batches=3)
+    want, got = everything(one), everything(three)
+    assert (want["jobs"]["status"] == "running").any(), "the as-of should cut some jobs while they run"
+    for name in want:
+        assert_frame_equal(got[name], want[name], check_exact=True), name
