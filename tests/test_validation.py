@@ -129,6 +129,9 @@ def test_skip_invalid_leaves_out_jobs_and_counts_rows(tmp_path, good_rows):
     assert trace.accounting["attempts"] == {"read": 3, "used": 2, "rejected": 1, "rejected_by_reason": {"attempts_bad_values": 1}}
     assert trace.accounting["spans"]["rejected_by_reason"] == {"job excluded": 1}
     assert metric.job_summary(trace)["job_id"].to_list() == ["j1"]
+    batched = load_trace(folder, skip_invalid=True)
+    metric.prepare(batched, batches=4)  # the batched attribution leaves the same job out
+    assert metric.job_summary(batched).equals(metric.job_summary(trace))
 
 
 def test_cli_refuses_with_exit_2_and_no_traceback(tmp_path, good_rows):
