@@ -152,14 +152,30 @@ def group_columns(trace: Trace) -> list[str]:
     return ["model", "gpus", *trace.labels]
 
 
+def check_by(trace, by: str) -> None:
+    """Refuse a ``--by`` that is not a column a summary can be grouped by (on either engine)."""
+    allowed = group_columns(trace)
+    if by not in allowed:
+        raise TraceError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
+
+
+def check_every(every: str) -> None:
+    """Refuse a trend bucket other than day, week or month (on either engine)."""
+    if every not in TREND_BUCKETS:
+        raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)}"))
+
+
+def name_groups(df: pl.DataFrame, by: str | None) -> pl.DataFrame:
+    """A grouped result's ``group_key`` column named after ``by``; dropped for the whole fleet."""
+    return df.drop("group_key") if by is None else df.rename({"group_key": by})
+
+
 def _set_groups(trace: Trace, by: str | None) -> None:
     """Point the ``job_groups`` view at one column (checked against the schema, then quoted)."""
     if by is None:
         expr = "'fleet'"
     else:
-        allowed = group_columns(trace)
-        if by not in allowed:
-            raise TraceError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
+        check_by(trace, by)
         expr = f"CAST({quote_ident(by)} AS VARCHAR)"
     trace.con.execute(f"CREATE OR REPLACE TEMP VIEW job_groups AS SELECT job_id, {expr} AS group_key FROM metric_jobs")
 
@@ -186,23 +202,18 @@ def fleet_summary(trace: Trace, by: str | None = None) -> pl.DataFrame:
     """One row for the fleet, or one row a group when ``by`` names a column of ``jobs``."""
     prepare(trace)
     _set_groups(trace, by)
-    df = trace.sql(sql("metric/group_summary"))
-    if by is None:
-        return df.drop("group_key")
-    return df.rename({"group_key": by})
+    return name_groups(trace.sql(sql("metric/group_summary")), by)
 
 
 def owner_gpu_hours(trace: Trace, by: str | None = None) -> pl.DataFrame:
     """GPU-hours lost per component and owner (per group when ``by`` is given)."""
     prepare(trace)
     _set_groups(trace, by)
-    df = trace.sql(sql("metric/owner_gpu_hours"))
-    return df.drop("group_key") if by is None else df.rename({"group_key": by})
+    return name_groups(trace.sql(sql("metric/owner_gpu_hours")), by)
 
 
 def trend(trace: Trace, every: str = "day") -> pl.DataFrame:
     """GPU-time-weighted ETT% and component GPU-hours per UTC calendar bucket, prorated per instant."""
-    if every not in TREND_BUCKETS:
-        raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)}"))
+    check_every(every)
     prepare(trace)
     return trace.sql(sql("metric/fleet_trend"), {"every": every})

@@ -202,29 +202,20 @@ def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, ever
     from . import spark as sp
 
     out: dict[str, Any] = {"trace": str(path), "spark_master": spark_master}
-    t = time.perf_counter()
-    trace = load_trace(path, memory_limit=memory_limit)
-    out["load_s"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    d_jobs, d_fleet = metric.job_summary(trace), metric.fleet_summary(trace)
-    out["duckdb_summary_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    d_trend = metric.trend(trace, every)
-    out["duckdb_trend_s"] = time.perf_counter() - t
+    def timed(key: str, work):
+        t = time.perf_counter()
+        result = work()
+        out[key] = time.perf_counter() - t
+        return result
 
-    t = time.perf_counter()
-    session = sp.get_session(spark_master, spark_conf)
-    out["spark_session_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    st = sp.open_trace(trace, session)
-    out["spark_open_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    s_jobs, s_fleet = sp.job_summary(st), sp.fleet_summary(st)
-    out["spark_summary_s"] = time.perf_counter() - t
-    t = time.perf_counter()
-    s_trend = sp.trend(st, every)
-    out["spark_trend_s"] = time.perf_counter() - t
+    trace = timed("load_s", lambda: load_trace(path, memory_limit=memory_limit))
+    d_jobs, d_fleet = timed("duckdb_summary_s", lambda: (metric.job_summary(trace), metric.fleet_summary(trace)))
+    d_trend = timed("duckdb_trend_s", lambda: metric.trend(trace, every))
+    session = timed("spark_session_s", lambda: sp.get_session(spark_master, spark_conf))
+    st = timed("spark_open_s", lambda: sp.open_trace(trace, session))
+    s_jobs, s_fleet = timed("spark_summary_s", lambda: (sp.job_summary(st), sp.fleet_summary(st)))
+    s_trend = timed("spark_trend_s", lambda: sp.trend(st, every))
 
     out["jobs"] = d_jobs.height
     out["spark_over_duckdb"] = (out["spark_open_s"] + out["spark_summary_s"] + out["spark_trend_s"]) / (

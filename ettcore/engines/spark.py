@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import polars as pl
 
 from ..errors import Problem, TraceError
-from ..metric import TREND_BUCKETS, group_columns
+from ..metric import check_by, check_every, name_groups
 from ..trace import SCHEMA, TABLES, TS_MAX_MS, TS_MIN_MS, Trace, discover
 from .transpile import duckdb_to_spark, spark_sql
 
@@ -472,9 +472,7 @@ def _set_groups(st: SparkTrace, by: str | None) -> None:
     if by is None:
         expr = "'fleet'"
     else:
-        allowed = group_columns(st.trace)
-        if by not in allowed:
-            raise TraceError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
+        check_by(st.trace, by)
         expr = f"CAST({_q(by)} AS STRING)"
     _ensure_registered(st)
     st.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
@@ -483,19 +481,16 @@ def _set_groups(st: SparkTrace, by: str | None) -> None:
 def fleet_summary(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
     """One row for the fleet or a group, as :func:`ettcore.metric.fleet_summary`."""
     _set_groups(st, by)
-    df = st.sql(spark_sql("metric/group_summary"))
-    return df.drop("group_key") if by is None else df.rename({"group_key": by})
+    return name_groups(st.sql(spark_sql("metric/group_summary")), by)
 
 
 def owner_gpu_hours(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
     """GPU-hours lost per component and owner, as :func:`ettcore.metric.owner_gpu_hours`."""
     _set_groups(st, by)
-    df = st.sql(spark_sql("metric/owner_gpu_hours"))
-    return df.drop("group_key") if by is None else df.rename({"group_key": by})
+    return name_groups(st.sql(spark_sql("metric/owner_gpu_hours")), by)
 
 
 def trend(st: SparkTrace, every: str = "day") -> pl.DataFrame:
     """Fleet ETT% per UTC calendar bucket, as :func:`ettcore.metric.trend`."""
-    if every not in TREND_BUCKETS:
-        raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)}"))
+    check_every(every)
     return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
