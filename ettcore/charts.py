@@ -85,46 +85,134 @@ def use_renderer(name: str = "ett") -> None:
 
 # ----------------------------------------------------------------------------- one job
 
+# Level-1 buckets: productive keeps the training green; no loss bucket is green.
+L1_COLORS: dict[str, str] = {
+    "productive": "#4c9a2a",
+    "tts": "#f2b701",
+    "recovery": "#c51b7d",
+    "in_training_loss": "#fd8d3c",
+    "shutdown_tail": "#6a51a3",
+}
+L1_LABELS: dict[str, str] = {
+    "productive": "productive",
+    "tts": "TTS (time to start)",
+    "recovery": "recovery (NoF x TTR)",
+    "in_training_loss": "in-training loss",
+    "shutdown_tail": "shutdown tail",
+}
+END_REASON_COLORS: dict[str, str] = {"failure": "#d7301f", "preemption": "#ef6548", "completed": "#969696",
+                                     "cancelled": "#737373", "running": "#4292c6"}
 
-def timeline_frame(trace: Trace, job_id: str) -> pl.DataFrame:
-    """Attempts and spans of one job as rows ``row, attempt, phase, component, start, end`` (UTC datetimes)."""
-    q = """
-        SELECT 'attempt ' || a.attempt || ' (' || a.end_reason || ')' AS row, a.attempt,
-               'attempt' AS phase, 'attempt' AS component, a.start_ms, a.end_ms, NULL AS stage
-        FROM clean_attempts a WHERE a.job_id = $job
-        UNION ALL
-        SELECT 'attempt ' || s.attempt || ' spans', s.attempt, s.phase, p.component, s.start_ms, s.end_ms, s.stage
-        FROM clean_spans s JOIN ett_phases p ON p.phase = s.phase WHERE s.job_id = $job
+
+def _hms(ms: pl.Expr) -> pl.Expr:
+    """A duration in ms as text: ``1 h 05 min``, ``12 min 30 s``, ``4.25 s``."""
+    s = ms / 1000
+    return (pl.when(s >= 3600).then(pl.format("{} h {} min", (s // 3600).cast(pl.Int64), ((s % 3600) // 60).cast(pl.Int64).cast(pl.String).str.zfill(2)))
+            .when(s >= 60).then(pl.format("{} min {} s", (s // 60).cast(pl.Int64), (s % 60).round(0).cast(pl.Int64)))
+            .otherwise(pl.format("{} s", s.round(2))))
+
+
+def _utc_text(ms: pl.Expr) -> pl.Expr:
+    return pl.from_epoch(ms, time_unit="ms").dt.strftime("%Y-%m-%d %H:%M:%S%.3f UTC")
+
+
+def _time_axis(span_ms: int, relative: bool, unit_ms: float, unit: str) -> dict:
+    if relative:
+        return {"title": f"{unit} since the job's start (T0)", "labelOverlap": True, "labelFlush": True}
+    fmt = "%H:%M" if span_ms <= 86_400_000 else "%d %b %H:%M"
+    if span_ms <= 600_000:
+        fmt = "%H:%M:%S"
+    return {"title": "time (UTC, 24-hour clock)", "format": fmt, "labelOverlap": True}
+
+
+def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | None = None,
+          width: int = 760) -> alt.VConcatChart:
+    """Timeline of one or more jobs from the metric's own per-instant attribution (:class:`ettcore.timeline.Timeline`).
+
+    Per job three lanes: its attempts (end reason written on each, interruptions marked), the Level-1 bucket of
+    every instant, and the Level-2 component of every instant (queue, replay and unattributed time included).
+    ``relative=True`` puts every job on one axis of time since its own T0, so paired jobs compare.  Drag on the
+    strip below to zoom (double-click to reset); tooltips give times (UTC) and durations.
     """
-    df = trace.sql(q, {"job": job_id})
-    as_of = trace.as_of_ms
-    return df.with_columns(
-        pl.col("end_ms").fill_null(as_of if as_of is not None else pl.col("start_ms")),
-    ).with_columns(
-        pl.from_epoch("start_ms", time_unit="ms").alias("start"),
-        pl.from_epoch("end_ms", time_unit="ms").alias("end"),
-        ((pl.col("end_ms") - pl.col("start_ms")) / 60000).alias("minutes"),
-        pl.when(pl.col("component") == "wasted_training").then(pl.lit("train / save / eval")).otherwise(
-            pl.col("component")).alias("legend"),
-    ).sort(["attempt", "start_ms", "phase"])
+    iv, at = tl.intervals, tl.attempts
+    jobs = tl.job_ids
+    t0 = at.group_by("job_id").agg(pl.col("t0_ms").first())
+    span_ms = int((at["t1_ms"] - at["t0_ms"]).max()) if at.height else 0
+    unit, unit_ms = ("seconds", 1000.0) if span_ms < 20 * 60_000 else (("minutes", 60_000.0) if span_ms < 48 * 3_600_000 else ("hours", 3_600_000.0))
+    multi = len(jobs) > 1
 
+    def lane(job: pl.Expr, name: str) -> pl.Expr:
+        return (job + " · " + name) if multi else pl.lit(name)
 
-def gantt(frame: pl.DataFrame, job_id: str, *, synthetic: bool) -> alt.Chart:
-    """Timeline of one job: a bar per attempt and, under it, its phase spans coloured by component."""
-    colors = dict(COMPONENT_COLORS, attempt="#dddddd", **{"train / save / eval": COMPONENT_COLORS["effective_training"]})
-    domain = ["attempt", "scheduling", "hardware_setup", "trainer_init", "pt2_compile", "train / save / eval", "shutdown"]
-    return (
-        alt.Chart(frame.select("row", "phase", "stage", "legend", "start", "end", "minutes"))
-        .mark_bar(stroke="white", strokeWidth=0.5)
-        .encode(
-            x=alt.X("start:T", title="time (UTC)"),
-            x2="end:T",
-            y=alt.Y("row:N", title=None, sort=None),
-            color=alt.Color("legend:N", title="component", scale=alt.Scale(domain=domain, range=[colors[d] for d in domain])),
-            tooltip=["phase:N", "stage:N", "start:T", "end:T", alt.Tooltip("minutes:Q", format=".1f")],
+    def xcols(frame: pl.DataFrame) -> pl.DataFrame:
+        frame = frame.join(t0, on="job_id", how="left")
+        return frame.with_columns(
+            ((pl.col("start_ms") - pl.col("t0_ms")) / unit_ms).alias("x0"), ((pl.col("end_ms") - pl.col("t0_ms")) / unit_ms).alias("x1"),
+            _utc_text(pl.col("start_ms")).alias("start (UTC)"), _utc_text(pl.col("end_ms")).alias("end (UTC)"),
+            _hms(pl.col("end_ms") - pl.col("start_ms")).alias("duration"),
+            _hms(pl.col("start_ms") - pl.col("t0_ms")).alias("from T0"),
+            pl.from_epoch("start_ms", time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").alias("t_start"),
+            pl.from_epoch("end_ms", time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").alias("t_end"),
         )
-        .properties(title=title(f"Timeline of job {job_id}", synthetic), width=620)
+
+    l2 = xcols(iv).with_columns(
+        lane(pl.col("job_id"), "L2: where the time went").alias("lane"),
+        pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"),
+        pl.when(pl.col("bucket") == "productive").then(pl.lit("train (new data)"))
+        .when(pl.col("phase") == "train").then(pl.lit("train (replay of done steps)"))
+        .otherwise(pl.col("phase")).alias("what"),
     )
+    # L1 lane: consecutive intervals of one bucket merged
+    l1 = (iv.sort("job_id", "start_ms")
+          .with_columns((pl.col("bucket") != pl.col("bucket").shift(1).over("job_id")).fill_null(True).cum_sum().over("job_id").alias("_run"))
+          .group_by("job_id", "_run", "bucket").agg(pl.col("start_ms").min(), pl.col("end_ms").max()).drop("_run"))
+    l1 = xcols(l1).with_columns(lane(pl.col("job_id"), "L1: bucket").alias("lane"),
+                                pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"))
+    att = xcols(at.select("job_id", "attempt", "start_ms", "end_ms", "end_reason", "interrupted")).with_columns(
+        lane(pl.col("job_id"), "attempts").alias("lane"),
+        pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end_reason")).alias("label"))
+    lanes = [n for j in jobs for n in ([f"{j} · attempts", f"{j} · L1: bucket", f"{j} · L2: where the time went"] if multi
+                                       else ["attempts", "L1: bucket", "L2: where the time went"])]
+    field0, field1 = ("x0", "x1") if relative else ("t_start", "t_end")
+    xtype = "Q" if relative else "T"
+    axis = _time_axis(span_ms, relative, unit_ms, unit)
+    brush = alt.selection_interval(encodings=["x"], name="zoom")
+    x_scale = alt.Scale(domain=brush, type="linear" if relative else "utc")
+    axis_kw = {k: v for k, v in axis.items() if k != "title"}
+    x = alt.X(f"{field0}:{xtype}", title=axis["title"], scale=x_scale, axis=alt.Axis(**axis_kw))
+    y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=320))
+    times = ["start (UTC):N", "end (UTC):N", "duration:N", "from T0:N"]
+    comps = [c for c in COMPONENT_ORDER if c in set(iv["component"])] or list(COMPONENT_ORDER)
+    buckets = [b for b in L1_COLORS if b in set(iv["bucket"])]
+    bars_l2 = alt.Chart(l2).mark_bar(height={"band": 0.8}).encode(
+        x=x, x2=f"{field1}:{xtype}", y=y,
+        color=alt.Color("component:N", title="L2 component", scale=_component_scale(comps), sort=comps,
+                        legend=alt.Legend(orient="bottom", columns=4, labelLimit=200)),
+        tooltip=["job_id:N", "component:N", "what:N", "L1 bucket:N", "attempt:N", "owner:N", *times])
+    bars_l1 = alt.Chart(l1).mark_bar(height={"band": 0.8}).encode(
+        x=x, x2=f"{field1}:{xtype}", y=y,
+        color=alt.Color("L1 bucket:N", title="L1 bucket", sort=[L1_LABELS[b] for b in buckets],
+                        scale=alt.Scale(domain=[L1_LABELS[b] for b in buckets], range=[L1_COLORS[b] for b in buckets]),
+                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=200)),
+        tooltip=["job_id:N", "L1 bucket:N", *times])
+    bars_at = alt.Chart(att).mark_bar(height={"band": 0.8}, fill="#f0f0f0", stroke="#525252", strokeWidth=1).encode(
+        x=x, x2=f"{field1}:{xtype}", y=y, tooltip=["job_id:N", "label:N", *times])
+    text_at = alt.Chart(att).mark_text(align="left", dx=4, fontSize=11, color="#252525").encode(
+        x=alt.X(f"{field0}:{xtype}"), y=y, text="label:N")
+    ends = alt.Chart(att.filter(pl.col("interrupted"))).mark_point(shape="triangle-down", size=120, filled=True,
+                                                                      color=END_REASON_COLORS["failure"]).encode(
+        x=alt.X(f"{field1}:{xtype}"), y=y, tooltip=["job_id:N", "label:N", "end (UTC):N"])
+    detail = (alt.layer(bars_at, text_at, ends, bars_l1, bars_l2)
+              .resolve_scale(color="independent")
+              .properties(width=width, height=28 * len(lanes),
+                          title=title(chart_title or ("Timeline of " + ", ".join(jobs)), synthetic)))
+    overview = alt.Chart(l2).mark_bar().encode(
+        x=alt.X(f"{field0}:{xtype}", title="drag here to zoom the timeline above; double-click to reset",
+                scale=alt.Scale(type="linear" if relative else "utc"), axis=alt.Axis(**axis_kw)),
+        x2=f"{field1}:{xtype}", y=alt.Y("job_id:N", title=None, sort=jobs, axis=alt.Axis(labelLimit=320)),
+        color=alt.Color("component:N", scale=_component_scale(comps), legend=None),
+    ).add_params(brush).properties(width=width, height=14 * len(jobs) + 6)
+    return alt.vconcat(detail, overview).resolve_scale(color="independent")
 
 
 # ----------------------------------------------------------------------------- L1 / L2
@@ -163,17 +251,18 @@ def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = 
 
 
 def l1_bars(summary_row: dict, *, synthetic: bool, chart_title: str = "Level 1: productive time and the four losses") -> alt.Chart:
-    """One stacked bar of a job's (or the fleet's) L1 split, in minutes."""
-    parts = [("productive", summary_row["productive_s"]), ("TTS", summary_row["tts_s"]),
-             ("recovery (NoF x TTR)", summary_row["ttr_total_s"]), ("in-training loss", summary_row["in_training_loss_s"]),
-             ("shutdown tail", summary_row["shutdown_tail_s"])]
-    df = pl.DataFrame({"bucket": [p for p, _ in parts], "minutes": [v / 60 for _, v in parts], "k": list(range(len(parts)))})
+    """One stacked bar of a job's (or the fleet's) L1 split, in minutes (the L1 colours of the timeline)."""
+    cols = {"productive": "productive_s", "tts": "tts_s", "recovery": "ttr_total_s", "in_training_loss": "in_training_loss_s",
+            "shutdown_tail": "shutdown_tail_s"}
+    labels = [L1_LABELS[k] for k in cols]
+    df = pl.DataFrame({"bucket": labels, "minutes": [summary_row[c] / 60 for c in cols.values()], "k": list(range(len(cols)))})
     return (
         alt.Chart(df)
         .mark_bar()
         .encode(
             x=alt.X("sum(minutes):Q", title="minutes"),
-            color=alt.Color("bucket:N", sort=[p for p, _ in parts], title="L1 bucket"),
+            color=alt.Color("bucket:N", sort=labels, title="L1 bucket",
+                            scale=alt.Scale(domain=labels, range=[L1_COLORS[k] for k in cols])),
             order=alt.Order("k:Q"),
             tooltip=["bucket:N", alt.Tooltip("minutes:Q", format=".1f")],
         )
@@ -196,40 +285,76 @@ def owner_bars(owner_hours: pl.DataFrame, *, synthetic: bool) -> alt.Chart:
     )
 
 
-def linked_jobs(summary: pl.DataFrame, *, synthetic: bool, group: str = "model") -> alt.VConcatChart:
-    """ETT% per job (click a group in the legend or a bar to select it) linked to its L2 components."""
-    sel = alt.selection_point(fields=[group], bind="legend")
-    keep = ["job_id", group, "ett_pct"]
-    jobs = summary.select(keep).with_columns(pl.col(group).cast(pl.String))
-    top = (
+def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", top: int = 15,
+              chart_title: str | None = None) -> alt.VConcatChart:
+    """Fleet -> group -> job, with Altair selections (JupyterLab and the HTML reports alike).
+
+    Top: GPU-hours lost per ``group`` (the ``top`` groups that lost most); click one.  Middle: that group's jobs,
+    ETT% against start time (size: GPUs; colour: interruptions); click one.  Bottom: that job's wall time by L2
+    component.  ``summary`` is :func:`ettcore.metric.job_summary` (or a subset).
+    """
+    comp_cols = {f"{c}_s": c for c in ALL_COMPONENTS}
+    s = summary.with_columns(pl.col(group).cast(pl.String).alias("_group"),
+                             ((pl.col("wall_s") - pl.col("productive_s")) * pl.col("gpus") / 3600).alias("lost_gpu_h"))
+    groups = (s.group_by("_group").agg(pl.col("lost_gpu_h").sum(), pl.len().alias("jobs"),
+                                      (100 * (pl.col("productive_s") * pl.col("gpus")).sum() / (pl.col("wall_s") * pl.col("gpus")).sum()).alias("ett_pct"))
+              .sort(["lost_gpu_h", "_group"], descending=[True, False]).head(top))
+    keep = groups["_group"].to_list()
+    jobs = s.filter(pl.col("_group").is_in(keep)).select(
+        "job_id", "_group", "gpus", "ett_pct", "nof", "lost_gpu_h", "wall_s",
+        pl.col("t0").dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("t0"), pl.col("t0").dt.strftime("%Y-%m-%d %H:%M UTC").alias("start (UTC)"),
+        *[pl.col(c) for c in comp_cols], pl.col("productive_s"))
+    long = (jobs.select("job_id", "_group", "productive_s", *comp_cols)
+            .unpivot(index=["job_id", "_group"], variable_name="column", value_name="seconds")
+            .with_columns(pl.col("column").replace_strict({"productive_s": "effective_training", **comp_cols}).alias("component"),
+                          (pl.col("seconds") / 60).alias("minutes")).drop("column", "seconds"))
+    pick_group = alt.selection_point(fields=["_group"], name="pick_group", empty=False, value=[{"_group": keep[0]}] if keep else None)
+    pick_job = alt.selection_point(fields=["job_id"], name="pick_job", empty=False)
+    g_label = group.replace("_", " ")
+    top_chart = (
+        alt.Chart(groups.rename({"_group": "_group"}))
+        .mark_bar()
+        .encode(
+            y=alt.Y("_group:N", sort="-x", title=g_label, axis=alt.Axis(labelLimit=240)),
+            x=alt.X("lost_gpu_h:Q", title="GPU-hours lost"),
+            color=alt.condition(pick_group, alt.value("#c51b7d"), alt.value("#9ecae1")),
+            tooltip=[alt.Tooltip("_group:N", title=g_label), "jobs:Q", alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost"),
+                     alt.Tooltip("ett_pct:Q", format=".2f", title="ETT% (GPU-time weighted)")],
+        )
+        .add_params(pick_group)
+        .properties(title=title(chart_title or f"Drill-down: click a {g_label} (the {len(keep)} that lost most GPU-hours), "
+                                               "then one of its jobs", synthetic), width=560, height=max(120, 16 * len(keep)))
+    )
+    mid = (
         alt.Chart(jobs)
-        .mark_bar()
+        .mark_point(filled=True, opacity=0.8)
         .encode(
-            x=alt.X("job_id:N", sort="y", title="job"),
-            y=alt.Y("ett_pct:Q", title="ETT%"),
-            color=alt.Color(f"{group}:N"),
-            opacity=alt.condition(sel, alt.value(1.0), alt.value(0.2)),
-            tooltip=["job_id:N", f"{group}:N", alt.Tooltip("ett_pct:Q", format=".1f")],
+            x=alt.X("t0:T", title="job start (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%d %b")),
+            y=alt.Y("ett_pct:Q", title="ETT%", scale=alt.Scale(domain=[0, 100])),
+            size=alt.Size("gpus:Q", title="GPUs", scale=alt.Scale(range=[30, 400])),
+            color=alt.condition(pick_job, alt.value("#c51b7d"), alt.Color("nof:O", title="interruptions (NoF)",
+                                                                       scale=alt.Scale(scheme="oranges"))),
+            tooltip=["job_id:N", alt.Tooltip("_group:N", title=g_label), "gpus:Q", "start (UTC):N",
+                     alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"), alt.Tooltip("nof:Q", title="NoF"),
+                     alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost")],
         )
-        .add_params(sel)
-        .properties(title=title(f"ETT% per job (select a {group})", synthetic), width=560, height=180)
+        .transform_filter(pick_group)
+        .add_params(pick_job)
+        .properties(title=f"Jobs of the selected {g_label}: click a job", width=560, height=200)
     )
-    long = l2_long(summary.with_columns(pl.col(group).cast(pl.String)), key="job_id").join(
-        jobs.select("job_id", group), on="job_id")
-    long = long.filter(pl.col("component") != "effective_training")
     bottom = (
-        alt.Chart(long.select("job_id", group, "component", "minutes"))
+        alt.Chart(long)
         .mark_bar()
         .encode(
-            x=alt.X("component:N", sort=list(ALL_COMPONENTS), title=None),
-            y=alt.Y("sum(minutes):Q", title="lost minutes (selected jobs)"),
-            color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), legend=None),
-            tooltip=["component:N", alt.Tooltip("sum(minutes):Q", format=".1f")],
+            y=alt.Y("component:N", sort=list(COMPONENT_ORDER), title=None),
+            x=alt.X("minutes:Q", title="minutes of the selected job's wall time"),
+            color=alt.Color("component:N", scale=_component_scale(), legend=None),
+            tooltip=["job_id:N", "component:N", alt.Tooltip("minutes:Q", format=",.1f")],
         )
-        .transform_filter(sel)
-        .properties(title=title("Lost time by component for the selection", synthetic), width=560, height=160)
+        .transform_filter(pick_job)
+        .properties(title="Where the selected job's wall time went (L2)", width=560, height=170)
     )
-    return alt.vconcat(top, bottom).resolve_scale(color="independent")
+    return alt.vconcat(top_chart, mid, bottom).resolve_scale(color="independent", size="independent")
 
 
 # ----------------------------------------------------------------------------- start-up and what-if
@@ -300,24 +425,85 @@ def grouped_bars(frame: pl.DataFrame, x: str, y: str, color: str, *, synthetic: 
 
 
 def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -> alt.VConcatChart:
-    """Fleet ETT% per bucket above per-component GPU-hours lost (stacked area), sharing the time axis."""
-    top = (
-        alt.Chart(trend.select("bucket_start", "ett_pct"))
-        .mark_line(point=True)
-        .encode(x=alt.X("bucket_start:T", title=f"{every} (UTC)"), y=alt.Y("ett_pct:Q", title="fleet ETT% (GPU-time weighted)",
-                                                                          scale=alt.Scale(zero=False)),
-                tooltip=["bucket_start:T", alt.Tooltip("ett_pct:Q", format=".2f")])
-        .properties(title=title(f"Fleet ETT% per {every}", synthetic), width=600, height=180)
-    )
-    cols = {f"{c}_gpu_h": c for c in ALL_COMPONENTS if f"{c}_gpu_h" in trend.columns}
-    long = (trend.select("bucket_start", *cols).unpivot(index="bucket_start", variable_name="column", value_name="gpu_h")
-            .with_columns(pl.col("column").replace_strict(cols).alias("component")).drop("column"))
+    """Fleet ETT% per bucket above lost GPU-hours a day per component, one tick per bucket.
+
+    ``trend`` is :func:`ettcore.buckets.coverage` of a :func:`ettcore.metric.trend` frame: partial buckets (the
+    trace observed only part of them) are marked (open points, lighter bars, "(partial)" in the label), and lost
+    time is drawn as GPU-hours per observed day so a partial bucket compares with full ones.  Nothing is dropped.
+    """
+    if "partial" not in trend.columns:
+        raise ValueError("trend_panels needs ettcore.buckets.coverage(trend, ...) (bucket labels and partial flags)")
+    t = trend.with_columns(
+        pl.when(pl.col("partial")).then(pl.col("bucket") + " (partial)").otherwise(pl.col("bucket")).alias("label"),
+        pl.when(pl.col("partial")).then(pl.format("partial: {} of {} days observed", pl.col("observed_days").round(1),
+                                                  pl.col("bucket_days").round(0).cast(pl.Int64)))
+        .otherwise(pl.lit("full")).alias("coverage"))
+    order = t["label"].to_list()
+    x = alt.X("label:O", sort=order, title=f"{every} (UTC)", axis=alt.Axis(labelAngle=0 if len(order) <= 12 else -45, labelOverlap=True))
+    has_partial = bool(t["partial"].any())
+    line = alt.Chart(t.select("label", "ett_pct", "coverage", "partial")).mark_line(color="#4c9a2a").encode(
+        x=x, y=alt.Y("ett_pct:Q", title="fleet ETT% (GPU-time weighted)", scale=alt.Scale(zero=False)))
+    points = alt.Chart(t.select("label", "ett_pct", "coverage", "partial")).mark_point(size=70, color="#4c9a2a").encode(
+        x=x, y="ett_pct:Q",
+        fill=alt.condition("datum.partial", alt.value("white"), alt.value("#4c9a2a")),
+        tooltip=[alt.Tooltip("label:N", title=every), alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"), "coverage:N"])
+    top = (line + points).properties(
+        title=title(f"Fleet ETT% per {every}" + (" (open points: partial buckets)" if has_partial else ""), synthetic),
+        width=620, height=180)
+    cols = {f"{c}_gpu_h": c for c in ALL_COMPONENTS if f"{c}_gpu_h" in t.columns}
+    long = (t.select("label", "observed_days", "partial", "coverage", *cols)
+            .unpivot(index=["label", "observed_days", "partial", "coverage"], variable_name="column", value_name="gpu_h")
+            .with_columns(pl.col("column").replace_strict(cols).alias("component"),
+                          (pl.col("gpu_h") / pl.col("observed_days")).alias("gpu_h_per_day")).drop("column"))
     bottom = (
         alt.Chart(long)
-        .mark_area()
-        .encode(x=alt.X("bucket_start:T", title=f"{every} (UTC)"), y=alt.Y("gpu_h:Q", title="GPU-hours lost", stack=True),
-                color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="component"),
-                tooltip=["bucket_start:T", "component:N", alt.Tooltip("gpu_h:Q", format=".1f")])
-        .properties(title=title(f"GPU-hours lost per component per {every}", synthetic), width=600, height=180)
+        .mark_bar()
+        .encode(x=x, y=alt.Y("gpu_h_per_day:Q", title="GPU-hours lost a day", stack=True),
+                color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="L2 component"),
+                opacity=alt.condition("datum.partial", alt.value(0.45), alt.value(1.0)),
+                tooltip=[alt.Tooltip("label:N", title=every), "component:N", alt.Tooltip("gpu_h_per_day:Q", format=",.1f", title="GPU-h a day"),
+                         alt.Tooltip("gpu_h:Q", format=",.0f", title="GPU-h in the bucket"), "coverage:N"])
+        .properties(title=title(f"Lost GPU-hours a day per L2 component, per {every}"
+                                + (" (lighter: partial buckets)" if has_partial else ""), synthetic), width=620, height=200)
     )
     return alt.vconcat(top, bottom).resolve_scale(color="independent")
+
+
+# ----------------------------------------------------------------------------- scorecard
+
+EVIDENCE_COLORS: dict[str, str] = {"measured": "#1a9850", "calibrated": "#f46d43", "analytic": "#4575b4", "identity": "#999999"}
+
+
+def evidence_scatter(checks: Sequence[dict]) -> alt.LayerChart:
+    """Every scorecard check: published value against the ettcore value (log axes), coloured by evidence class.
+
+    Points on the diagonal agree; a bound (``<=3.3``) is drawn at its limit.  Checks whose values are not positive
+    cannot be drawn on log axes and are counted in the subtitle.
+    """
+    from .scorecard import EVIDENCE, published
+
+    rows = published()
+    data = pl.DataFrame([{"id": c["id"], "part": c["part"], "quantity": c["quantity"], "unit": c["unit"],
+                          "evidence": c["evidence"], "result": "pass" if c["passed"] else "FAIL",
+                          "published": rows[c["id"]].targets[c["part"]].value if c["id"] in rows else None,
+                          "published_text": c["published"], "ettcore_value": float(c["reproduced"])} for c in checks])
+    drawable = data.filter((pl.col("published") > 0) & (pl.col("ettcore_value") > 0))
+    left_out = data.height - drawable.height
+    lo = float(min(drawable["published"].min(), drawable["ettcore_value"].min())) / 1.5
+    hi = float(max(drawable["published"].max(), drawable["ettcore_value"].max())) * 1.5
+    classes = [k for k in EVIDENCE if k in set(drawable["evidence"])]
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    diag = alt.Chart(pl.DataFrame({"v": [lo, hi]})).mark_line(color="#bbbbbb", strokeDash=[4, 4]).encode(
+        x=alt.X("v:Q", scale=scale), y=alt.Y("v:Q", scale=scale))
+    pts = alt.Chart(drawable).mark_point(size=70, filled=True, opacity=0.85).encode(
+        x=alt.X("published:Q", scale=scale, title="published value (paper's unit, log scale)"),
+        y=alt.Y("ettcore_value:Q", scale=scale, title="ettcore value (same unit, log scale)"),
+        color=alt.Color("evidence:N", title="evidence class", sort=classes,
+                        scale=alt.Scale(domain=classes, range=[EVIDENCE_COLORS[k] for k in classes])),
+        shape=alt.Shape("result:N", title="check", scale=alt.Scale(domain=["pass", "FAIL"], range=["circle", "cross"])),
+        tooltip=["id:N", "part:N", "quantity:N", "evidence:N", "published_text:N", "unit:N",
+                 alt.Tooltip("ettcore_value:Q", format=".4g"), "result:N"])
+    sub = f"{drawable.height} checks; on the dashed line the two agree" + (
+        f"; {left_out} with a value <= 0 not drawn" if left_out else "")
+    return (diag + pts).properties(
+        title={"text": "Published versus ettcore value, by evidence class", "subtitle": sub}, width=520, height=360)

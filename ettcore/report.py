@@ -201,9 +201,83 @@ _TEMPLATE = """{%- extends 'index.html.j2' -%}
 <script type="text/javascript">
 {{ resources.ett_vega_js }}
 </script>
-<style type="text/css">.ett-chart { margin: 0.5em 0; } .ett-banner { background: #fff3cd; padding: 0.4em 0.8em; }</style>
+<style type="text/css">{{ resources.ett_css }}</style>
 {%- endblock extra_css -%}
+{%- block body_header -%}
+{{ super() }}
+{{ resources.ett_header }}
+{%- endblock body_header -%}
+{%- block body_footer -%}
+{{ resources.ett_footer }}
+{{ super() }}
+{%- endblock body_footer -%}
 """
+
+PAGE_CSS = """
+.ett-chart { margin: 0.5em 0; }
+.ett-banner { padding: 0.5em 0.9em; margin: 0 0 0.6em 0; border-radius: 3px; font-family: sans-serif; font-size: 14px; }
+.ett-banner.synthetic { background: #fff3cd; border: 1px solid #e0c36a; }
+.ett-banner.real { background: #e3f1df; border: 1px solid #8fbf7f; }
+.ett-nav { display: flex; justify-content: space-between; gap: 1em; font-family: sans-serif; font-size: 14px;
+           padding: 0.4em 0; margin: 0 0 0.4em 0; border-bottom: 1px solid #ddd; }
+.ett-nav.bottom { border-bottom: none; border-top: 1px solid #ddd; margin-top: 1.5em; }
+.ett-nav a { text-decoration: none; color: #1f5fa8; } .ett-nav a:hover { text-decoration: underline; }
+.ett-nav .ett-nav-index { font-weight: bold; }
+"""
+
+
+@dataclass(frozen=True)
+class PageInfo:
+    """What the page chrome says: the title, the data class and the neighbours in the suite."""
+
+    title: str
+    synthetic: bool | None = None
+    trace: str = ""
+    prev: tuple[str, str] | None = None  # (stem, title)
+    next: tuple[str, str] | None = None
+
+
+def notebook_title(path: Path) -> str:
+    """The first Markdown heading of a notebook (its title), else its file name."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") == "markdown":
+            src = "".join(cell.get("source", ""))
+            for line in src.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return Path(path).stem
+
+
+def neighbours(notebooks: Sequence[Path]) -> dict[str, dict[str, tuple[str, str] | None]]:
+    """Previous and next report of each notebook, in the order of the run (the suite's number order)."""
+    titled = [(nb.stem, notebook_title(nb)) for nb in notebooks]
+    return {stem: {"prev": titled[i - 1] if i > 0 else None, "next": titled[i + 1] if i + 1 < len(titled) else None}
+            for i, (stem, _) in enumerate(titled)}
+
+
+def banner_html(synthetic: bool | None, trace: str = "") -> str:
+    """The data banner at the top of a page: SYNTHETIC or REAL (nothing when unknown)."""
+    e = html.escape
+    where = f" Trace: <code>{e(trace)}</code>." if trace else ""
+    if synthetic is None:
+        return ""
+    if synthetic:
+        return ('<div class="ett-banner synthetic" id="ett-banner"><b>SYNTHETIC data</b>: computed on generated traces or '
+                "assumed models calibrated to the paper's published numbers (arXiv 2610.02057), not on measured jobs."
+                f"{where}</div>")
+    return f'<div class="ett-banner real" id="ett-banner"><b>REAL data</b>: measured runs.{where}</div>'
+
+
+def nav_html(info: PageInfo, where: str = "top") -> str:
+    """Links to the index and to the previous and next report."""
+    e = html.escape
+    prev = (f'<a class="ett-nav-prev" rel="prev" href="{e(info.prev[0])}.html">&larr; {e(info.prev[0][:2])} {e(info.prev[1])}</a>'
+            if info.prev else "<span></span>")
+    nxt = (f'<a class="ett-nav-next" rel="next" href="{e(info.next[0])}.html">{e(info.next[0][:2])} {e(info.next[1])} &rarr;</a>'
+           if info.next else "<span></span>")
+    return (f'<nav class="ett-nav {where}">{prev}<a class="ett-nav-index" href="index.html">All reports and the scorecard</a>'
+            f"{nxt}</nav>")
 
 
 def _embed_html(spec: dict, div_id: str) -> str:
@@ -225,8 +299,8 @@ def charts_to_html(nb: nbformat.NotebookNode) -> int:
     return n
 
 
-def export_html(nb: nbformat.NotebookNode, target: Path) -> int:
-    """Write ``target`` as HTML without code cells; returns the number of charts in it."""
+def export_html(nb: nbformat.NotebookNode, target: Path, info: PageInfo | None = None) -> int:
+    """Write ``target`` as HTML without code cells, with the page chrome of ``info``; returns the number of charts."""
     import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import jinja2
     from nbconvert import HTMLExporter
@@ -238,7 +312,11 @@ def export_html(nb: nbformat.NotebookNode, target: Path) -> int:
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
-    body, _ = exporter.from_notebook_node(nb, resources={"ett_vega_js": vega_bundle()})
+    info = info or PageInfo(target.stem)
+    header = nav_html(info, "top") + banner_html(info.synthetic, info.trace)
+    resources = {"ett_vega_js": vega_bundle(), "ett_css": PAGE_CSS, "ett_header": header,
+                 "ett_footer": nav_html(info, "bottom"), "metadata": {"name": f"{info.title} - ETT% reports"}}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
     write_text(target, body)
     return n
 
@@ -255,7 +333,16 @@ class Result:
     files: list[str] = field(default_factory=list)
 
 
-def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True) -> Result:
+def page_info(nb_path: Path, out: Path, nav: dict | None) -> PageInfo:
+    """The page chrome of a report: title and data class from the notebook's saved scorecard, neighbours from ``nav``."""
+    card_path = out / f"{nb_path.stem}{SCORECARD_SUFFIX}"
+    card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.exists() else {}
+    title = f"{nb_path.stem[:2]} {notebook_title(nb_path)}"
+    nav = nav or {}
+    return PageInfo(title, card.get("synthetic"), card.get("trace", ""), nav.get("prev"), nav.get("next"))
+
+
+def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True, nav: dict | None = None) -> Result:
     """Execute one notebook with papermill into ``out_dir`` and export its HTML (runs in a worker process)."""
     import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import papermill
@@ -282,7 +369,7 @@ def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True) 
     if not html:
         return Result(stem, True, time.perf_counter() - t, files=[executed.name])
     nb = nbformat.read(executed, as_version=4)
-    charts = export_html(nb, out / f"{stem}.html")
+    charts = export_html(nb, out / f"{stem}.html", page_info(nb_path, out, nav))
     return Result(stem, True, time.perf_counter() - t, charts, files=[executed.name, f"{stem}.html"])
 
 
@@ -294,8 +381,9 @@ def run_all(notebooks: Sequence[Path], plan: dict[Path, dict[str, Any]], out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     vega_bundle()  # build (or read) the cached script once, before the workers fork
     results: dict[str, Result] = {}
+    nav = neighbours(notebooks)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(run_one, str(nb), str(out_dir), plan[nb]): nb for nb in notebooks}
+        futures = {pool.submit(run_one, str(nb), str(out_dir), plan[nb], True, nav[nb.stem]): nb for nb in notebooks}
         with tqdm(total=len(futures), unit="notebook", desc="ett report", file=sys.stderr, disable=not progress) as bar:
             for fut in as_completed(futures):
                 nb = futures[fut]
@@ -318,54 +406,106 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _md(text: str) -> str:
+    """Text safe inside a Markdown table cell (no markup taken from data)."""
+    return html.escape(str(text)).replace("|", "&#124;").replace("*", "&#42;").replace("_", "&#95;").replace("[", "&#91;")
+
+
+def _evidence_counts(checks: Sequence[dict]) -> str:
+    from .scorecard import EVIDENCE
+
+    if not checks:
+        return "headline figures only"
+    n = {k: sum(c["evidence"] == k for c in checks) for k in EVIDENCE}
+    passed = sum(c["passed"] for c in checks)
+    by = ", ".join(f"{v} {k}" for k, v in n.items() if v)
+    return f"{passed}/{len(checks)} checks pass ({by})"
+
+
 def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wall_s: float) -> str:
-    """The report index: a link per report with its headline figures, and the combined scorecard."""
+    """The report index: evidence counts, a chart of published versus ettcore values, the reports and the scorecard."""
+    import polars as pl
+
+    from . import charts
+    from .scorecard import COUNTED_EVIDENCE, EVIDENCE
+    from .tables import table
+
     e = html.escape
     by_nb = {c["notebook"]: c for c in cards}
-    items = []
+    rows = []
     for r in results:
         card = by_nb.get(r.notebook, {})
-        title = card.get("title") or r.notebook
-        synth = ' <span class="synthetic">SYNTHETIC data</span>' if card.get("synthetic") else ""
-        heads = "".join(f"<li>{e(h['label'])}: <b>{e(_fmt(h['value']))}</b> {e(h.get('unit', ''))}</li>"
-                        for h in card.get("headlines", []))
-        checks = card.get("checks", [])
-        score = (f'<span class="{"pass" if all(c["passed"] for c in checks) else "fail"}">'
-                 f'{sum(c["passed"] for c in checks)}/{len(checks)} published figures reproduced</span>') if checks else ""
-        if r.ok:
-            link = f'<a href="{e(r.notebook)}.html">{e(r.notebook)}</a>: {e(title)}'
-        else:
-            link = f'{e(r.notebook)}: <span class="fail">FAILED</span> (<a href="{e(r.notebook)}.ipynb">executed notebook</a>) {e(r.error)}'
-        items.append(f"<li class=\"report\">{link}{synth} {score}<ul>{heads}</ul></li>")
-    rows = "".join(
-        f"<tr><td>{e(c['id'])}</td><td>{e(c['part'])}</td><td>{e(c['source'])}</td><td>{e(c['quantity'])}</td>"
-        f"<td>{e(c['published'])} {e(c['unit'])}</td><td>{c['reproduced']:.4g}</td><td>{c['tolerance']:g}</td>"
-        f"<td class=\"{'pass' if c['passed'] else 'fail'}\">{'pass' if c['passed'] else 'FAIL'}</td>"
-        f"<td>{e(c['notebook'])}</td><td>{e(c['basis'])}{' (SYNTHETIC)' if c['synthetic'] else ''}</td></tr>"
-        for c in board["detail"])
-    missing = "".join(f"<tr><td>{e(m['id'])}</td><td>{e(m['source'])}</td><td>{e(m['quantity'])}</td>"
-                      f"<td>{e(m['published'])} {e(m['unit'])}</td><td>{e(m['reason'])}</td></tr>"
-                      for m in board["not_reproduced"])
+        title = notebook_title(NOTEBOOK_DIR / f"{r.notebook}.ipynb") if (NOTEBOOK_DIR / f"{r.notebook}.ipynb").exists() \
+            else (card.get("title") or r.notebook)
+        link = (f"[{_md(r.notebook[:2] + ' ' + title)}]({r.notebook}.html)" if r.ok
+                else f"**FAILED** {_md(r.notebook)} ([executed notebook]({r.notebook}.failed.ipynb)): {_md(r.error)}")
+        data = "SYNTHETIC" if card.get("synthetic") else ("REAL" if card else "")
+        heads = "; ".join(f"{h['label']}: **{_md(_fmt(h['value']))}** {_md(h.get('unit', ''))}".rstrip()
+                          for h in card.get("headlines", []))
+        rows.append({"report": link, "data": data, "scorecard": _evidence_counts(card.get("checks", [])),
+                     "headline_figures": heads})
+    reports = table(pl.DataFrame(rows, schema={"report": pl.String, "data": pl.String, "scorecard": pl.String,
+                                               "headline_figures": pl.String}),
+                    markdown=["report", "headline_figures"], title="Reports").html()
+    detail = board["detail"]
+    sections = []
+    for k in EVIDENCE:
+        cs = [c for c in detail if c["evidence"] == k]
+        if not cs:
+            continue
+        f = pl.DataFrame([{"id": c["id"], "part": c["part"], "source": c["source"], "quantity": c["quantity"],
+                           "published": f"{c['published']} {c['unit']}".strip(), "ettcore_value": c["reproduced"],
+                           "tolerance": c["tolerance"], "result": "pass" if c["passed"] else "FAIL",
+                           "report": f"[{_md(c['notebook'])}]({c['notebook']}.html)", "basis": c["basis"]} for c in cs])
+        head = {"measured": "Measured on real runs", "calibrated": "Calibrated consistency checks (SYNTHETIC traces)",
+                "analytic": "Analytic: formulas on published inputs",
+                "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)"}[k]
+        sections.append(f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
+                        + table(f, labels={"ettcore_value": "ettcore value"}, decimals=4, markdown=["report"],
+                                notes=[f"{k}: {EVIDENCE[k]}."]).html())
+    if not any(c["evidence"] == "measured" for c in detail):
+        sections.insert(0, '<h3 id="evidence-measured">Measured on real runs: 0 checks</h3><p>No published figure is '
+                           "checked on real runs yet (the MLPerf and live-job reports show measured headline figures, "
+                           "which the paper does not publish).</p>")
+    missing = table(pl.DataFrame([{"id": m["id"], "source": m["source"], "quantity": m["quantity"],
+                                   "published": f"{m['published']} {m['unit']}".strip(), "why_not": m["reason"]}
+                                  for m in board["not_reproduced"]],
+                                 schema={"id": pl.String, "source": pl.String, "quantity": pl.String, "published": pl.String,
+                                         "why_not": pl.String}), labels={"why_not": "why not"}).html()
+    ev = board["evidence_rows"]
+    counts = ", ".join(f'<b id="count-{k}">{ev[k]}</b> {k}' for k in COUNTED_EVIDENCE)
+    chart = _embed_html(charts.to_v5_spec(charts.evidence_scatter(detail)), "ett-chart-1") if detail else ""
     ok = sum(r.ok for r in results)
+    failed = board["checks"] - board["checks_passed"]
     return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>ETT% reports</title>
+<html lang="en"><head><meta charset="utf-8"><title>ETT% reports: index and scorecard</title>
+<script type="text/javascript">
+{vega_bundle()}
+</script>
 <style>
-body {{ font-family: sans-serif; margin: 2em; max-width: 78em; }}
-table {{ border-collapse: collapse; font-size: 0.9em; }} td, th {{ border: 1px solid #ccc; padding: 0.2em 0.5em; text-align: left; }}
-.pass {{ color: #2e7d32; font-weight: bold; }} .fail {{ color: #c62828; font-weight: bold; }}
-.synthetic {{ background: #fff3cd; padding: 0 0.3em; font-size: 0.85em; }} li.report {{ margin-bottom: 0.6em; }}
+body {{ font-family: sans-serif; margin: 2em; max-width: 84em; color: #222; }}
+h3 {{ margin-top: 1.4em; }} .pass {{ color: #2e7d32; font-weight: bold; }} .fail {{ color: #c62828; font-weight: bold; }}
+{PAGE_CSS}
 </style></head><body>
 <h1>Effective Training Time (ETT%) reports</h1>
-<p>{ok} of {len(results)} reports built in {wall_s:.0f} s. Reports marked SYNTHETIC are computed on generated
-traces calibrated to the paper's published aggregates (arXiv 2610.02057), not on measured jobs.</p>
-<ul id="reports">{''.join(items)}</ul>
-<h2>Reproduction scorecard</h2>
-<p id="scorecard-summary">{board['reproduced_rows']} of {board['published_rows']} published rows reproduced;
-{board['checks_passed']} of {board['checks']} checks pass. Machine-readable: <a href="scorecard.json">scorecard.json</a>.</p>
-<table id="scorecard"><tr><th>id</th><th>part</th><th>source</th><th>quantity</th><th>published</th><th>reproduced</th>
-<th>tolerance</th><th>result</th><th>notebook</th><th>basis</th></tr>{rows}</table>
-<h2>Published rows not reproduced</h2>
-<table id="not-reproduced"><tr><th>id</th><th>source</th><th>quantity</th><th>published</th><th>why not</th></tr>{missing}</table>
+<div class="ett-banner synthetic" id="ett-banner"><b>Mostly SYNTHETIC data.</b> Each report says at its top whether it
+is computed on SYNTHETIC traces (generated, calibrated to the paper's published aggregates, arXiv 2610.02057) or on
+REAL measured runs; the data column below says the same.</div>
+<p>{ok} of {len(results)} reports built in {wall_s:.0f} s.</p>
+<h2 id="evidence">What the scorecard shows</h2>
+<p id="evidence-summary">Of {board['published_rows']} published figures, {board['checked_rows']} are checked:
+{counts}, and <b id="count-identity">{board['identity_rows']}</b> identities (arithmetic of other published figures,
+counted in no class); {len(board['not_reproduced'])} are not checked (listed at the end). Each figure counts once,
+under its strongest evidence. {board['checks_passed']} of {board['checks']} checks pass{f' ({failed} FAIL)' if failed else ''}.</p>
+<p id="calibrated-meaning">{e(board['calibrated_meaning'])}</p>
+{chart}
+{reports}
+<h2 id="scorecard-title">Scorecard, by evidence class</h2>
+<p id="scorecard-summary">Machine-readable: <a href="scorecard.json">scorecard.json</a> (an <code>evidence</code> field
+on every row and check).</p>
+{''.join(sections)}
+<h2>Published figures not checked</h2>
+{missing}
 </body></html>
 """
 
@@ -428,8 +568,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     for r in results:
         status = "ok" if r.ok else f"FAILED: {r.error}"
         print(f"{r.notebook}: {status} ({r.seconds:.1f} s, {r.charts} charts)")
-    print(f"scorecard: {board['checks_passed']}/{board['checks']} checks pass, "
-          f"{board['reproduced_rows']}/{board['published_rows']} published rows reproduced")
+    ev = board["evidence_rows"]
+    print(f"scorecard: {board['checks_passed']}/{board['checks']} checks pass; {board['checked_rows']} of "
+          f"{board['published_rows']} published figures checked: " + ", ".join(f"{n} {k}" for k, n in ev.items())
+          + f", {board['identity_rows']} identities")
     print(f"wrote {out_dir / 'index.html'} in {wall:.1f} s")
     return 0 if all(r.ok for r in results) and board["all_passed"] else 1
 

@@ -20,11 +20,42 @@ value text         parts                                comparison
 =================  ===================================  ====================
 
 A notebook makes a :class:`Scorecard`, calls :meth:`Scorecard.check` once per
-part it reproduces (saying *how* it was reproduced: the ``basis``), adds
-headline figures for the report index, and saves it as
-``<output_dir>/<notebook>.scorecard.json``.  :func:`combine` merges the saved
-cards into the suite's scorecard and lists the published rows no notebook
-checks, each with the reason from :data:`NOT_REPRODUCED`.
+part it checks (saying *how* it was obtained, the ``basis``, and what kind of
+evidence it is, the ``evidence``), adds headline figures for the report index,
+and saves it as ``<output_dir>/<notebook>.scorecard.json``.  :func:`combine`
+merges the saved cards into the suite's scorecard and lists the published rows
+no notebook checks, each with the reason from :data:`NOT_REPRODUCED`.
+
+Evidence classes (:data:`EVIDENCE`), one on every check and every combined row:
+
+``measured``
+    measured by the suite on real runs: the live PyTorch job, MLPerf logs, a
+    real fleet's accounting.  Only a card whose trace is not synthetic may
+    record it.
+``calibrated``
+    consistency on a synthetic trace (or an assumed model) calibrated to that
+    very number: the generator -> metric -> notebook pipeline returns it.  Only
+    a synthetic card may record it.
+``analytic``
+    a formula evaluated on published inputs (and stated assumptions).
+``identity``
+    arithmetic of other published figures the scorecard already checks (for
+    example ``cascade_inherited`` = (1 + NoF) x ``cascade_direct``): it holds
+    by construction, adds no evidence, and is listed apart and counted in no
+    evidence class.
+
+Adding a row from a notebook::
+
+    card = Scorecard("14-slurm-fleet", "Slurm fleet", synthetic=t.synthetic, trace=display_path(trace_path))
+    card.check("fleet_ett", value, part="after", tolerance=1.0, evidence="measured",
+               basis="metric.trend on the sacct export of ...")
+    card.save(output_dir)
+
+``card.trace_evidence`` is ``"measured"`` for a real trace and ``"calibrated"``
+for a synthetic one, for notebooks that run on either.  A published part
+checked twice with the same evidence class is refused by :func:`combine` (no
+figure is counted twice); a row checked with several classes counts once, under
+the strongest (the order of :data:`EVIDENCE`).
 
 Tolerances are absolute, in the row's unit, and are chosen by the notebook
 from the precision the paper prints (e.g. 0.05 for a value printed to 0.1).
@@ -69,6 +100,19 @@ NOT_REPRODUCED: dict[str, str] = {
     "shutdown_saving": "IV-D's 'about 30 minutes per job' does not say over which jobs; the benchmark scenario's "
                        "standalone-publishing models save 35.9 min on average (07-shutdown shows it), so it is not scored",
 }
+
+
+# Evidence classes, strongest first (see the module docstring).
+EVIDENCE: dict[str, str] = {
+    "measured": "measured by the suite on real runs (live job, MLPerf logs, a real fleet)",
+    "calibrated": "consistency on a synthetic trace or assumed model calibrated to that very number",
+    "analytic": "a formula on published inputs",
+    "identity": "arithmetic of other published figures already checked; no evidence of its own",
+}
+COUNTED_EVIDENCE: tuple[str, ...] = ("measured", "calibrated", "analytic")
+CALIBRATED_MEANING = ("A calibrated consistency check shows that the generator, the metric and the notebook return the "
+                      "published number from a synthetic trace built to match it; it does not show that the paper's fleet "
+                      "had that number, nor that the suite would find it on real jobs.")
 
 
 @dataclass(frozen=True)
@@ -154,6 +198,7 @@ class Check:
     passed: bool
     basis: str
     synthetic: bool
+    evidence: str
 
 
 def compare(target: Target, reproduced: float, tolerance: float) -> bool:
@@ -178,8 +223,22 @@ class Scorecard:
         self.checks: list[Check] = []
         self.headlines: list[dict] = []
 
-    def check(self, row_id: str, reproduced: float, *, tolerance: float, part: str = "value", basis: str) -> Check:
-        """Record one reproduced part of published row ``row_id``; ``basis`` says how it was obtained."""
+    @property
+    def trace_evidence(self) -> str:
+        """The evidence class of a number measured on this card's trace: ``measured`` if real, else ``calibrated``."""
+        return "calibrated" if self.synthetic else "measured"
+
+    def check(self, row_id: str, reproduced: float, *, tolerance: float, part: str = "value", basis: str,
+              evidence: str) -> Check:
+        """Record one checked part of published row ``row_id``: ``basis`` says how it was obtained, ``evidence``
+        which class of evidence it is (a key of :data:`EVIDENCE`)."""
+        if evidence not in EVIDENCE:
+            raise ValueError(f"evidence must be one of {', '.join(EVIDENCE)}, not {evidence!r}")
+        if evidence == "measured" and self.synthetic:
+            raise ValueError(f"{self.notebook}: a synthetic trace cannot give measured evidence (row {row_id!r})")
+        if evidence == "calibrated" and not self.synthetic:
+            raise ValueError(f"{self.notebook}: calibrated evidence needs a synthetic trace or model (row {row_id!r}); "
+                             "on a real trace the evidence is measured")
         rows = published()
         if row_id not in rows:
             raise KeyError(f"{row_id!r} is not a row of {PUBLISHED_CSV.name}")
@@ -191,7 +250,7 @@ class Scorecard:
         target = row.targets[part]
         value = float(reproduced)
         c = Check(self.notebook, row_id, part, row.quantity, row.source, row.unit, target.text(), value,
-                  float(tolerance), compare(target, value, tolerance), basis, self.synthetic)
+                  float(tolerance), compare(target, value, tolerance), basis, self.synthetic, evidence)
         self.checks.append(c)
         return c
 
@@ -217,33 +276,43 @@ class Scorecard:
         write_text(path, json.dumps(self.as_dict(), indent=2, sort_keys=True) + "\n")
         return path
 
-    def _rows(self) -> list[list[str]]:
-        return [[c.id, c.part, f"{c.published} {c.unit}".strip(), f"{c.reproduced:.4g}", f"{c.tolerance:g}",
-                 "pass" if c.passed else "FAIL"] for c in self.checks]
+    def frame(self):
+        """The checks as a Polars frame (one row a check)."""
+        import polars as pl
+
+        return pl.DataFrame([{"id": c.id, "part": c.part, "evidence": c.evidence, "published": f"{c.published} {c.unit}".strip(),
+                              "ettcore_value": c.reproduced, "tolerance": c.tolerance, "result": "pass" if c.passed else "FAIL",
+                              "basis": c.basis} for c in self.checks],
+                            schema={"id": pl.String, "part": pl.String, "evidence": pl.String, "published": pl.String,
+                                    "ettcore_value": pl.Float64, "tolerance": pl.Float64, "result": pl.String, "basis": pl.String})
+
+    def summary(self) -> str:
+        """One line: the checks by evidence class and how many pass."""
+        if not self.checks:
+            return f"Scorecard {self.notebook}: no published figure is checked here (headline figures only)"
+        counts = {k: sum(c.evidence == k for c in self.checks) for k in EVIDENCE}
+        by = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+        return (f"Scorecard {self.notebook}" + (" (SYNTHETIC data)" if self.synthetic else "") +
+                f": {sum(c.passed for c in self.checks)}/{len(self.checks)} checks pass ({by})")
+
+    def table(self):
+        """The checks as a formatted table (:mod:`ettcore.tables`)."""
+        from .tables import table
+
+        notes = [f"{k}: {EVIDENCE[k]}." for k in EVIDENCE if any(c.evidence == k for c in self.checks)]
+        if any(c.evidence == "calibrated" for c in self.checks):
+            notes.append(CALIBRATED_MEANING)
+        return table(self.frame(), title=self.summary(), labels={"ettcore_value": "ettcore value"}, decimals=4,
+                     notes=notes)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        if not self.checks:
+            text = self.summary()
+            return {"text/plain": text, "text/html": f"<p><b>{html.escape(text)}</b></p>"}
+        return self.table()._repr_mimebundle_()
 
     def __repr__(self) -> str:
-        if not self.checks:
-            return f"Scorecard {self.notebook}: no published figure is reproduced here (headline figures only)"
-        head = ["id", "part", "published", "reproduced", "tolerance", "result"]
-        rows = self._rows()
-        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
-        lines = [f"Scorecard {self.notebook}" + (" (SYNTHETIC data)" if self.synthetic else "")]
-        lines.append("  ".join(h.ljust(w) for h, w in zip(head, widths)))
-        lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths)) for r in rows]
-        lines.append(f"{sum(c.passed for c in self.checks)}/{len(self.checks)} checks pass")
-        return "\n".join(lines)
-
-    def _repr_html_(self) -> str:
-        if not self.checks:
-            return "<p><b>Reproduction scorecard</b>: no published figure is reproduced here (headline figures only).</p>"
-        head = ["id", "part", "published", "reproduced", "tolerance", "result", "basis"]
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in r + [c.basis]) + "</tr>"
-            for r, c in zip(self._rows(), self.checks)
-        )
-        label = " (SYNTHETIC data)" if self.synthetic else ""
-        return (f"<p><b>Reproduction scorecard{label}</b>: {sum(c.passed for c in self.checks)}/{len(self.checks)} pass</p>"
-                f"<table><tr>{''.join(f'<th>{h}</th>' for h in head)}</tr>{body}</table>")
+        return self.table().text() if self.checks else self.summary()
 
 
 def load_cards(directory: str | Path) -> list[dict]:
@@ -251,37 +320,62 @@ def load_cards(directory: str | Path) -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(directory).glob(f"*{SCORECARD_SUFFIX}"))]
 
 
-def combine(cards: Iterable[dict], path: str | Path = PUBLISHED_CSV) -> dict:
-    """The suite's scorecard: every check, the published rows reproduced, and those not (with why).
+def strongest(classes: Iterable[str]) -> str:
+    """The strongest of some evidence classes (the order of :data:`EVIDENCE`)."""
+    order = list(EVIDENCE)
+    return min(classes, key=order.index)
 
-    A row counts as reproduced when at least one notebook checks one of its
-    parts; it passes when every check of it passes.
+
+def combine(cards: Iterable[dict], path: str | Path = PUBLISHED_CSV) -> dict:
+    """The suite's scorecard: every check, the published rows checked (with their evidence), and those not (with why).
+
+    A row counts as checked when at least one notebook checks one of its parts; it passes when every check of it
+    passes; its ``evidence`` is the strongest class among its checks.  ``evidence_rows`` counts each row once, under
+    that class; identities are counted apart (``identity_rows``).  The same part of a row checked twice with one
+    evidence class is an error (a figure counted twice).
     """
     rows = published(path)
     checks = [c for card in cards for c in card["checks"]]
+    for c in checks:
+        if c.get("evidence") not in EVIDENCE:
+            raise ValueError(f"check {c['id']}/{c['part']} of {c['notebook']} has no valid evidence class: {c.get('evidence')!r}")
+    seen: dict[tuple, str] = {}
+    for c in checks:
+        key = (c["id"], c["part"], c["evidence"])
+        if key in seen:
+            raise ValueError(f"published figure {c['id']} ({c['part']}) is checked twice as {c['evidence']} evidence: "
+                             f"by {seen[key]} and {c['notebook']}; keep one")
+        seen[key] = c["notebook"]
     by_row: dict[str, list[dict]] = {}
     for c in checks:
         by_row.setdefault(c["id"], []).append(c)
-    reproduced = [
+    checked = [
         {"id": rid, "source": rows[rid].source, "quantity": rows[rid].quantity, "published": rows[rid].value,
          "unit": rows[rid].unit, "checks": len(cs), "passed": all(c["passed"] for c in cs),
+         "evidence": strongest(c["evidence"] for c in cs),
+         "evidence_classes": sorted({c["evidence"] for c in cs}, key=list(EVIDENCE).index),
          "notebooks": sorted({c["notebook"] for c in cs})}
         for rid, cs in by_row.items() if rid in rows
     ]
     order = list(rows)
-    reproduced.sort(key=lambda r: order.index(r["id"]))
+    checked.sort(key=lambda r: order.index(r["id"]))
     missing = [
         {"id": rid, "source": r.source, "quantity": r.quantity, "published": r.value, "unit": r.unit,
-         "reason": NOT_REPRODUCED.get(rid, "no notebook in this run reproduces it")}
+         "reason": NOT_REPRODUCED.get(rid, "no notebook in this run checks it")}
         for rid, r in rows.items() if rid not in by_row
     ]
     return {
         "published_rows": len(rows),
-        "reproduced_rows": len(reproduced),
+        "checked_rows": len(checked),
+        "evidence_rows": {k: sum(r["evidence"] == k for r in checked) for k in COUNTED_EVIDENCE},
+        "identity_rows": sum(r["evidence"] == "identity" for r in checked),
+        "evidence_checks": {k: sum(c["evidence"] == k for c in checks) for k in EVIDENCE},
+        "evidence_classes": EVIDENCE,
+        "calibrated_meaning": CALIBRATED_MEANING,
         "checks": len(checks),
         "checks_passed": sum(c["passed"] for c in checks),
         "all_passed": all(c["passed"] for c in checks),
-        "rows": reproduced,
+        "rows": checked,
         "not_reproduced": missing,
         "detail": checks,
     }
