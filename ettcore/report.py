@@ -321,6 +321,44 @@ def export_html(nb: nbformat.NotebookNode, target: Path, info: PageInfo | None =
     return n
 
 
+@lru_cache(maxsize=1)
+def _kernel_folder() -> str:
+    """A private temporary folder for this process's kernel sockets, removed at exit."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="ett-kernels-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def _ipc_kernel_manager():
+    """A kernel manager on IPC transport (Unix sockets in a private temporary folder) instead of TCP on localhost.
+
+    Recent ipykernel warns on the terminal that a TCP kernel is unencrypted; a report run has no use for TCP, so
+    its kernels talk over IPC and nothing reaches the terminal.
+    """
+    from jupyter_client.manager import KernelManager
+
+    class IPCKernelManager(KernelManager):
+        def __init__(self, **kwargs):
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", os.path.join(_kernel_folder(), "kernel"))
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
+def execute(source: Path, target: Path, params: dict[str, Any] | None = None) -> None:
+    """Run a notebook with papermill into ``target`` (kernel over IPC, no progress bar, no log on the terminal)."""
+    import papermill
+
+    papermill.execute_notebook(str(source), str(target), parameters=params or {}, kernel_name=KERNEL_NAME,
+                               cwd=str(NOTEBOOK_DIR), progress_bar=False, log_output=False,
+                               kernel_manager_class=_ipc_kernel_manager())
+
+
 @dataclass
 class Result:
     """What one notebook run produced."""
@@ -345,7 +383,6 @@ def page_info(nb_path: Path, out: Path, nav: dict | None) -> PageInfo:
 def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True, nav: dict | None = None) -> Result:
     """Execute one notebook with papermill into ``out_dir`` and export its HTML (runs in a worker process)."""
     import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
-    import papermill
 
     nb_path, out = Path(path), Path(out_dir)
     stem = nb_path.stem
@@ -356,8 +393,7 @@ def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True, 
     # so an interrupted or failed run never leaves a half-executed notebook under the final name
     partial = out / f".tmp-{stem}-{os.getpid()}.ipynb"
     try:
-        papermill.execute_notebook(str(nb_path), str(partial), parameters=params, kernel_name=KERNEL_NAME,
-                                   cwd=str(NOTEBOOK_DIR), progress_bar=False, log_output=False)
+        execute(nb_path, partial, params)
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
         msg = str(exc).strip().splitlines()
         failed = out / f"{stem}.failed.ipynb"
@@ -530,12 +566,9 @@ def update_notebook(path: Path) -> None:
     import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import tempfile
 
-    import papermill
-
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / path.name
-        papermill.execute_notebook(str(path), str(executed), kernel_name=KERNEL_NAME, cwd=str(NOTEBOOK_DIR),
-                                   progress_bar=False)
+        execute(path, executed)
         nb = canonical(nbformat.read(executed, as_version=4))
     write_text(path, dumps(nb))
 

@@ -26,6 +26,16 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_x", "x"),
 )
 MISSING = "–"
+# labels of the metric's column names (by the name without its unit suffix)
+BASE_LABELS: dict[str, str] = {
+    "job_id": "job", "ett": "ETT%", "ett_mean": "mean ETT% of jobs", "nof": "NoF", "nof_failure": "failures",
+    "nof_preemption": "preemptions", "tts": "TTS", "ttr_total": "recovery (NoF x TTR)", "ttr_mean": "TTR",
+    "in_training_loss": "in-training loss", "shutdown_tail": "shutdown tail", "wall": "wall", "productive": "productive",
+    "wall_gpu": "wall", "productive_gpu": "productive", "tts_gpu": "TTS", "ttr_total_gpu": "recovery",
+    "in_training_loss_gpu": "in-training loss", "shutdown_tail_gpu": "shutdown tail", "gpus": "GPUs",
+    "hardware_setup": "hardware setup", "trainer_init": "trainer init", "pt2_compile": "PT2 compile",
+    "wasted_training": "wasted training", "effective_training": "effective training",
+}
 
 
 def split_unit(column: str) -> tuple[str, str]:
@@ -41,7 +51,7 @@ def label_of(column: str, labels: Mapping[str, str] | None = None, units: Mappin
     base, unit = split_unit(column)
     if units and column in units:
         unit = units[column]
-    text = (labels or {}).get(column, base.replace("_", " "))
+    text = (labels or {}).get(column) or BASE_LABELS.get(base) or base.replace("_", " ")
     return f"{text} ({unit})" if unit else text
 
 
@@ -106,6 +116,11 @@ class Table:
             g = g.cols_align("left", columns=left)
         if self.markdown:
             g = g.fmt_markdown(columns=self.markdown)
+        short = [n for n in names if n not in self.markdown and (self.cells[n].str.len_chars().max() or 0) <= 40]
+        if short:  # short cells never wrap (ids, names, numbers); long text wraps
+            from great_tables import loc, style
+
+            g = g.tab_style(style=style.text(whitespace="nowrap"), locations=loc.body(columns=short))
         if self.title:
             g = g.tab_header(title=self.title)
         for note in self.notes:
