@@ -231,8 +231,12 @@ def l2_long(summary: pl.DataFrame, key: str = "job_id") -> pl.DataFrame:
 
 def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = "minutes", synthetic: bool,
                        chart_title: str = "Where the wall time went (L2 components)",
-                       include_productive: bool = True, normalize: bool = False) -> alt.Chart:
-    """Horizontal stacked bars: one bar per ``key``, segments per component (optionally shares of the total)."""
+                       include_productive: bool = True, normalize: bool = False, sort: Sequence[str] | None = None,
+                       key_title: str | None = None) -> alt.Chart:
+    """Horizontal stacked bars: one bar per ``key``, segments per component (optionally shares of the total).
+
+    ``sort``: the order of the bars (default: as in ``long``); labels are never cut short.
+    """
     data = long if include_productive else long.filter(pl.col("component") != "effective_training")
     order = [c for c in COMPONENT_ORDER if include_productive or c != "effective_training"]
     data = data.with_columns(pl.col("component").replace_strict({c: i for i, c in enumerate(order)}, default=99).alias("k"))
@@ -240,9 +244,11 @@ def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = 
         alt.Chart(data.select(key, "component", value, "k"))
         .mark_bar()
         .encode(
-            y=alt.Y(f"{key}:N", title=key, sort=None),
-            x=alt.X(f"sum({value}):Q", title=("share of wall time" if normalize else value), stack="normalize" if normalize else True),
-            color=alt.Color("component:N", scale=_component_scale(order), title="component"),
+            y=alt.Y(f"{key}:N", title=key_title or key.replace("_id", "").replace("_", " "), sort=list(sort) if sort else None,
+                    axis=alt.Axis(labelLimit=0)),
+            x=alt.X(f"sum({value}):Q", title=("share of wall time" if normalize else value), stack="normalize" if normalize else True,
+                    axis=alt.Axis(format="%") if normalize else alt.Undefined),
+            color=alt.Color("component:N", scale=_component_scale(order), title="L2 component"),
             order=alt.Order("k:Q"),
             tooltip=[f"{key}:N", "component:N", alt.Tooltip(f"sum({value}):Q", format=".1f", title=value)],
         )
@@ -391,27 +397,51 @@ def waterfall(steps: Sequence[tuple[str, float]], *, synthetic: bool, unit: str 
 
 
 def lines(frame: pl.DataFrame, x: str, y: str, color: str | None, *, synthetic: bool, chart_title: str,
-          x_title: str | None = None, y_title: str | None = None, points: bool = False) -> alt.Chart:
-    """A line chart of ``y`` against ``x`` (one line per ``color`` value)."""
+          x_title: str | None = None, y_title: str | None = None, points: bool = False, color_title: str | None = None,
+          x_domain: Sequence[float] | None = None, markers: Sequence[tuple[float, str]] = ()) -> alt.LayerChart:
+    """A line chart of ``y`` against ``x`` (one line per ``color`` value).
+
+    ``x_domain`` limits the x axis; ``markers`` draws a labelled vertical rule at each ``(x, label)`` (an optimum).
+    """
+    scale = alt.Scale(domain=list(x_domain), nice=False) if x_domain else alt.Undefined
+    xt = f"{x}:Q" if frame.schema[x].is_numeric() else f"{x}:T"
     enc = {
-        "x": alt.X(f"{x}:Q" if frame.schema[x].is_numeric() else f"{x}:T", title=x_title or x),
+        "x": alt.X(xt, title=x_title or x, scale=scale),
         "y": alt.Y(f"{y}:Q", title=y_title or y),
-        "tooltip": [x, alt.Tooltip(f"{y}:Q", format=".2f")] + ([color] if color else []),
+        "tooltip": [alt.Tooltip(xt, title=x_title or x, format=".2f" if frame.schema[x].is_numeric() else alt.Undefined),
+                    alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y)]
+        + ([alt.Tooltip(f"{color}:N", title=color_title or color)] if color else []),
     }
     if color:
-        enc["color"] = alt.Color(f"{color}:N", title=color)
-    return alt.Chart(frame).mark_line(point=points).encode(**enc).properties(title=title(chart_title, synthetic), width=560)
+        enc["color"] = alt.Color(f"{color}:N", title=color_title or color)
+    data = frame.filter((pl.col(x) >= x_domain[0]) & (pl.col(x) <= x_domain[1])) if x_domain else frame
+    chart = alt.Chart(data).mark_line(point=points, clip=True).encode(**enc)
+    if markers:
+        m = pl.DataFrame({"x": [float(v) for v, _ in markers], "label": [lab for _, lab in markers]})
+        rule = alt.Chart(m).mark_rule(strokeDash=[4, 3], color="#444").encode(x=alt.X("x:Q", scale=scale), tooltip=["label:N"])
+        text = alt.Chart(m).mark_text(align="left", dx=4, dy=-4, baseline="top", fontSize=11, color="#222").encode(
+            x=alt.X("x:Q", scale=scale), y=alt.value(4), text="label:N")
+        chart = chart + rule + text
+    return alt.layer(chart).properties(title=title(chart_title, synthetic), width=560)
 
 
 def grouped_bars(frame: pl.DataFrame, x: str, y: str, color: str, *, synthetic: bool, chart_title: str,
-                 column: str | None = None, y_title: str | None = None, independent_y: bool = False) -> alt.Chart:
-    """Grouped bars: ``color`` values side by side inside each ``x``; with ``column``, one panel per value."""
+                 column: str | None = None, y_title: str | None = None, independent_y: bool = False,
+                 x_title: str | None = None, color_title: str | None = None, colors: dict[str, str] | None = None,
+                 x_sort: Sequence[str] | str | None = None) -> alt.Chart:
+    """Grouped bars: ``color`` values side by side inside each ``x``; with ``column``, one panel per value.
+
+    ``colors`` maps each ``color`` value to its colour (e.g. paired shades for a 2 x 2 design).
+    """
+    cscale = alt.Scale(domain=list(colors), range=list(colors.values())) if colors else alt.Undefined
     chart = alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None if column else x, sort=None),
-        xOffset=alt.XOffset(f"{color}:N"),
+        x=alt.X(f"{x}:N", title=None if column else (x_title or x), sort=x_sort if x_sort is not None else None,
+                axis=alt.Axis(labelAngle=-30, labelLimit=200)),
+        xOffset=alt.XOffset(f"{color}:N", sort=list(colors) if colors else alt.Undefined),
         y=alt.Y(f"{y}:Q", title=y_title or y),
-        color=alt.Color(f"{color}:N", title=color),
-        tooltip=[f"{x}:N", f"{color}:N", alt.Tooltip(f"{y}:Q", format=".2f")],
+        color=alt.Color(f"{color}:N", title=color_title or color, scale=cscale, sort=list(colors) if colors else alt.Undefined),
+        tooltip=[alt.Tooltip(f"{x}:N", title=x_title or x), alt.Tooltip(f"{color}:N", title=color_title or color),
+                 alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y)],
     )
     if column:
         chart = chart.properties(width=170, height=170).facet(facet=alt.Facet(f"{column}:N", title=None), columns=3)
