@@ -177,7 +177,7 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     xtype = "Q" if relative else "T"
     axis = _time_axis(span_ms, relative, unit_ms, unit)
     brush = alt.selection_interval(encodings=["x"], name="zoom")
-    x_scale = alt.Scale(domain=brush, type="linear" if relative else "utc")
+    x_scale = alt.Scale(domain=brush, type="linear", nice=False, zero=True) if relative else alt.Scale(domain=brush, type="utc")
     axis_kw = {k: v for k, v in axis.items() if k != "title"}
     x = alt.X(f"{field0}:{xtype}", title=axis["title"], scale=x_scale, axis=alt.Axis(**axis_kw))
     y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=320))
@@ -208,7 +208,8 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
                           title=title(chart_title or ("Timeline of " + ", ".join(jobs)), synthetic)))
     overview = alt.Chart(l2).mark_bar().encode(
         x=alt.X(f"{field0}:{xtype}", title="drag here to zoom the timeline above; double-click to reset",
-                scale=alt.Scale(type="linear" if relative else "utc"), axis=alt.Axis(**axis_kw)),
+                scale=alt.Scale(type="linear", nice=False, zero=True) if relative else alt.Scale(type="utc"),
+                axis=alt.Axis(**axis_kw)),
         x2=f"{field1}:{xtype}", y=alt.Y("job_id:N", title=None, sort=jobs, axis=alt.Axis(labelLimit=320)),
         color=alt.Color("component:N", scale=_component_scale(comps), legend=None),
     ).add_params(brush).properties(width=width, height=14 * len(jobs) + 6)

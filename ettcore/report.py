@@ -497,7 +497,7 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
                 "analytic": "Analytic: formulas on published inputs",
                 "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)"}[k]
         sections.append(f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
-                        + table(f, labels={"ettcore_value": "ettcore value"}, decimals=4, markdown=["report"],
+                        + table(f, labels={"ettcore_value": "ettcore value"}, decimals={"ettcore_value": 3, "tolerance": 2}, markdown=["report"],
                                 notes=[f"{k}: {EVIDENCE[k]}."]).html())
     if not any(c["evidence"] == "measured" for c in detail):
         sections.insert(0, '<h3 id="evidence-measured">Measured on real runs: 0 checks</h3><p>No published figure is '

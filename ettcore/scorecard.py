@@ -302,7 +302,8 @@ class Scorecard:
         notes = [f"{k}: {EVIDENCE[k]}." for k in EVIDENCE if any(c.evidence == k for c in self.checks)]
         if any(c.evidence == "calibrated" for c in self.checks):
             notes.append(CALIBRATED_MEANING)
-        return table(self.frame(), title=self.summary(), labels={"ettcore_value": "ettcore value"}, decimals=4,
+        return table(self.frame(), title=self.summary(), labels={"ettcore_value": "ettcore value"},
+                     decimals={"ettcore_value": 3, "tolerance": 2},
                      notes=notes)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:

@@ -116,7 +116,7 @@ class Table:
             g = g.cols_align("left", columns=left)
         if self.markdown:
             g = g.fmt_markdown(columns=self.markdown)
-        short = [n for n in names if n not in self.markdown and (self.cells[n].str.len_chars().max() or 0) <= 40]
+        short = [n for n in names if (self.cells[n].str.len_chars().max() or 0) <= (60 if n in self.markdown else 40)]
         if short:  # short cells never wrap (ids, names, numbers); long text wraps
             from great_tables import loc, style
 

@@ -20,7 +20,7 @@ import nbformat
 import polars as pl
 import pytest
 
-from ettcore import charts, metric, report, scorecard
+from ettcore import buckets, charts, metric, report, scorecard, tables, timeline
 from ettcore.config import REPORT_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
@@ -69,23 +69,53 @@ def test_compare_bounds_and_tolerance() -> None:
 
 def test_scorecard_check_save_and_combine(tmp_path: Path) -> None:
     card = scorecard.Scorecard("99-test", "test", synthetic=True)
-    assert card.check("rep_wall", 151.5, tolerance=0.05, basis="test").passed
-    assert not card.check("bench_ett_base", 50.0, part="low", tolerance=0.5, basis="test").passed
+    assert card.check("rep_wall", 151.5, tolerance=0.05, basis="test", evidence="calibrated").passed
+    assert not card.check("bench_ett_base", 50.0, part="low", tolerance=0.5, basis="test", evidence="calibrated").passed
+    assert card.check("rep_restart_bound", 204, tolerance=0.5, basis="C x (1 + F)", evidence="identity").passed
+    assert card.check("rep_gpu_hours_day", 3400, tolerance=50, basis="formula", evidence="analytic").passed
     with pytest.raises(KeyError):
-        card.check("no_such_row", 1.0, tolerance=0, basis="test")
+        card.check("no_such_row", 1.0, tolerance=0, basis="test", evidence="calibrated")
     with pytest.raises(KeyError):
-        card.check("rep_wall", 1.0, part="low", tolerance=0, basis="test")
+        card.check("rep_wall", 1.0, part="low", tolerance=0, basis="test", evidence="calibrated")
+    with pytest.raises(TypeError):  # the evidence class is required on every check
+        card.check("rep_wall", 1.0, tolerance=0, basis="test")
+    with pytest.raises(ValueError, match="evidence must be one of"):
+        card.check("rep_wall", 1.0, tolerance=0, basis="test", evidence="reproduced")
+    with pytest.raises(ValueError, match="cannot give measured evidence"):
+        card.check("rep_wall", 1.0, tolerance=0, basis="test", evidence="measured")
+    with pytest.raises(ValueError, match="needs a synthetic trace"):
+        scorecard.Scorecard("99-real", "real", synthetic=False).check("rep_wall", 1.0, tolerance=0, basis="t", evidence="calibrated")
+    assert card.trace_evidence == "calibrated" and scorecard.Scorecard("x", "x", synthetic=False).trace_evidence == "measured"
     assert card.save("") is None
     path = card.save(tmp_path)
     assert path == tmp_path / "99-test.scorecard.json"
+    real = scorecard.Scorecard("98-real", "real", synthetic=False)
+    real.check("rep_wall", 150.0, tolerance=2, basis="a real job", evidence="measured")
+    real.save(tmp_path)
     board = scorecard.combine(scorecard.load_cards(tmp_path))
-    assert board["reproduced_rows"] == 2 and board["checks"] == 2 and board["checks_passed"] == 1
+    assert board["checked_rows"] == 4 and board["checks"] == 5 and board["checks_passed"] == 4
     assert not board["all_passed"]
-    assert {r["id"]: r["passed"] for r in board["rows"]} == {"rep_wall": True, "bench_ett_base": False}
+    rows = {r["id"]: r for r in board["rows"]}
+    assert {k: r["passed"] for k, r in rows.items()} == {"rep_wall": True, "bench_ett_base": False,
+                                                         "rep_restart_bound": True, "rep_gpu_hours_day": True}
+    # rep_wall is checked twice with different evidence: counted once, under the strongest class
+    assert rows["rep_wall"]["evidence"] == "measured" and rows["rep_wall"]["evidence_classes"] == ["measured", "calibrated"]
+    assert board["evidence_rows"] == {"measured": 1, "calibrated": 1, "analytic": 1} and board["identity_rows"] == 1
+    assert board["evidence_checks"] == {"measured": 1, "calibrated": 2, "analytic": 1, "identity": 1}
+    assert all(c["evidence"] in scorecard.EVIDENCE for c in board["detail"])
     missing = {m["id"]: m["reason"] for m in board["not_reproduced"]}
-    assert len(missing) == 38 and "rep_wall" not in missing
+    assert len(missing) == 36 and "rep_wall" not in missing
     assert "Table III" in missing["compile_cold"]
-    assert "SYNTHETIC" in repr(card)
+    assert "SYNTHETIC" in repr(card) and "calibrated" in repr(card)
+
+
+def test_combine_refuses_a_figure_counted_twice(tmp_path: Path) -> None:
+    for nb in ("97-a", "96-b"):
+        card = scorecard.Scorecard(nb, nb, synthetic=True)
+        card.check("rep_nontraining_share", 40.6, tolerance=1, basis="t", evidence="identity")
+        card.save(tmp_path)
+    with pytest.raises(ValueError, match="checked twice"):
+        scorecard.combine(scorecard.load_cards(tmp_path))
 
 
 # ----------------------------------------------------------------------------- charts
@@ -99,13 +129,19 @@ def sample():
 def _chart_specs(t) -> dict[str, dict]:
     s = metric.job_summary(t)
     built = {
-        "gantt": charts.gantt(charts.timeline_frame(t, "worked-example"), "worked-example", synthetic=True),
+        "gantt": charts.gantt(timeline.job_timeline(t, "worked-example"), synthetic=True),
+        "gantt_relative": charts.gantt(timeline.job_timeline(t, ["worked-example", "sample-preempted"]), synthetic=True,
+                                       relative=True),
+        "drilldown": charts.drilldown(s, synthetic=True),
+        "evidence": charts.evidence_scatter([{"id": "rep_wall", "part": "value", "quantity": "q", "unit": "min",
+                                              "evidence": "calibrated", "passed": True, "published": "151.5",
+                                              "reproduced": 151.5}]),
         "stacked": charts.stacked_components(charts.l2_long(s), synthetic=True),
         "l1": charts.l1_bars(s.row(0, named=True), synthetic=True),
         "owners": charts.owner_bars(metric.owner_gpu_hours(t), synthetic=True),
-        "linked": charts.linked_jobs(s, synthetic=True),
         "waterfall": charts.waterfall([("base", 31.8), ("a", 30.2), ("b", 25.4)], synthetic=True),
-        "trend": charts.trend_panels(metric.trend(t, every="day"), synthetic=True, every="day"),
+        "trend": charts.trend_panels(buckets.coverage(metric.trend(t, every="day"), "day", *buckets.window_ms(s)),
+                                     synthetic=True, every="day"),
         "lines": charts.lines(pl.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0], "c": ["a", "a"]}), "x", "y", "c",
                               synthetic=True, chart_title="lines"),
         "panels": charts.grouped_bars(charts.l2_long(s).join(s.select("job_id", "model"), on="job_id"), "component",
@@ -120,17 +156,83 @@ def test_chart_specs_compile_with_vega_lite_v5_and_say_synthetic(sample) -> None
 
     for name, spec in _chart_specs(sample).items():
         assert spec["$schema"].endswith("/v5.json")
-        assert "SYNTHETIC" in json.dumps(spec), name
+        assert "SYNTHETIC" in json.dumps(spec) or name == "evidence", name
         svg = vl_convert.vegalite_to_svg(spec, vl_version=charts.VL_VERSION)
         assert svg.startswith("<svg") and "<path" in svg, name
 
 
-def test_timeline_frame_is_the_jobs_spans(sample) -> None:
-    f = charts.timeline_frame(sample, "worked-example")
-    # spec section 7: two attempts, 6 + 6 spans
-    assert f.filter(pl.col("phase") == "attempt").height == 2
-    assert f.filter(pl.col("phase") != "attempt").height == 12
-    assert f.filter(pl.col("phase") == "pt2_compile")["minutes"].sort().to_list() == [6.0, 10.0]
+def test_gantt_draws_every_instant_in_its_component_colour(sample) -> None:
+    tl = timeline.job_timeline(sample, "worked-example")
+    spec = charts.to_v5_spec(charts.gantt(tl, synthetic=True))
+    layers = spec["vconcat"][0]["layer"]
+    data = spec["datasets"]
+    l2 = next(layer for layer in layers if layer["encoding"].get("color", {}).get("field") == "component")
+    rows = data[l2["data"]["name"]]
+    # the coloured L2 lane is the attribution: its minutes per component are the job's L2 row
+    got: dict[str, float] = {}
+    for r in rows:
+        got[r["component"]] = got.get(r["component"], 0.0) + (r["end_ms"] - r["start_ms"]) / 60000
+    row = metric.job_summary(sample).filter(pl.col("job_id") == "worked-example").row(0, named=True)
+    want = {"effective_training": row["productive_s"] / 60, **{c: row[f"{c}_s"] / 60 for c in metric.ALL_COMPONENTS}}
+    assert {k: round(v, 6) for k, v in got.items()} == {k: round(v, 6) for k, v in want.items() if v}
+    # replay is not drawn in the productive green, and queue time and hangs are drawn
+    assert {"wasted_training", "scheduling", "unattributed"} <= set(got)
+    assert charts.COMPONENT_COLORS["wasted_training"] != charts.COMPONENT_COLORS["effective_training"]
+    # a 24-hour axis and tooltips with times and durations
+    x = l2["encoding"]["x"]
+    assert x["axis"]["format"] == "%H:%M" and x["scale"]["type"] == "utc"
+    tips = {t["field"] for t in l2["encoding"]["tooltip"]}
+    assert {"start (UTC)", "end (UTC)", "duration"} <= tips
+    first = min(rows, key=lambda r: r["start_ms"])
+    assert first["start (UTC)"] == "2026-01-05 00:00:00.000 UTC" and first["duration"] == "5 min 0 s"
+    # no white stroke washing out short spans; a zoom brush
+    assert all(layer["mark"].get("stroke") != "white" for layer in layers)
+    assert spec["vconcat"][1]["params"][0]["select"]["type"] == "interval"
+    # attempts and their end reasons are marked
+    texts = [r["label"] for layer in layers if layer["mark"]["type"] == "text" for r in data[layer["data"]["name"]]]
+    assert texts == ["attempt 0: failure", "attempt 1: completed"]
+
+
+def test_gantt_relative_mode_shares_one_axis(sample) -> None:
+    tl = timeline.job_timeline(sample, ["worked-example", "sample-preempted"])
+    spec = charts.to_v5_spec(charts.gantt(tl, synthetic=True, relative=True))
+    l2 = next(layer for layer in spec["vconcat"][0]["layer"] if layer["encoding"].get("color", {}).get("field") == "component")
+    assert l2["encoding"]["x"]["type"] == "quantitative" and "since the job's start" in l2["encoding"]["x"]["title"]
+    rows = spec["datasets"][l2["data"]["name"]]
+    assert {r["job_id"] for r in rows if r["x0"] == 0} == {"worked-example", "sample-preempted"}
+
+
+def test_l1_colours_keep_green_for_productive_only() -> None:
+    assert charts.L1_COLORS["productive"] == charts.COMPONENT_COLORS["effective_training"]
+    others = [c for k, c in charts.L1_COLORS.items() if k != "productive"]
+    assert charts.L1_COLORS["productive"] not in others and len(set(others)) == len(others)
+    spec = charts.to_v5_spec(charts.l1_bars({"productive_s": 60, "tts_s": 60, "ttr_total_s": 60, "in_training_loss_s": 60,
+                                             "shutdown_tail_s": 60}, synthetic=False))
+    scale = spec["encoding"]["color"]["scale"]
+    assert dict(zip(scale["domain"], scale["range"]))["shutdown tail"] == charts.L1_COLORS["shutdown_tail"]
+
+
+def test_trend_marks_partial_buckets_and_ticks_per_bucket() -> None:
+    from datetime import date
+
+    trend = pl.DataFrame({"bucket_start": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)], "ett_pct": [80.0, 85.0, 90.0],
+                          "wall_gpu_h": [310.0, 280.0, 50.0], "scheduling_gpu_h": [31.0, 28.0, 5.0]})
+    start = 1767225600000 + 86_400_000 * 3  # 2026-01-04
+    end = 1772323200000 + 86_400_000 * 5  # 2026-03-06
+    cov = buckets.coverage(trend, "month", start, end)
+    assert cov["partial"].to_list() == [True, False, True]
+    assert cov["observed_days"].to_list() == [28.0, 28.0, 5.0]
+    assert cov["bucket"].to_list() == ["Jan 2026", "Feb 2026", "Mar 2026"]
+    spec = charts.to_v5_spec(charts.trend_panels(cov, synthetic=True, every="month"))
+    labels = [r["label"] for r in next(iter(spec["datasets"].values()))]
+    assert labels == ["Jan 2026 (partial)", "Feb 2026", "Mar 2026 (partial)"]
+    bottom = spec["vconcat"][1]
+    assert bottom["encoding"]["x"]["type"] == "ordinal"  # one tick per bucket
+    rate = {r["label"]: r["gpu_h_per_day"] for r in spec["datasets"][bottom["data"]["name"]]}
+    assert rate["Mar 2026 (partial)"] == pytest.approx(1.0) and rate["Feb 2026"] == pytest.approx(1.0)
+    assert "axis" in bottom["encoding"]["x"] and "bucket_start" not in json.dumps(bottom["encoding"])
+    with pytest.raises(ValueError):
+        charts.trend_panels(trend, synthetic=True, every="month")
 
 
 def test_waterfall_bars() -> None:
@@ -288,3 +390,47 @@ def test_failing_notebook_is_reported_not_hidden(tmp_path: Path) -> None:
     board = report.build_index(tmp_path / "out", [res], 1.0)
     assert board["reports"][0]["ok"] is False
     assert "FAILED" in (tmp_path / "out" / "index.html").read_text()
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def test_table_labels_units_formats_and_no_truncation() -> None:
+    long_text = "Table III quantity " + "x" * 120
+    frame = pl.DataFrame({"job_id": ["a", "b"], "wall_min": [120.0, 3000.25], "ett_pct": [41.666, 99.0], "nof": [1, 12345],
+                          "d_shutdown_tail_s": [3.5, -0.001], "note": [long_text, None], "ok": [True, False]})
+    t = tables.table(frame, title="T", decimals={"ett_pct": 2})
+    assert t.headers == ["job", "wall (min)", "ETT% (%)", "NoF", "d shutdown tail (s)", "note", "ok"]
+    text = t.text()
+    assert "shape:" not in text and "str" not in text.split("\n")[1] and "f64" not in text
+    assert long_text in text and "…" not in text
+    assert "3,000" in text and "41.67" in text and "12,345" in text and "yes" in text and tables.MISSING in text
+    assert " -0.00" not in text  # no negative zero
+    h = t.html()
+    assert long_text in h and 'id="' + t.id + '"' in h and "wall (min)" in h
+    assert not _NETWORK.search(h) and "http" not in h
+    assert tables.table(frame, title="T", decimals={"ett_pct": 2}).id == t.id  # deterministic: nbval compares the HTML
+    bundle = t._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}
+
+
+def test_table_headers_never_mangle_names() -> None:
+    # 10-cascade once turned d_shutdown_tail_s into d_minhutdown_tail_min with a blanket str.replace
+    assert tables.label_of("d_shutdown_tail_s") == "d shutdown tail (s)"
+    assert tables.label_of("wall_gpu_h") == "wall (GPU-h)"
+    assert tables.label_of("compile_share_of_tts_pct", {"compile_share_of_tts_pct": "compilation share of TTS"}) == \
+        "compilation share of TTS (%)"
+    assert tables.label_of("ttr_to_tts", units={"ttr_to_tts": "x"}) == "ttr to tts (x)"
+
+
+def test_table_refuses_what_it_cannot_format() -> None:
+    with pytest.raises(TypeError):
+        tables.table([1, 2, 3])
+
+
+def test_scorecard_displays_as_a_formatted_table() -> None:
+    card = scorecard.Scorecard("99-test", "test", synthetic=True)
+    card.check("rep_wall", 151.5, tolerance=0.05, basis="test", evidence="calibrated")
+    bundle = card._repr_mimebundle_()
+    assert "ett-table-" in bundle["text/html"] and scorecard.CALIBRATED_MEANING in bundle["text/plain"]
+    assert "1/1 checks pass (1 calibrated)" in bundle["text/plain"]
