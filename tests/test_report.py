@@ -1,25 +1,25 @@
 """Report machinery: scorecard parsing and combining, chart specs, parameters, canonical form, HTML, index.
 
-The end-to-end test builds one real report (``ett report 01-trace-overview``)
-into a temporary folder; the Chromium test opens its ``index.html`` and the
-report headless, checks that every chart was drawn (an SVG per chart in the
-rendered DOM) and saves screenshots under ``reports/screenshots/``.  It is
-skipped when Chromium is not installed (Debian/Ubuntu: ``apt-get install
-chromium``).
+The end-to-end test builds two real reports (``ett report 01-trace-overview 13-live-job``)
+into a temporary folder; the Chromium test (``tests/browser.py``, the DevTools
+protocol over a pipe) opens the index and both reports headless, fails on any
+network request or JavaScript error, checks that every chart was drawn (an SVG
+per chart), follows the index/previous/next links, and saves screenshots under
+``reports/screenshots/`` (git-ignored).  It is skipped when Chromium is not
+installed (Debian/Ubuntu: ``apt-get install chromium``; ``.ci/run`` installs it).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import nbformat
 import polars as pl
 import pytest
 
+import browser
 from ettcore import buckets, charts, metric, report, scorecard, tables, timeline
 from ettcore.config import REPORT_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
@@ -187,7 +187,9 @@ def test_gantt_draws_every_instant_in_its_component_colour(sample) -> None:
     assert first["start (UTC)"] == "2026-01-05 00:00:00.000 UTC" and first["duration"] == "5 min 0 s"
     # no white stroke washing out short spans; a zoom brush
     assert all(layer["mark"].get("stroke") != "white" for layer in layers)
-    assert spec["vconcat"][1]["params"][0]["select"]["type"] == "interval"
+    params = spec.get("params", []) + spec["vconcat"][1].get("params", [])
+    assert any(p["name"] == "zoom" and p["select"]["type"] == "interval" for p in params)
+    assert l2["encoding"]["x"]["scale"]["domain"] == {"param": "zoom"}
     # attempts and their end reasons are marked
     texts = [r["label"] for layer in layers if layer["mark"]["type"] == "text" for r in data[layer["data"]["name"]]]
     assert texts == ["attempt 0: failure", "attempt 1: completed"]
@@ -314,14 +316,14 @@ _NETWORK = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s
 
 @pytest.fixture(scope="module")
 def built_report(tmp_path_factory) -> Path:
-    """``ett report 01-trace-overview --out DIR`` through the CLI entry point of this module."""
+    """``ett report 01-trace-overview 04-trainer-init 13-live-job --out DIR`` through the CLI entry point of this module."""
     import argparse
 
     out = tmp_path_factory.mktemp("reports")
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     report.register(sub)
-    args = parser.parse_args(["report", "01-trace-overview", "--out", str(out), "--quiet", "-p", "worst", "3"])
+    args = parser.parse_args(["report", "01-trace-overview", "04-trainer-init", "13-live-job", "--out", str(out), "--quiet", "-p", "worst", "3"])
     assert args.func(args) == 0
     return out
 
@@ -330,18 +332,33 @@ def built_report(tmp_path_factory) -> Path:
 def test_report_outputs(built_report: Path) -> None:
     out = built_report
     for name in ("index.html", "scorecard.json", "01-trace-overview.html", "01-trace-overview.ipynb",
-                 "01-trace-overview.scorecard.json"):
+                 "01-trace-overview.scorecard.json", "13-live-job.html"):
         assert (out / name).is_file(), name
     board = json.loads((out / "scorecard.json").read_text())
     assert board["published_rows"] == 40 and board["reports"][0]["ok"]
-    assert len(board["not_reproduced"]) == 40 - board["reproduced_rows"]
+    assert len(board["not_reproduced"]) == 40 - board["checked_rows"]
+    assert set(board["evidence_rows"]) == {"measured", "calibrated", "analytic"} and "identity_rows" in board
     index = (out / "index.html").read_text()
     assert 'href="01-trace-overview.html"' in index and "SYNTHETIC" in index and "fleet ETT%" in index
+    import html as html_lib
+
+    assert html_lib.escape(board["calibrated_meaning"]) in index and 'id="count-calibrated"' in index
+    assert board["evidence_rows"]["calibrated"] == 5 and board["identity_rows"] == 1  # 04: Model D, and 23.1 - 18.6
+    assert index.count('class="ett-chart"') == 1  # published versus ettcore value, by evidence class
+    assert "published figures reproduced" not in index  # nothing calibrated is presented as reproduced
     page = (out / "01-trace-overview.html").read_text()
-    assert page.count('class="ett-chart"') == board["reports"][0]["charts"] == 4  # L2 stack, owners, linked view, timeline
+    # L2 stack, owners, drill-down, timeline
+    assert page.count('class="ett-chart"') == board["reports"][0]["charts"] == 4
     assert "window.vegaEmbed" in page  # the library is inline
     assert "charts.use_renderer(renderer)" not in page and "import polars" not in page  # no code cells
-    for html in (index, page):
+    assert "<title>01 Trace overview" in page and 'class="ett-banner synthetic"' in page
+    assert 'href="index.html"' in page and 'class="ett-nav-next" href="04-trainer-init.html"' in page
+    assert 'ett-nav-prev' not in page
+    live = (out / "13-live-job.html").read_text()
+    assert 'class="ett-banner real"' in live and 'class="ett-nav-prev" href="04-trainer-init.html"' in live
+    assert 'ett-nav-next' not in live
+    assert "shape: (" not in page and "shape: (" not in live  # tables are formatted, not Polars reprs
+    for html in (index, page, live):
         assert not _NETWORK.search(html), _NETWORK.search(html).group(0)
     executed = nbformat.read(out / "01-trace-overview.ipynb", as_version=4)
     injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
@@ -349,31 +366,58 @@ def test_report_outputs(built_report: Path) -> None:
 
 
 def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def _headless(browser: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--virtual-time-budget=10000", *args], capture_output=True, text=True, timeout=120)
+    return browser.chromium()
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_report_renders_in_headless_chromium(built_report: Path) -> None:
-    browser = _chromium()
+    """Every page draws every chart, requests nothing from the network, logs no JavaScript error, and links to the
+    index and to its neighbours (followed); screenshots go to reports/screenshots/."""
     shots = REPORT_DIR / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
-    page = built_report / "01-trace-overview.html"
-    dom = _headless(browser, "--dump-dom", page.as_uri()).stdout
-    n_charts = (page.read_text()).count('class="ett-chart"')
-    # vega-embed adds an SVG with class "marks" inside each chart's div once it has drawn it
-    assert dom.count('class="marks"') == n_charts, "not every chart rendered"
-    assert not re.search(r'id="ett-chart-\d+"[^>]*>\s*chart error', dom)
-    for name, target in (("index", built_report / "index.html"), ("01-trace-overview", page)):
-        png = shots / f"{name}.png"
-        png.unlink(missing_ok=True)
-        _headless(browser, f"--screenshot={png}", "--window-size=1280,2400", target.as_uri())
-        assert png.is_file() and png.stat().st_size > 10_000, name
+    pages = {"index": built_report / "index.html", "01-trace-overview": built_report / "01-trace-overview.html",
+             "04-trainer-init": built_report / "04-trainer-init.html", "13-live-job": built_report / "13-live-job.html"}
+    with browser.Browser() as b:
+        s = b.open()
+        seen = {}
+        for name, path in pages.items():
+            v = b.visit(s, path.as_uri())
+            assert v.network == [], (name, v.network)
+            assert v.errors == [], (name, v.errors)
+            assert v.charts >= 1 and v.drawn == v.charts, (name, v.charts, v.drawn)
+            seen[name] = v
+            png = b.screenshot(s, shots / f"{name}.png")
+            assert png.stat().st_size > 10_000, name
+        assert seen["01-trace-overview"].title.startswith("01 Trace overview")
+        # navigation: index, previous and next, generated from the run's notebooks; follow each link
+        assert set(seen["01-trace-overview"].links) == {"ett-nav-index", "ett-nav-next"}
+        assert set(seen["04-trainer-init"].links) == {"ett-nav-prev", "ett-nav-index", "ett-nav-next"}
+        assert set(seen["13-live-job"].links) == {"ett-nav-prev", "ett-nav-index"}
+        for name in ("01-trace-overview", "04-trainer-init", "13-live-job"):
+            for cls, href in seen[name].links.items():
+                v = b.visit(s, href)
+                assert v.network == [] and v.errors == [], (href, v.network, v.errors)
+                assert v.title and v.charts == v.drawn >= 1, href
+        assert seen["01-trace-overview"].links["ett-nav-next"] == pages["04-trainer-init"].as_uri()
+        assert seen["04-trainer-init"].links["ett-nav-next"] == pages["13-live-job"].as_uri()
+        assert seen["13-live-job"].links["ett-nav-index"] == pages["index"].as_uri()
+        # the worked example's timeline, alone
+        b.visit(s, pages["01-trace-overview"].as_uri())
+        n = b.evaluate(s, "[...document.querySelectorAll('.ett-chart')].findIndex(e => e.textContent.includes('Timeline of'))")
+        assert n >= 0
+        b.screenshot(s, shots / "01-timeline-worked-example.png", ".ett-chart", n)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
+def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: Path) -> None:
+    page = tmp_path / "bad.html"
+    # 127.0.0.1:9 (discard): nothing listens, and nothing leaves the machine
+    page.write_text('<html><head><title>bad</title></head><body><img src="http://127.0.0.1:9/x.png">'
+                    '<script>console.error("oops"); throw new Error("boom");</script></body></html>')
+    with browser.Browser() as b:
+        v = b.visit(b.open(), page.as_uri(), settle_s=3)
+    assert v.network == ["http://127.0.0.1:9/x.png"]
+    assert any("boom" in e for e in v.errors) and any("oops" in e for e in v.errors)
 
 
 @pytest.mark.slow
