@@ -136,7 +136,7 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     """
     iv, at = tl.intervals, tl.attempts
     jobs = tl.job_ids
-    t0 = at.group_by("job_id").agg(pl.col("t0_ms").first())
+    t0 = at.group_by("job_id").agg(pl.col("t0_ms").first()).sort("job_id")
     span_ms = int((at["t1_ms"] - at["t0_ms"]).max()) if at.height else 0
     unit, unit_ms = ("seconds", 1000.0) if span_ms < 20 * 60_000 else (("minutes", 60_000.0) if span_ms < 48 * 3_600_000 else ("hours", 3_600_000.0))
     multi = len(jobs) > 1
@@ -165,7 +165,8 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     # L1 lane: consecutive intervals of one bucket merged
     l1 = (iv.sort("job_id", "start_ms")
           .with_columns((pl.col("bucket") != pl.col("bucket").shift(1).over("job_id")).fill_null(True).cum_sum().over("job_id").alias("_run"))
-          .group_by("job_id", "_run", "bucket").agg(pl.col("start_ms").min(), pl.col("end_ms").max()).drop("_run"))
+          .group_by("job_id", "_run", "bucket").agg(pl.col("start_ms").min(), pl.col("end_ms").max()).drop("_run")
+          .sort("job_id", "start_ms"))
     l1 = xcols(l1).with_columns(lane(pl.col("job_id"), "L1: bucket").alias("lane"),
                                 pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"))
     att = xcols(at.select("job_id", "attempt", "start_ms", "end_ms", "end_reason", "interrupted")).with_columns(
