@@ -409,16 +409,24 @@ def run_one(path: str, out_dir: str, params: dict[str, Any], html: bool = True, 
     return Result(stem, True, time.perf_counter() - t, charts, files=[executed.name, f"{stem}.html"])
 
 
+def _worker_context():
+    """Workers are spawned, not forked: a fork of a process whose threads (Polars, DuckDB, a test runner's) hold a
+    lock can hang forever in the child, which a long test run showed."""
+    import multiprocessing
+
+    return multiprocessing.get_context("spawn")
+
+
 def run_all(notebooks: Sequence[Path], plan: dict[Path, dict[str, Any]], out_dir: Path, jobs: int,
             progress: bool = True) -> list[Result]:
     """Run the notebooks in ``jobs`` worker processes, with a progress bar; results in notebook order."""
     from tqdm import tqdm
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    vega_bundle()  # build (or read) the cached script once, before the workers fork
+    vega_bundle()  # build (or read) the cached script once, before the workers start
     results: dict[str, Result] = {}
     nav = neighbours(notebooks)
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=_worker_context()) as pool:
         futures = {pool.submit(run_one, str(nb), str(out_dir), plan[nb], True, nav[nb.stem]): nb for nb in notebooks}
         with tqdm(total=len(futures), unit="notebook", desc="ett report", file=sys.stderr, disable=not progress) as bar:
             for fut in as_completed(futures):
@@ -585,7 +593,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.update_notebooks:
         if args.params or args.trace:
             raise TraceError(Problem("--update-notebooks", None, None, "committed notebooks use their defaults; drop -p/--trace"))
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context()) as pool:
             list(pool.map(update_notebook, notebooks))
         for nb in notebooks:
             print(f"updated {nb.relative_to(PROJECT_ROOT) if nb.is_relative_to(PROJECT_ROOT) else nb}")
