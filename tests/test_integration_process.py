@@ -292,6 +292,8 @@ def test_restarted_processes_are_the_next_attempts_of_the_job(tmp_path: Path) ->
     run = tmp_path / "run"
     spawns = []
     for mode in ("raise", "completed"):
+        if spawns:
+            time.sleep(0.3)  # the re-queue
         spawn, reap, rc, out = _run_child(run, mode)
         spawns.append((spawn, reap))
         _wait_for_end(run, len(spawns))
@@ -300,7 +302,19 @@ def test_restarted_processes_are_the_next_attempts_of_the_job(tmp_path: Path) ->
     assert conv.attempts["end_reason"].to_list() == ["failure", "completed"]
     row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
     assert row["wall_s"] == pytest.approx(spawns[-1][1] - spawns[0][0], abs=0.1)
-    assert row["scheduling_s"] > 0  # the gap between the two processes
+    assert row["scheduling_s"] == pytest.approx(spawns[1][0] - spawns[0][1], abs=0.05)  # the gap between the processes
+
+
+def test_a_process_restarted_at_once_starts_when_the_previous_one_ended(tmp_path: Path) -> None:
+    """The kernel's start time has 10 ms ticks: a restart within them must not overlap the previous attempt."""
+    run = tmp_path / "run"
+    for n, mode in enumerate(("raise", "raise", "completed"), start=1):
+        _run_child(run, mode)
+        _wait_for_end(run, n)
+    conv = convert(run, tmp_path / "trace")
+    load_trace(tmp_path / "trace")  # the data checks: attempts of one job never overlap
+    starts, ends = conv.attempts["start"].to_list(), conv.attempts["end"].to_list()
+    assert all(starts[k + 1] >= ends[k] for k in range(2))
 
 
 def test_an_explicit_finish_ends_the_attempt_while_the_process_goes_on(tmp_path: Path) -> None:

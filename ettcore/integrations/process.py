@@ -49,6 +49,7 @@ Failure isolation
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import re
 import select
@@ -125,6 +126,31 @@ def resolve_attempt(run_dir: Path, job_id: str, attempt: int | None = None) -> i
             return int(value)
     seen = recorded_attempts(run_dir, job_id)
     return seen[-1] + 1 if seen else 0
+
+
+def previous_attempt_end(run_dir: Path, job_id: str, attempt: int) -> float | None:
+    """When attempt ``attempt - 1`` of ``job_id`` ended, as its exit watcher wrote it (``None`` if not found).
+
+    A process restarted at once can start (by the kernel's clock, in 10 ms
+    ticks) before the previous one's watcher saw it gone; the new attempt then
+    starts at that end instead, so attempts never overlap.
+    """
+    if attempt <= 0:
+        return None
+    pattern = re.compile(rf"^{re.escape(_SAFE.sub('_', job_id))}-a{attempt - 1:04d}-.*-(exit|signal)-\d+\.jsonl$")
+    ends = []
+    try:
+        names = [n for n in os.listdir(run_dir) if pattern.match(n)]
+    except OSError:
+        return None
+    for name in names:
+        try:
+            for line in (Path(run_dir) / name).read_text(encoding="utf-8").splitlines():
+                if '"attempt_end"' in line:
+                    ends.append(float(json.loads(line)["t"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return max(ends) if ends else None
 
 
 def attempts_by_agent() -> bool:
@@ -222,6 +248,9 @@ class Attempt:
         self.timeline.rec = rec
         by_agent = attempts_by_agent()
         if not by_agent:
+            before = previous_attempt_end(self.run_dir, self.job_id, self.attempt)
+            if before is not None and before > self.process_start:
+                self.process_start = min(before, self.created)
             rec.attempt_start(t=self.process_start)
         try:
             self.watch = ExitWatch(self.run_dir, self.job_id, self.attempt, self.writer, fsync=self.fsync, end=not by_agent)

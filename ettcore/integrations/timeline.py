@@ -32,6 +32,7 @@ raises into training: callers wrap their hooks (see
 
 from __future__ import annotations
 
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -164,6 +165,7 @@ class Timeline:
         self.cursor = cursor
         t = self.clock() if t is None else t
         self.t_step = t
+        self.watch_compiles()
         return self.begin(TRAIN, None, t)
 
     def step(self, cursor: float) -> None:
@@ -225,10 +227,15 @@ class Timeline:
     def watch_compiles(self) -> bool:
         """Record TorchDynamo's compilations as ``pt2_compile`` spans (stage: what triggered them).
 
-        Returns whether the hooks are installed (False without PyTorch).
+        Only once TorchDynamo is loaded (``torch.compile`` loads it; Lightning
+        and Transformers load it on import), so a job that never compiles does
+        not pay for importing it; :meth:`train_begin` looks again.  Returns
+        whether the hooks are installed.
         """
         if self._compile_ids is not None or self.rec is None:
             return self._compile_ids is not None
+        if "torch._dynamo" not in sys.modules:
+            return False
         try:
             from torch._dynamo.callback import callback_handler
         except Exception:  # noqa: BLE001 - no PyTorch, or a build without Dynamo: nothing compiles
