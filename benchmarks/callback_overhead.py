@@ -36,16 +36,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-STEP_S = 0.010
-
-
-def busy(seconds: float) -> None:
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
+from recorder_overhead import STEP_S, busy_step  # noqa: E402  (the same 10 ms busy step)
 
 
 def per_call(fn: Callable[[], Any], calls: int, repeats: int = 5) -> float:
@@ -57,6 +52,30 @@ def per_call(fn: Callable[[], Any], calls: int, repeats: int = 5) -> float:
             fn()
         best = min(best, (time.perf_counter() - t) / calls)
     return best
+
+
+INTERVALS = ((1.0, "progress interval 1 s"), (0.0, "progress interval 0 (a span every step)"))
+
+
+def added_cost(without: Callable[[], Any], with_callback: Callable[[], Any], calls: int) -> float:
+    """Seconds a hook delivery costs more with the callback among the framework's callbacks than without."""
+    return max(per_call(with_callback, calls) - per_call(without, calls), 0.0)
+
+
+def end_to_end(fit: Callable[[list], float], callback: Callable[[int], Any], repeats: int) -> float:
+    """Median training-loop time with the callback over the median without, fits alternated.
+
+    ``fit(callbacks)`` runs one fit with those callbacks and returns its
+    training loop's seconds; ``callback(r)`` makes a fresh ETT callback.
+    """
+    times: dict[bool, list[float]] = {False: [], True: []}
+    for r in range(repeats):
+        for use in (False, True):
+            cbs = [callback(r)] if use else []
+            times[use].append(fit(cbs))
+            for c in cbs:
+                c.ett.finish()
+    return statistics.median(times[True]) / statistics.median(times[False])
 
 
 def line(label: str, seconds: float) -> str:
@@ -80,7 +99,7 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
             self.w = torch.nn.Linear(2, 1)
 
         def training_step(self, batch, batch_idx):
-            busy(STEP_S)
+            busy_step()
             return self.w(batch[0]).sum()
 
         def configure_optimizers(self):
@@ -94,19 +113,21 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
                          num_sanity_val_steps=0, limit_val_batches=0, default_root_dir=str(tmp))
 
     out = []
-    for interval, label in ((1.0, "progress interval 1 s"), (0.0, "progress interval 0 (a span every step)")):
+    for interval, label in INTERVALS:
         module = Busy()
         tr = trainer([])
         tr.fit(module, data)  # a real trainer, its loops and state as after training
         cb = ETTCallback(tmp / f"pl-{interval}", job_id="bench", progress_interval_s=interval)
         cb.setup(tr, module, "fit")
         cb.on_train_start(tr, module)
-        hook = lambda: call._call_callback_hooks(tr, "on_train_batch_end", None, None, 0)  # noqa: E731
-        tr.callbacks = [c for c in tr.callbacks if c is not cb]
-        without = per_call(hook, calls)
-        tr.callbacks = tr.callbacks + [cb]
-        with_cb = per_call(hook, calls)
-        out.append((f"on_train_batch_end dispatch, {label}", max(with_cb - without, 0.0)))
+        others = [c for c in tr.callbacks if c is not cb]
+
+        def hook(callbacks: list) -> None:
+            tr.callbacks = callbacks
+            call._call_callback_hooks(tr, "on_train_batch_end", None, None, 0)
+
+        cost = added_cost(lambda: hook(others), lambda: hook(others + [cb]), calls)
+        out.append((f"on_train_batch_end dispatch, {label}", cost))
         cb.ett.finish()
     class LoopTimer(L.Callback):
         def on_train_start(self, trainer, pl_module):
@@ -115,16 +136,12 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
         def on_train_end(self, trainer, pl_module):
             self.seconds = time.perf_counter() - self.t
 
-    fits: dict[bool, list[float]] = {False: [], True: []}
-    for r in range(repeats):
-        for use in (False, True):
-            timer = LoopTimer()
-            cbs = [ETTCallback(tmp / f"pl-fit-{r}", job_id=f"bench-{r}")] if use else []
-            trainer(cbs + [timer]).fit(Busy(), data)
-            fits[use].append(timer.seconds)
-            for c in cbs:
-                c.ett.finish()
-    out.append(("end-to-end ratio", statistics.median(fits[True]) / statistics.median(fits[False])))
+    def fit(callbacks: list) -> float:
+        timer = LoopTimer()
+        trainer(callbacks + [timer]).fit(Busy(), data)
+        return timer.seconds
+
+    out.append(("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"pl-fit-{r}", job_id=f"b{r}"), repeats)))
     return out
 
 
@@ -148,7 +165,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
 
     class BusyTrainer(Trainer):
         def training_step(self, *args, **kwargs):
-            busy(STEP_S)
+            busy_step()
             return super().training_step(*args, **kwargs)
 
     class Rows(torch.utils.data.Dataset):
@@ -166,7 +183,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
     out = []
     a = args(tmp / "hf-args")
     model = Tiny()
-    for interval, label in ((1.0, "progress interval 1 s"), (0.0, "progress interval 0 (a span every step)")):
+    for interval, label in INTERVALS:
         state, control = TrainerState(), TrainerControl()
         cb = ETTCallback(tmp / f"hf-{interval}", job_id="bench", progress_interval_s=interval)
         cb.on_init_end(a, state, control, model=model)
@@ -178,9 +195,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
             state.global_step += 1
             h.on_step_end(a, state, control)
 
-        without = per_call(hook, calls)
-        with_cb = per_call(lambda: hook(mine), calls)
-        out.append((f"on_step_end dispatch, {label}", max(with_cb - without, 0.0)))
+        out.append((f"on_step_end dispatch, {label}", added_cost(hook, lambda: hook(mine), calls)))
         cb.ett.finish()
     class LoopTimer(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
@@ -189,17 +204,12 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
         def on_train_end(self, args, state, control, **kwargs):
             self.seconds = time.perf_counter() - self.t
 
-    fits: dict[bool, list[float]] = {False: [], True: []}
-    for r in range(repeats):
-        for use in (False, True):
-            timer = LoopTimer()
-            cbs = [ETTCallback(tmp / f"hf-fit-{r}", job_id=f"bench-{r}")] if use else []
-            BusyTrainer(model=Tiny(), args=args(tmp / f"hf-out-{r}-{use}"), train_dataset=Rows(),
-                        callbacks=cbs + [timer]).train()
-            fits[use].append(timer.seconds)
-            for c in cbs:
-                c.ett.finish()
-    out.append(("end-to-end ratio", statistics.median(fits[True]) / statistics.median(fits[False])))
+    def fit(callbacks: list) -> float:
+        timer = LoopTimer()
+        BusyTrainer(model=Tiny(), args=args(tmp / "hf-out"), train_dataset=Rows(), callbacks=callbacks + [timer]).train()
+        return timer.seconds
+
+    out.append(("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"hf-fit-{r}", job_id=f"b{r}"), repeats)))
     return out
 
 

@@ -275,3 +275,94 @@ def table(rows: list[dict[str, Any]]) -> str:
         tol = "exact" if r["tolerance"] == 0 else fmt(r["tolerance"])
         lines.append(f"| {r['quantity']} | {fmt(r['truth'])} | {fmt(r['trace'])} | {tol} | {'yes' if r['ok'] else 'NO'} |")
     return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- what the framework tests share
+
+
+@dataclass
+class RestartRun:
+    """A job run as tries (processes), its trace and its ground truth, compared."""
+
+    procs: list[Process]
+    conv: Any
+    events: list[Event]
+    truth: Truth
+    rows: list[dict[str, Any]]
+    spans: pl.DataFrame
+    stages: dict[tuple[int, str], list[str]]  # (attempt, phase) -> the stages seen
+
+
+def job_command(script: Path, run: Path, work: Path, extra: dict[int, list[str]]) -> Callable[[int], list[str]]:
+    return lambda k: [sys.executable, str(script), "--run-dir", str(run), "--work", str(work), "--try", str(k)] + extra.get(k, [])
+
+
+def stages_by_attempt(spans: pl.DataFrame) -> dict[tuple[int, str], list[str]]:
+    st = spans.group_by("attempt", "phase").agg(pl.col("stage").unique().sort())
+    return {(a, p): [s for s in stages if s is not None] for a, p, stages in st.iter_rows()}
+
+
+def restart_run(script: Path, tmp_path: Path, plan: dict[int, list[str]], *, reasons: list[str],
+                final_step: int = 60) -> RestartRun:
+    """Run the tries of ``plan`` one after the other, convert the run folder, compare with the ground truth."""
+    from ettcore.recorder import convert
+
+    run, work = tmp_path / "run", tmp_path / "work"
+    work.mkdir()
+    procs = run_tries(job_command(script, run, work, plan), len(plan))
+    time.sleep(0.2)  # the last exit watcher writes its end right after the process is gone
+    conv = convert(run, tmp_path / "trace")
+    events = read_events(work)
+    truth = ground_truth(events, final_step, procs[0].spawn_t, procs[-1].reap_t)
+    rows = compare(truth, tmp_path / "trace", reasons=reasons, saves_evals=phase_truth(events))
+    spans = trace_measures(tmp_path / "trace")["spans"]
+    return RestartRun(procs, conv, events, truth, rows, spans, stages_by_attempt(spans))
+
+
+def check_compiled_first_step(spans: pl.DataFrame, events: list[Event]) -> float:
+    """``pt2_compile`` spans inside the first step are most of its extra time, and no train span covers them.
+
+    The script's own timing of the steps is the ground truth: the first step's
+    extra time over a steady step is the compilations plus the first run of
+    the compiled graphs.  Returns the seconds compiled inside the first step.
+    """
+    compile_s = spans.filter(pl.col("phase") == "pt2_compile")
+    assert "dynamo" in set(compile_s["stage"])
+    steps = [e for e in events if e.kind == "step"]
+    durations = sorted(e.end - e.start for e in steps[1:])
+    first, median = steps[0].end - steps[0].start, durations[len(durations) // 2]
+    t0, t1 = pl.col("start").dt.epoch("us") / 1e6, pl.col("end").dt.epoch("us") / 1e6
+    in_first = float(compile_s.filter((t0 >= steps[0].start) & (t1 <= steps[0].end))["s"].sum())
+    assert 0 < in_first <= first
+    assert in_first >= 0.5 * (first - median), (in_first, first, median)
+    train = spans.filter(pl.col("phase") == "train")
+    for s0, e0 in compile_s.select("start", "end").iter_rows():
+        assert train.filter((pl.col("start") < e0) & (pl.col("end") > s0)).height == 0
+    return in_first
+
+
+def break_the_callback(monkeypatch: Any) -> None:
+    """The disk fails after a few records, and the timeline's per-step call has a bug."""
+    from ettcore.integrations.timeline import Timeline
+    from ettcore.recorder import Recorder
+
+    calls = {"n": 0}
+    real_emit = Recorder._emit
+
+    def flaky_emit(self, record):
+        calls["n"] += 1
+        if calls["n"] > 6:
+            raise OSError(28, "No space left on device")
+        return real_emit(self, record)
+
+    def broken_step(self, cursor):
+        raise RuntimeError("a bug in the callback")
+
+    monkeypatch.setattr(Recorder, "_emit", flaky_emit)
+    monkeypatch.setattr(Timeline, "step", broken_step)
+
+
+def recorder_warnings(caught: list) -> list:
+    from ettcore.recorder import RecorderWarning
+
+    return [w for w in caught if issubclass(w.category, RecorderWarning)]
