@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks test report bench lab live-job clean
+.PHONY: setup frameworks test report bench lab live-job framework-run clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -43,6 +43,9 @@ bench: setup
 live-job: setup
 	$(BIN)/python -m pip install --quiet -e '.[torch]' 'torch==2.13.0+cpu'
 	$(BIN)/python -m ettcore.demo.live_job
+
+framework-run: setup frameworks
+	$(BIN)/python -m ettcore.demo.framework_run
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/
