@@ -362,3 +362,29 @@ def test_the_exit_watcher_reads_the_last_report() -> None:
     assert process._parse_report(b"completed 12.5 -1 ex") is None  # not a complete line yet
     assert process._parse_report(b"bogus 1 2 exit\n") is None
     assert json.dumps(process.REASONS)
+
+
+def test_labels_become_job_columns_and_may_name_the_model_and_gpus(tmp_path: Path) -> None:
+    a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="lightning",
+                        labels={"model": "ranker", "gpus": 8, "team": "feeds", "framework": "custom"})
+    a.start(rank=0, model="Regressor", gpus=1)
+    a.finish()
+    job = collect(tmp_path / "run").jobs.row(0, named=True)
+    assert (job["model"], job["gpus"], job["team"], job["framework"]) == ("ranker", 8, "feeds", "custom")
+
+
+def test_the_per_step_call_is_under_one_percent_of_a_10ms_step(tmp_path: Path) -> None:
+    """Timeline.step per call, default progress interval, a real recorder (budget: 100 us; the framework's own
+    dispatch of the hook is measured by benchmarks/callback_overhead.py)."""
+    rec = Recorder(tmp_path / "run", "j", 0)
+    tl = Timeline(rec)
+    tl.train_begin(0)
+    n, best = 20_000, float("inf")
+    for rep in range(5):
+        t = time.perf_counter()
+        for i in range(n):
+            tl.step(rep * n + i)
+        best = min(best, (time.perf_counter() - t) / n)
+    tl.train_end()
+    rec.close()
+    assert best < 100e-6, f"Timeline.step costs {best * 1e6:.2f} us per step, over 1% of a 10 ms step"

@@ -49,7 +49,8 @@ class ETTCallback(Callback):
     ``run_dir``, ``job_id``, ``attempt``: see :mod:`ettcore.integrations.process`
     for the defaults (environment, then the run folder).  ``progress_interval_s``:
     how often the train span is written (bounds what a ``SIGKILL`` loses).
-    ``labels``: extra ``jobs`` columns (team, variant ...).
+    ``labels``: extra ``jobs`` columns (team, variant ...); ``model=`` and ``gpus=`` set those
+    columns (default: the module's class name and the trainer's world size).
     """
 
     def __init__(self, run_dir: str | os.PathLike | None = None, job_id: str | None = None, attempt: int | None = None,

@@ -256,7 +256,9 @@ class Attempt:
             self.watch = ExitWatch(self.run_dir, self.job_id, self.attempt, self.writer, fsync=self.fsync, end=not by_agent)
         except Exception as exc:  # noqa: BLE001 - without it, the end is written at atexit
             self.error(exc)
-        rec.job(model=model, gpus=max(int(gpus), 1), framework=self.framework, **self.labels)
+        labels = {"framework": self.framework, **self.labels}
+        model, gpus = labels.pop("model", model), labels.pop("gpus", gpus)  # given as labels: they win
+        rec.job(model=model, gpus=max(int(gpus), 1), **labels)
         self.timeline.span("trainer_init", self.process_start, self.created, stage="launch")
         if setup_stage is not None:
             self.timeline.begin("trainer_init", setup_stage, t=self.created)
