@@ -7,8 +7,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup test report bench lab live-job clean
+.PHONY: setup frameworks test report bench lab live-job framework-run clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -19,7 +20,17 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-test: setup
+# The training frameworks the integration tests run for real (PyTorch CPU build, Lightning, Hugging Face).
+# torch==2.13.0+cpu only installs the CPU wheel the machine ships; where it is missing, the install is skipped
+# (never the multi-GB CUDA build) and those tests skip themselves, naming the missing package.
+$(FRAMEWORKS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,lightning,hf]' 'torch==2.13.0+cpu' \
+	  || echo "note: the framework extras could not be installed; the Lightning, Hugging Face and torchrun tests will be skipped"
+	touch $(FRAMEWORKS)
+
+frameworks: $(FRAMEWORKS)
+
+test: setup frameworks
 	$(BIN)/python -m pytest -n auto --dist loadgroup -q
 	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
 
@@ -30,8 +41,11 @@ bench: setup
 	$(BIN)/python benchmarks/run.py
 
 live-job: setup
-	$(BIN)/python -m pip install --quiet -e '.[torch]'
+	$(BIN)/python -m pip install --quiet -e '.[torch]' 'torch==2.13.0+cpu'
 	$(BIN)/python -m ettcore.demo.live_job
+
+framework-run: setup frameworks
+	$(BIN)/python -m ettcore.demo.framework_run
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

@@ -86,7 +86,13 @@ class RecorderWarning(RuntimeWarning):
 
 
 class _Span:
-    """A non-train phase span (context manager); records ``begin`` on entry, ``span`` on exit."""
+    """A non-train phase span (context manager); records ``begin`` on entry, ``span`` on exit.
+
+    Hooks that see a phase start and end in two different calls (a framework
+    callback) use :meth:`open` and :meth:`close` instead, optionally with an
+    explicit time ``t`` (epoch seconds on the recorder's clock), so that one
+    phase can end at the very instant the next one starts.
+    """
 
     __slots__ = ("_rec", "_phase", "_stage", "_id", "_start")
 
@@ -95,24 +101,31 @@ class _Span:
         self._id = -1
         self._start = 0.0
 
-    def __enter__(self) -> "_Span":
+    def open(self, t: float | None = None) -> "_Span":
+        """Record the ``begin`` line (at ``t``, default now)."""
         rec = self._rec
         try:
-            self._start = rec._clock()
+            self._start = rec._clock() if t is None else float(t)
             self._id = rec._next_id()
             rec._emit({"k": "begin", "id": self._id, "phase": self._phase, "stage": self._stage, "t": self._start})
         except Exception as exc:  # noqa: BLE001 - the recorder must never stop training
             rec._fail(exc)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def close(self, t: float | None = None) -> None:
+        """Record the ``span`` line (ending at ``t``, default now)."""
         rec = self._rec
         try:
-            rec._emit(
-                {"k": "span", "id": self._id, "phase": self._phase, "stage": self._stage, "start": self._start, "end": rec._clock()}
-            )
+            rec._emit({"k": "span", "id": self._id, "phase": self._phase, "stage": self._stage, "start": self._start,
+                       "end": rec._clock() if t is None else float(t)})
         except Exception as err:  # noqa: BLE001
             rec._fail(err)
+
+    def __enter__(self) -> "_Span":
+        return self.open()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        self.close()
         return False  # never swallow the user's exception
 
 

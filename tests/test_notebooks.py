@@ -193,6 +193,17 @@ def check_live_job(card: dict) -> None:
     assert card["synthetic"] is False
 
 
+def check_framework_run(card: dict) -> None:
+    # data/framework-run: a Lightning job crashed once and was preempted once (runs.json); its trace must agree with
+    # the ground truth kept beside it (tests/test_framework_run.py checks the same numbers without the notebook)
+    h = _headlines(card)
+    assert h["NoF"] == 2
+    assert h["wall, NoF, final cursor agree with ground truth"] == "yes"
+    assert h["every quantity within its tolerance"] == "yes"
+    assert 0 < h["ETT% of the Lightning job"] < 100
+    assert card["synthetic"] is False
+
+
 PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "01-trace-overview": check_trace_overview,
     "02-time-breakdown": check_time_breakdown,
@@ -207,6 +218,7 @@ PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "11-fleet-trends": check_fleet_trends,
     "12-mlperf-runs": check_mlperf_runs,
     "13-live-job": check_live_job,
+    "14-framework-run": check_framework_run,
 }
 
 

@@ -1,0 +1,165 @@
+"""The bundled framework run (``data/framework-run``): a Lightning job measured by ``ETTCallback`` alone.
+
+Regenerate (needs the ``lightning`` extra and this repository's ``tests/jobs``)::
+
+    .venv/bin/python -m ettcore.demo.framework_run
+
+It runs the tiny Lightning job the integration tests run
+(``tests/jobs/lightning_job.py``: the ETT callback is its only
+instrumentation) as three processes, like a job a scheduler restarts: the
+first crashes after step 25, the second resumes from the step-20 checkpoint
+and is preempted (SIGTERM) after step 45, the third resumes from step 40 and
+completes 60 steps.  It keeps, in ``data/framework-run``:
+
+- ``recorder/``  the callback's recorder JSONL (what the job wrote);
+- ``trace/``     the trace converted from it (``ett from-recorder``);
+- ``events.csv`` the job script's own log of its steps, saves and
+  evaluations, and the test's clock around each process (``runs.json``):
+  the ground truth, kept apart from the callback;
+- ``runs.json``  the processes, the ground truth computed from them
+  (``tests/jobs/ground_truth.py``), the trace's values and the tolerances.
+
+:func:`load` and :func:`comparison` read it back without PyTorch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from ..atomic import atomic_path, write_text
+from ..config import DATA_DIR, PROJECT_ROOT
+
+FRAMEWORK_RUN_DIR = DATA_DIR / "framework-run"
+COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
+PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
+REASONS = ["failure", "preemption", "completed"]
+
+
+def _jobs_module() -> Any:
+    path = PROJECT_ROOT / "tests" / "jobs" / "ground_truth.py"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: regenerating the framework run needs this repository's tests/jobs")
+    sys.path.insert(0, str(path.parent))
+    return importlib.import_module("ground_truth")
+
+
+def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
+    """Run the three tries and replace ``out_dir``'s ``recorder/``, ``trace/``, ``events.csv`` and ``runs.json``."""
+    from importlib import metadata
+
+    from ..recorder import convert
+    from .live_job import _machine
+
+    gt = _jobs_module()
+    out_dir = Path(out_dir)
+    started = datetime.now(timezone.utc)
+    with tempfile.TemporaryDirectory(prefix="ett-framework-run-") as tmp:
+        r = gt.restart_run(PROJECT_ROOT / "tests" / "jobs" / "lightning_job.py", Path(tmp), PLAN, reasons=REASONS)
+        if not all(row["ok"] for row in r.rows):
+            raise RuntimeError("the run does not agree with its ground truth:\n" + gt.table(r.rows))
+        meta = {"synthetic": False, "measured": True, "training_data": "generated regression data",
+                "source": f"ettcore.integrations.lightning.ETTCallback on a tiny Lightning job ({COMMAND})",
+                "machine": _machine(), "started_utc": started.isoformat()}
+        with atomic_path(out_dir / "recorder", directory=True) as tmpdir:
+            for p in sorted((Path(tmp) / "run").glob("*.jsonl")):
+                shutil.copy2(p, tmpdir / p.name)
+        conv = convert(out_dir / "recorder", out_dir / "trace", metadata=meta, notes_relative_to=out_dir)
+        lines = ["kind,try,step,start,end"] + [f"{e.kind},{e.try_no},{e.step},{e.start:.6f},{e.end:.6f}" for e in r.events]
+        write_text(out_dir / "events.csv", "\n".join(lines) + "\n")
+    versions = {p: metadata.version(p) for p in ("torch", "lightning")}
+    result = {
+        "generated_by": COMMAND, "started_utc": started.isoformat(), "machine": meta["machine"], "versions": versions,
+        "plan": {str(k): v for k, v in PLAN.items()},
+        "processes": [{"try": p.try_no, "spawn_t": p.spawn_t, "reap_t": p.reap_t, "returncode": p.returncode}
+                      for p in r.procs],
+        "ground_truth": {k: v for k, v in r.truth.as_dict().items() if k != "steps_per_try"},
+        "steps_per_try": {str(k): list(v) for k, v in r.truth.steps_per_try.items()},
+        "comparison": [{k: (v if not isinstance(v, float) else round(v, 6)) for k, v in row.items()} for row in r.rows],
+        "recorder_notes": conv.note_lines(out_dir),
+    }
+    write_text(out_dir / "runs.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
+    return result
+
+
+@dataclass(frozen=True)
+class FrameworkRun:
+    """The bundled run: where its trace is, its ground truth, and how they compared when it was made."""
+
+    trace_dir: Path
+    ground_truth: dict[str, Any]
+    processes: list[dict[str, Any]]
+    comparison: list[dict[str, Any]]
+    versions: dict[str, str]
+    machine: dict[str, Any]
+    generated_by: str
+
+
+def load(directory: str | Path = FRAMEWORK_RUN_DIR) -> FrameworkRun:
+    """Read the bundled run (no PyTorch needed)."""
+    directory = Path(directory)
+    data = json.loads((directory / "runs.json").read_text(encoding="utf-8"))
+    return FrameworkRun(trace_dir=directory / "trace", ground_truth=data["ground_truth"], processes=data["processes"],
+                        comparison=data["comparison"], versions=data["versions"], machine=data["machine"],
+                        generated_by=data["generated_by"])
+
+
+def trace_values(trace_dir: str | Path) -> dict[str, Any]:
+    """What the trace says, through :func:`ettcore.metric.job_summary` and its spans (the comparison's trace side)."""
+    from .. import metric
+    from ..trace import load_trace
+
+    trace_dir = Path(trace_dir)
+    row = metric.job_summary(load_trace(trace_dir)).row(0, named=True)
+    spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(
+        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6)
+    train = spans.filter(pl.col("phase") == "train")
+    attempts = pl.read_parquet(trace_dir / "attempts.parquet").sort("attempt")
+    return {"wall_s": row["wall_s"], "NoF": row["nof"], "end reasons": attempts["end_reason"].to_list(),
+            "final cursor (step)": train["cursor_end"].max(), "productive_s": row["productive_s"],
+            "replay_s": float(train["s"].sum()) - row["productive_s"], "ttr_total_s": row["ttr_total_s"]}
+
+
+def comparison(directory: str | Path = FRAMEWORK_RUN_DIR) -> pl.DataFrame:
+    """Ground truth against the trace, one row a quantity: the trace side recomputed now from the bundled trace."""
+    fr = load(directory)
+    now = trace_values(fr.trace_dir)
+    def fmt(v: Any, exact: bool) -> str:
+        return f"{float(v):.0f}" if exact else f"{float(v):.3f}"
+
+    rows = []
+    for c in fr.comparison:
+        if c["quantity"] not in now:
+            continue
+        truth, trace = c["truth"], now[c["quantity"]]
+        numeric = isinstance(truth, (int, float)) and not isinstance(truth, bool)
+        exact = c["tolerance"] == 0
+        rows.append({"quantity": c["quantity"], "ground truth": fmt(truth, exact) if numeric else ", ".join(truth),
+                     "trace": fmt(trace, exact) if numeric else ", ".join(trace),
+                     "difference": f"{float(trace) - float(truth):+.3f}" if numeric and not exact else "",
+                     "tolerance": "exact" if c["tolerance"] == 0 else f"{c['tolerance']:.3f}",
+                     "within": (truth == trace) if c["tolerance"] == 0 else abs(float(trace) - float(truth)) <= c["tolerance"]})
+    return pl.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Regenerate data/framework-run (needs the lightning extra).")
+    ap.add_argument("--out", type=Path, default=FRAMEWORK_RUN_DIR)
+    args = ap.parse_args(argv)
+    result = run(args.out)
+    print(f"wrote {args.out}: " + ", ".join(f"{c['quantity']} {c['trace']}" for c in result["comparison"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""Hugging Face Trainer: ``Trainer(..., callbacks=[ETTCallback("runs/my-job")])`` records an ETT trace.
+
+What each phase is made of (``phase`` / ``stage``):
+
+=========================================  ===========================================================
+process start -> ``ETTCallback(...)``       ``trainer_init`` / ``launch`` (interpreter, imports, the script
+                                            building its model and data)
+``ETTCallback(...)`` -> ``on_init_end``     ``trainer_init`` / ``trainer_setup`` (``Trainer.__init__``)
+``on_init_end`` -> ``on_train_begin``       ``trainer_init`` / ``train_setup`` (data loader, optimizer,
+                                            ``accelerate`` preparation, compiling the wrapper)
+the model's ``load_state_dict``             ``checkpoint_load`` / ``model_state`` (``resume_from_checkpoint``;
+                                            the weights are copied into the model here; reading the
+                                            file and the optimizer's state stay in ``train_setup``)
+``on_train_begin`` -> ``on_train_end``      ``train``, data cursor = ``state.global_step`` (steps redone
+                                            after ``resume_from_checkpoint`` are replay)
+last step end -> ``on_evaluate``            ``eval`` / ``evaluate``
+last step end (or evaluation) -> ``on_save``  ``checkpoint_save``
+TorchDynamo compile start -> end            ``pt2_compile`` (``torch_compile=True``: the first step)
+end of training -> process exit             ``shutdown`` / ``teardown``
+=========================================  ===========================================================
+
+The Trainer has no hook before an evaluation or a save, so each is taken to
+start at the end of the step that triggered it (the Trainer evaluates and
+saves right after ``on_step_end``, after logging, which therefore counts with
+them; milliseconds).  It has no hook for an exception either: the end reason
+comes from how the process ends (see :mod:`ettcore.integrations.process`):
+``on_train_end`` -> ``completed``; an uncaught exception -> ``failure``; a
+``SIGTERM``/``SIGUSR1`` -> ``preemption`` (recorded, then the signal's default
+action still ends the process).  Only the world's process zero records.  Needs
+the ``hf`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from transformers import TrainerCallback
+
+from .process import Attempt
+
+WRITER = "hf-trainer"
+
+
+class ETTCallback(TrainerCallback):
+    """Record this process's ``trainer.train()`` as one attempt of job ``job_id`` in ``run_dir``.
+
+    Arguments as for :class:`ettcore.integrations.lightning.ETTCallback`.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike | None = None, job_id: str | None = None, attempt: int | None = None,
+                 *, progress_interval_s: float = 1.0, fsync: bool = False, **labels: Any) -> None:
+        self.ett = Attempt(run_dir, job_id, attempt, writer=WRITER, framework="hf-trainer",
+                           progress_interval_s=progress_interval_s, fsync=fsync, labels=labels)
+        self._tl = self.ett.timeline
+        self._load_hooks: list[Any] = []
+
+    @property
+    def errors(self) -> int:
+        """Errors of the callback so far (each skipped; training was never stopped)."""
+        return self.ett.errors
+
+    # ------------------------------------------------------------------ model state loads
+
+    def _watch_loads(self, model: Any) -> None:
+        if model is None or not hasattr(model, "register_load_state_dict_post_hook"):
+            return
+        tl, ett = self._tl, self.ett
+
+        def pre(*_: Any, **__: Any) -> None:
+            ett.guard(tl.begin, "checkpoint_load", "model_state")
+
+        def post(*_: Any, **__: Any) -> None:
+            ett.guard(tl.end, "checkpoint_load")
+
+        self._load_hooks = [model.register_load_state_dict_pre_hook(pre), model.register_load_state_dict_post_hook(post)]
+
+    def _unwatch_loads(self) -> None:
+        for handle in self._load_hooks:
+            handle.remove()
+        self._load_hooks = []
+
+    # ------------------------------------------------------------------ hooks
+
+    def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        try:
+            model = kwargs.get("model")
+            name = getattr(getattr(model, "config", None), "model_type", None) or type(model).__name__
+            self.ett.start(rank=0 if state.is_world_process_zero else 1, model=name, gpus=getattr(args, "world_size", 1))
+            if self.ett.recorder is None:
+                return
+            self._tl.switch("trainer_init", "trainer_init", "train_setup")
+            self._watch_loads(model)
+        except Exception as exc:  # noqa: BLE001 - never stop training
+            self.ett.error(exc)
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        try:
+            if self.ett.recorder is None:
+                return
+            self._unwatch_loads()
+            t = self._tl.end("trainer_init")
+            self._tl.train_begin(state.global_step, t)
+            self.ett.watch_signals()
+        except Exception as exc:  # noqa: BLE001
+            self.ett.error(exc)
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        try:
+            self._tl.step(state.global_step)
+        except Exception as exc:  # noqa: BLE001
+            self.ett.error(exc)
+
+    def on_evaluate(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.ett.guard(self._tl.retro, "eval", "evaluate")
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.ett.guard(self._tl.retro, "checkpoint_save", None)
+
+    def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.ett.guard(self.ett.training_completed)

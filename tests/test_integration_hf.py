@@ -1,0 +1,90 @@
+"""Hugging Face Trainer: real training with ``ETTCallback`` against ground truth kept apart from the callback.
+
+The job (``tests/jobs/hf_job.py``: a config-built one-layer GPT-2, no
+downloaded weights, offline) runs as three processes: try 0 crashes (an
+error at the start of the step after step 25), try 1 resumes from the last
+checkpoint (step 20) and is preempted (SIGTERM at the start of the step after
+step 45: the Trainer has no handler, the process dies by the signal), try 2
+resumes from step 40 and completes 60 steps.  Ground truth: the test's own
+clock around each process, and the script's own log of steps, saves and
+evaluations (``tests/jobs/ground_truth.py`` states the definitions and the
+tolerances).
+
+Also: ``torch_compile=True`` makes the first step ``pt2_compile``, measured
+from TorchDynamo's own compile events, and an error inside the callback
+never stops training.  Needs the ``hf`` extra (skipped without it).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+pytest.importorskip("transformers", reason="needs the hf extra: pip install -e '.[hf]' (package transformers)")
+pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[hf]' (package accelerate)")
+
+JOBS = Path(__file__).resolve().parent / "jobs"
+sys.path.insert(0, str(JOBS))
+
+from ground_truth import (break_the_callback, check_compiled_first_step, recorder_warnings, restart_run,  # noqa: E402
+                          table)
+
+SCRIPT = JOBS / "hf_job.py"
+PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
+
+
+def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> None:
+    r = restart_run(SCRIPT, tmp_path, PLAN, reasons=["failure", "preemption", "completed"])
+    assert [p.returncode for p in r.procs] == [1, -signal.SIGTERM, 0], [p.output[-2000:] for p in r.procs]
+    assert "ett callback errors: 0" in r.procs[2].output
+    assert r.conv.problems == []  # every span closed, every attempt ended by its process
+    assert r.truth.steps_per_try == {0: (1, 25), 1: (21, 45), 2: (41, 60)}  # the plan happened
+    print("\nHugging Face Trainer run against ground truth\n" + table(r.rows))
+    assert all(row["ok"] for row in r.rows), table(r.rows)
+    by = r.stages
+    for a in (0, 1, 2):
+        assert by[(a, "trainer_init")] == ["launch", "train_setup", "trainer_setup"]
+        assert by[(a, "eval")] == ["evaluate"]
+        assert (a, "checkpoint_save") in by
+        assert (a, "pt2_compile") not in by  # not compiled: no compile span is invented
+    assert "interpreter_exit" in by[(0, "shutdown")] and "interpreter_exit" in by[(2, "shutdown")]
+    assert (0, "checkpoint_load") not in by
+    assert by[(1, "checkpoint_load")] == by[(2, "checkpoint_load")] == ["model_state"]
+    jobs = r.conv.jobs.row(0, named=True)
+    assert (jobs["model"], jobs["framework"], jobs["model_family"], jobs["gpus"]) == ("gpt2", "hf-trainer", "gpt2", 1)
+
+
+def test_torch_compile_makes_the_first_step_pt2_compile(tmp_path: Path) -> None:
+    r = restart_run(SCRIPT, tmp_path, {0: ["--compile", "--steps", "12"]}, reasons=["completed"], final_step=12)
+    assert r.procs[0].returncode == 0, r.procs[0].output[-3000:]
+    check_compiled_first_step(r.spans, r.events)
+
+
+def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    import torch
+    from hf_job import Tokens, tiny_gpt2
+    from transformers import Trainer, TrainingArguments
+
+    from ettcore.integrations.huggingface import ETTCallback
+
+    break_the_callback(monkeypatch)
+    torch.set_num_threads(1)
+    cb = ETTCallback(tmp_path / "run", job_id="broken")
+    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=12, per_device_train_batch_size=8,
+                             save_strategy="no", eval_strategy="no", logging_strategy="no", report_to="none",
+                             disable_tqdm=True, use_cpu=True, dataloader_num_workers=0)
+    trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens(256), callbacks=[cb])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.train()
+        cb.ett.finish()
+    assert trainer.state.global_step == 12  # training went on to the end
+    assert cb.errors >= 12  # every broken step counted (and the failed writes)
+    assert len(recorder_warnings(caught)) == 1  # warned once

@@ -1,0 +1,88 @@
+"""PyTorch Lightning: real fits with ``ETTCallback`` against ground truth kept apart from the callback.
+
+The job (``tests/jobs/lightning_job.py``) runs as three processes, like a job
+a scheduler restarts: try 0 crashes (an error in the step after step 25),
+try 1 resumes from the last checkpoint (step 20) and is preempted (SIGTERM in
+the step after step 45; Lightning stops after that step), try 2 resumes from
+step 40 and completes 60 steps.  Ground truth: the test's own clock around
+each process, and the script's own log of steps, saves and evaluations
+(``tests/jobs/ground_truth.py`` states the definitions and the tolerances).
+
+Also: a compiled module's first step is ``pt2_compile`` measured from
+TorchDynamo's own compile events, and an error inside the callback never
+stops training.  Needs the ``lightning`` extra (skipped without it).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+pytest.importorskip("lightning", reason="needs the lightning extra: pip install -e '.[lightning]' (package lightning)")
+
+JOBS = Path(__file__).resolve().parent / "jobs"
+sys.path.insert(0, str(JOBS))
+
+from ground_truth import (break_the_callback, check_compiled_first_step, recorder_warnings, restart_run,  # noqa: E402
+                          table)
+
+SCRIPT = JOBS / "lightning_job.py"
+PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
+
+
+def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> None:
+    r = restart_run(SCRIPT, tmp_path, PLAN, reasons=["failure", "preemption", "completed"])
+    assert [p.returncode for p in r.procs] == [1, 0, 0], [p.output[-2000:] for p in r.procs]  # SIGTERMException exits 0
+    assert "ett callback errors: 0" in r.procs[2].output  # the one try that reaches the end of its script
+    assert r.conv.problems == []  # every span closed, every attempt ended by its process
+    assert r.truth.steps_per_try == {0: (1, 25), 1: (21, 46), 2: (41, 60)}  # the plan happened
+    print("\nLightning run against ground truth\n" + table(r.rows))
+    assert all(row["ok"] for row in r.rows), table(r.rows)
+    by = r.stages
+    for a in (0, 1, 2):
+        assert by[(a, "trainer_init")] == ["launch", "model_setup", "trainer_setup"]
+        assert "validation" in by[(a, "eval")]  # at steps 20, 40, 60
+        assert "interpreter_exit" in by[(a, "shutdown")] and "teardown" in by[(a, "shutdown")]
+        assert (a, "pt2_compile") not in by  # not compiled: no compile span is invented
+    assert "sanity_check" in by[(0, "eval")]  # Lightning runs it before a fresh fit (not on a resumed one)
+    assert (0, "checkpoint_load") not in by
+    assert by[(1, "checkpoint_load")] == by[(2, "checkpoint_load")] == ["model_state", "optimizer_state", "read"]
+    jobs = r.conv.jobs.row(0, named=True)
+    assert (jobs["model"], jobs["framework"], jobs["model_family"], jobs["gpus"]) == ("Regressor", "lightning", "mlp", 1)
+
+
+def test_a_compiled_modules_first_step_is_measured_as_pt2_compile(tmp_path: Path) -> None:
+    r = restart_run(SCRIPT, tmp_path, {0: ["--compile", "--steps", "12"]}, reasons=["completed"], final_step=12)
+    assert r.procs[0].returncode == 0, r.procs[0].output[-3000:]
+    check_compiled_first_step(r.spans, r.events)
+    # the validation step's graph compiled in the sanity check, inside the eval phase, which it interrupts
+    sanity = r.spans.filter((r.spans["phase"] == "eval") & (r.spans["stage"] == "sanity_check"))
+    assert sanity.height == 2 and "dynamo" in r.stages[(0, "pt2_compile")]
+
+
+def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lightning as L
+    import torch
+    from lightning_job import EventLog, Regressor
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from ettcore.integrations.lightning import ETTCallback
+
+    break_the_callback(monkeypatch)
+    cb = ETTCallback(tmp_path / "run", job_id="broken")
+    x, y = torch.randn(64, 16), torch.randn(64, 1)
+    model = Regressor(EventLog(tmp_path, 0), None, None)
+    trainer = L.Trainer(max_steps=12, callbacks=[cb], logger=False, enable_progress_bar=False, enable_model_summary=False,
+                        accelerator="cpu", devices=1, enable_checkpointing=False, num_sanity_val_steps=0,
+                        limit_val_batches=0, default_root_dir=str(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=4))
+        cb.ett.finish()
+    assert trainer.global_step == 12 and trainer.state.finished  # training went on to the end
+    assert cb.errors >= 12  # every broken step counted (and the failed writes)
+    assert len(recorder_warnings(caught)) == 1  # warned once

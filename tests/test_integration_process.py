@@ -1,0 +1,390 @@
+"""The framework-independent parts of ``ettcore.integrations``: the phase timeline and the process as an attempt.
+
+No training framework is needed: the timeline runs on a hand-moved clock,
+and the attempt's start and end are checked on real child processes (plain
+Python) that exit normally, raise, receive SIGTERM, SIGINT or SIGKILL,
+against the times the test itself measures around each child (spawn before
+``Popen``, reap after ``wait``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import warnings
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ettcore import metric
+from ettcore.config import PROJECT_ROOT
+from ettcore.integrations import process
+from ettcore.integrations.timeline import Timeline
+from ettcore.recorder import Recorder, RecorderWarning, collect, convert
+from ettcore.trace import load_trace
+
+T0 = 1_800_000_000.0
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="uses POSIX signals and /proc")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = T0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def at(self, s: float) -> float:
+        self.t = T0 + s
+        return self.t
+
+
+def _rows(run: Path) -> list[tuple]:
+    spans = collect(run).spans.with_columns(
+        s=(pl.col("start").dt.epoch("us") / 1e6 - T0).round(3), e=(pl.col("end").dt.epoch("us") / 1e6 - T0).round(3))
+    return [tuple(r) for r in spans.select("phase", "stage", "s", "e", "cursor_start", "cursor_end").iter_rows()]
+
+
+def _timeline(tmp_path: Path, clock: Clock, interval: float = 100.0) -> tuple[Timeline, Recorder]:
+    rec = Recorder(tmp_path / "run", "j", 0, clock=clock)
+    rec.attempt_start(t=T0)
+    return Timeline(rec, progress_interval_s=interval, clock=clock), rec
+
+
+# ---------------------------------------------------------------- the timeline
+
+
+def test_one_phase_at_a_time_nested_phases_pause_the_one_below(tmp_path: Path) -> None:
+    clk = Clock()
+    tl, rec = _timeline(tmp_path, clk)
+    tl.begin("trainer_init", "model_setup", clk.at(0))
+    tl.begin("checkpoint_load", "read", clk.at(2))      # pauses model_setup
+    tl.end("checkpoint_load", clk.at(3))                # model_setup resumes
+    tl.switch("trainer_init", "eval", "sanity_check", clk.at(4))
+    tl.end("eval", clk.at(5))
+    tl.train_begin(10, clk.at(5))
+    for k in range(1, 4):
+        clk.at(5 + k)
+        tl.step(10 + k)
+    tl.begin("checkpoint_save", None, clk.at(8.5))      # the train span stops here, the save runs
+    tl.end("checkpoint_save", clk.at(9.5))
+    clk.at(10.5)
+    tl.step(14)
+    tl.begin("pt2_compile", "dynamo", clk.at(11))       # compilation inside an evaluation inside training
+    tl.begin("eval", "validation", clk.at(11))
+    tl.end("eval", clk.at(12))
+    tl.end("pt2_compile", clk.at(12.5))
+    clk.at(13.5)
+    tl.step(15)
+    tl.train_end(clk.at(13.5))
+    rec.attempt_end("completed", t=clk.at(14))
+    rec.close()
+    assert _rows(tmp_path / "run") == [
+        ("trainer_init", "model_setup", 0.0, 2.0, None, None),
+        ("checkpoint_load", "read", 2.0, 3.0, None, None),
+        ("trainer_init", "model_setup", 3.0, 4.0, None, None),
+        ("eval", "sanity_check", 4.0, 5.0, None, None),
+        ("train", None, 5.0, 8.5, 10.0, 13.0),
+        ("checkpoint_save", None, 8.5, 9.5, None, None),
+        ("train", None, 9.5, 11.0, 13.0, 14.0),
+        ("pt2_compile", "dynamo", 11.0, 11.0, None, None),
+        ("eval", "validation", 11.0, 12.0, None, None),
+        ("pt2_compile", "dynamo", 12.0, 12.5, None, None),
+        ("train", None, 12.5, 13.5, 14.0, 15.0),
+    ]
+
+
+def test_train_spans_are_written_every_progress_interval_at_a_step_end(tmp_path: Path) -> None:
+    clk = Clock()
+    tl, rec = _timeline(tmp_path, clk, interval=1.0)
+    tl.train_begin(0, clk.at(0))
+    for k in range(1, 11):  # a step every 0.4 s
+        clk.at(0.4 * k)
+        tl.step(k)
+    train = [r for r in _rows(tmp_path / "run") if r[0] == "train"]
+    # written at the first step end at least 1 s after the previous piece: 1.2 s (step 3), 2.4 s (step 6), 3.6 s (step 9)
+    assert [(r[2], r[3], r[4], r[5]) for r in train] == [(0.0, 1.2, 0, 3), (1.2, 2.4, 3, 6), (2.4, 3.6, 6, 9)]
+
+
+def test_a_crash_ends_training_at_the_last_step_and_the_unfinished_step_is_replay(tmp_path: Path) -> None:
+    clk = Clock()
+    tl, rec = _timeline(tmp_path, clk)
+    tl.train_begin(0, clk.at(0))
+    for k in range(1, 6):
+        clk.at(k)
+        tl.step(k)
+    tl.stop(clk.at(7.5), crashed=True)  # the step after step 5 never finished
+    rec.attempt_end("failure", t=clk.at(8))
+    rec.close()
+    assert [r for r in _rows(tmp_path / "run") if r[0] == "train"] == [("train", None, 0.0, 5.0, 0, 5),
+                                                                        ("train", None, 5.0, 7.5, 5, 5)]
+    conv = convert(tmp_path / "run", tmp_path / "trace")
+    assert conv.problems == []
+    row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
+    assert row["productive_s"] == pytest.approx(5.0, abs=1e-3)
+    assert row["wasted_training_s"] == pytest.approx(2.5, abs=1e-3)  # the unfinished step
+
+
+def test_phases_reported_only_when_over_are_carved_out_of_training(tmp_path: Path) -> None:
+    """Hugging Face's on_evaluate / on_save: they started at the last step end."""
+    clk = Clock()
+    tl, rec = _timeline(tmp_path, clk)
+    tl.train_begin(0, clk.at(0))
+    clk.at(1)
+    tl.step(1)
+    tl.retro("eval", "evaluate", clk.at(3))
+    tl.retro("checkpoint_save", None, clk.at(4))
+    clk.at(5)
+    tl.step(2)
+    assert tl.last_boundary(clk.at(5.5)) == pytest.approx(T0 + 5)
+    tl.train_end(tl.last_boundary())
+    rec.close()
+    assert _rows(tmp_path / "run") == [("train", None, 0.0, 1.0, 0, 1), ("eval", "evaluate", 1.0, 3.0, None, None),
+                                       ("checkpoint_save", None, 3.0, 4.0, None, None), ("train", None, 4.0, 5.0, 1, 2)]
+
+
+def test_ending_a_phase_that_is_not_open_does_nothing_and_a_null_timeline_records_nothing(tmp_path: Path) -> None:
+    clk = Clock()
+    tl, rec = _timeline(tmp_path, clk)
+    assert tl.end("eval", clk.at(1)) is None
+    null = Timeline(None, clock=clk)
+    null.begin("trainer_init")
+    null.train_begin(0)
+    null.step(1)
+    null.retro("eval")
+    null.stop(crashed=True)
+    assert null.watch_compiles() is False
+    rec.close()
+    assert _rows(tmp_path / "run") == []
+
+
+# ---------------------------------------------------------------- ids and the process start
+
+
+def test_ids_come_from_the_arguments_then_the_environment_then_the_run_folder(tmp_path: Path, monkeypatch) -> None:
+    for var in ("ETT_RUN_DIR", "ETT_JOB_ID", "ETT_ATTEMPT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"):
+        monkeypatch.delenv(var, raising=False)
+    run = tmp_path / "my-job"
+    with pytest.raises(ValueError, match="ETT_RUN_DIR"):
+        process.resolve_run_dir(None)
+    assert process.resolve_job_id(run) == "my-job"
+    assert process.resolve_attempt(run, "my-job") == 0
+    for attempt in (0, 1):
+        Recorder(run, "my-job", attempt, writer="x").close()
+    Recorder(run, "my-job-other", 7, writer="x").close()  # another job's files in the same folder do not count
+    assert process.recorded_attempts(run, "my-job") == [0, 1]
+    assert process.resolve_attempt(run, "my-job") == 2
+    assert process.resolve_attempt(run, "my-job", 5) == 5
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "elastic-77")
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "3")
+    assert (process.resolve_job_id(run), process.resolve_attempt(run, "elastic-77")) == ("elastic-77", 3)
+    monkeypatch.setenv("ETT_JOB_ID", "from-wrapper")
+    monkeypatch.setenv("ETT_ATTEMPT", "4")
+    assert (process.resolve_job_id(run), process.resolve_attempt(run, "x")) == ("from-wrapper", 4)
+    assert process.resolve_job_id(run, "given") == "given"
+    monkeypatch.setenv("ETT_RUN_DIR", str(run))
+    assert process.resolve_run_dir(None) == run
+
+
+def test_process_start_time_is_the_kernels() -> None:
+    before = time.time()
+    p = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3); from ettcore.integrations.process import "
+                        "process_start_time as s; print(repr(s()))"], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), check=True)
+    start = float(p.stdout)
+    # the child started right after `before` (10 ms kernel ticks), not when it imported ettcore 0.3 s later
+    assert before - 0.02 <= start <= before + 0.25, start - before
+
+
+# ---------------------------------------------------------------- the attempt, in real child processes
+
+CHILD = """
+import os, signal, sys, time
+from ettcore.integrations.process import Attempt
+a = Attempt({run!r}, "child-job", None, writer="child", framework="test", progress_interval_s=0.2)
+a.start(rank=0, model="none", gpus=1, setup_stage="setup")
+tl = a.timeline
+tl.end("trainer_init")
+tl.train_begin(0)
+a.watch_signals()
+for step in range(1, 9):
+    time.sleep(0.05)
+    tl.step(step)
+mode = {mode!r}
+print("last-step", repr(time.time()), flush=True)
+if mode == "raise":
+    time.sleep(0.2)
+    raise RuntimeError("injected")
+if mode == "sigterm":
+    os.kill(os.getpid(), signal.SIGTERM)
+if mode == "sigint":
+    os.kill(os.getpid(), signal.SIGINT)
+if mode == "sigkill":
+    os.kill(os.getpid(), signal.SIGKILL)
+tl.train_end()
+a.ended("completed")
+time.sleep(0.2)
+"""
+
+
+def _run_child(run: Path, mode: str) -> tuple[float, float, int, str]:
+    spawn = time.time()
+    p = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD.format(run=str(run), mode=mode))],
+                       env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), capture_output=True, text=True, timeout=120)
+    return spawn, time.time(), p.returncode, p.stdout + p.stderr
+
+
+def _wait_for_end(run: Path, n: int, timeout: float = 20.0) -> None:
+    """The exit watcher writes the end just after the child is gone; wait for its file."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if sum(1 for f in run.glob("*-exit-*.jsonl") if f.stat().st_size) >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"no end written by the exit watcher in {run}")
+
+
+@pytest.mark.parametrize(("mode", "returncode", "reason"), [
+    ("completed", 0, "completed"),
+    ("raise", 1, "failure"),
+    ("sigterm", -signal.SIGTERM, "preemption"),
+    ("sigint", -signal.SIGINT, "cancelled"),  # KeyboardInterrupt, uncaught: Python then dies by SIGINT
+    ("sigkill", -signal.SIGKILL, "failure"),
+])
+def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(tmp_path: Path, mode: str, returncode: int,
+                                                                          reason: str) -> None:
+    run = tmp_path / "run"
+    spawn, reap, rc, out = _run_child(run, mode)
+    assert rc == returncode, out
+    _wait_for_end(run, 1)
+    conv = convert(run, tmp_path / "trace")
+    att = conv.attempts.row(0, named=True)
+    assert att["end_reason"] == reason
+    start, end = att["start"].timestamp(), att["end"].timestamp()
+    # from the kernel's start of the process to its exit, as the parent saw them (10 ms ticks, reap latency)
+    assert spawn - 0.02 <= start <= spawn + 0.1, (start - spawn)
+    assert reap - 0.1 <= end <= reap + 0.02, (end - reap)
+    spans = conv.spans
+    train = spans.filter(pl.col("phase") == "train")
+    last_step = float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("last-step")))
+    if mode == "sigkill":  # nothing ran at the kill: the train span ends at its last written piece
+        assert train["cursor_end"].max() >= 4 and train["end"].max().timestamp() <= last_step + 0.01
+        assert spans.filter(pl.col("phase") == "shutdown").height == 0
+    else:
+        assert train["cursor_end"].max() == 8
+        productive = train.filter(pl.col("cursor_end") > pl.col("cursor_start"))
+        assert productive["end"].max().timestamp() == pytest.approx(last_step, abs=0.01)  # training ended at the last step
+        stages = set(spans.filter(pl.col("phase") == "shutdown")["stage"])
+        assert "interpreter_exit" in stages or mode == "sigterm"
+    row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
+    assert row["wall_s"] == pytest.approx(reap - spawn, abs=0.1)
+    assert row["nof"] == (0 if reason in ("completed", "cancelled") else 1)
+
+
+def test_restarted_processes_are_the_next_attempts_of_the_job(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    spawns = []
+    for mode in ("raise", "completed"):
+        if spawns:
+            time.sleep(0.3)  # the re-queue
+        spawn, reap, rc, out = _run_child(run, mode)
+        spawns.append((spawn, reap))
+        _wait_for_end(run, len(spawns))
+    conv = convert(run, tmp_path / "trace")
+    assert conv.attempts["attempt"].to_list() == [0, 1]
+    assert conv.attempts["end_reason"].to_list() == ["failure", "completed"]
+    row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
+    assert row["wall_s"] == pytest.approx(spawns[-1][1] - spawns[0][0], abs=0.1)
+    assert row["scheduling_s"] == pytest.approx(spawns[1][0] - spawns[0][1], abs=0.05)  # the gap between the processes
+
+
+def test_a_process_restarted_at_once_starts_when_the_previous_one_ended(tmp_path: Path) -> None:
+    """The kernel's start time has 10 ms ticks: a restart within them must not overlap the previous attempt."""
+    run = tmp_path / "run"
+    for n, mode in enumerate(("raise", "raise", "completed"), start=1):
+        _run_child(run, mode)
+        _wait_for_end(run, n)
+    conv = convert(run, tmp_path / "trace")
+    load_trace(tmp_path / "trace")  # the data checks: attempts of one job never overlap
+    starts, ends = conv.attempts["start"].to_list(), conv.attempts["end"].to_list()
+    assert all(starts[k + 1] >= ends[k] for k in range(2))
+
+
+def test_an_explicit_finish_ends_the_attempt_while_the_process_goes_on(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    a = process.Attempt(run, "in-process", None, writer="t", framework="test")
+    a.start(rank=0)
+    a.timeline.end("trainer_init")
+    a.timeline.train_begin(0)
+    a.timeline.step(1)
+    a.timeline.train_end()
+    a.ended("completed")
+    t = time.time()
+    a.finish(t)
+    _wait_for_end(run, 1)
+    att = collect(run).attempts.row(0, named=True)
+    assert att["end_reason"] == "completed" and att["end"].timestamp() == pytest.approx(t, abs=1e-3)
+    a.finish()  # idempotent
+
+
+def test_other_ranks_record_nothing(tmp_path: Path) -> None:
+    a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
+    a.start(rank=1)
+    a.timeline.train_begin(0)
+    a.timeline.step(1)
+    a.finish()
+    assert a.recorder is None and not (tmp_path / "run").exists()
+
+
+def test_callback_errors_are_counted_and_warned_about_once(tmp_path: Path) -> None:
+    a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a.error(RuntimeError("before the recorder"))
+        a.start(rank=0)
+        a.guard(lambda: 1 / 0)
+        a.guard(lambda: [][1])
+    assert a.errors == 3
+    assert [w.category for w in caught] == [RecorderWarning]
+    a.finish()
+
+
+def test_the_exit_watcher_reads_the_last_report() -> None:
+    assert process._parse_report(b"completed 12.5 -1 exit\n") == ("completed", 12.5, -1, "exit")
+    assert process._parse_report(b"failure 1.0 -1 exit\npreemption 2.0 3 now\n") == ("preemption", 2.0, 3, "now")
+    assert process._parse_report(b"completed 12.5 -1 ex") is None  # not a complete line yet
+    assert process._parse_report(b"bogus 1 2 exit\n") is None
+    assert json.dumps(process.REASONS)
+
+
+def test_labels_become_job_columns_and_may_name_the_model_and_gpus(tmp_path: Path) -> None:
+    a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="lightning",
+                        labels={"model": "ranker", "gpus": 8, "team": "feeds", "framework": "custom"})
+    a.start(rank=0, model="Regressor", gpus=1)
+    a.finish()
+    job = collect(tmp_path / "run").jobs.row(0, named=True)
+    assert (job["model"], job["gpus"], job["team"], job["framework"]) == ("ranker", 8, "feeds", "custom")
+
+
+def test_the_per_step_call_is_under_one_percent_of_a_10ms_step(tmp_path: Path) -> None:
+    """Timeline.step per call, default progress interval, a real recorder (budget: 100 us; the framework's own
+    dispatch of the hook is measured by benchmarks/callback_overhead.py)."""
+    rec = Recorder(tmp_path / "run", "j", 0)
+    tl = Timeline(rec)
+    tl.train_begin(0)
+    n, best = 20_000, float("inf")
+    for rep in range(5):
+        t = time.perf_counter()
+        for i in range(n):
+            tl.step(rep * n + i)
+        best = min(best, (time.perf_counter() - t) / n)
+    tl.train_end()
+    rec.close()
+    assert best < 100e-6, f"Timeline.step costs {best * 1e6:.2f} us per step, over 1% of a 10 ms step"
