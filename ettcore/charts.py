@@ -60,12 +60,20 @@ def to_v5_spec(chart: alt.TopLevelMixin) -> dict:
 
 
 def _chart_title(spec: dict) -> str:
+    """The chart's title, or the first title of its parts (a concatenated or layered chart titles its panels)."""
     t = spec.get("title")
     if isinstance(t, dict):
         t = t.get("text")
     if isinstance(t, list):
         t = " ".join(t)
-    return str(t) if t else "untitled"
+    if t:
+        return str(t)
+    for key in ("vconcat", "hconcat", "concat", "layer"):
+        for part in spec.get(key) or ():
+            found = _chart_title(part)
+            if found != "untitled":
+                return found
+    return "untitled"
 
 
 def ett_renderer(spec: dict, **_: object) -> dict:

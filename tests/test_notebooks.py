@@ -218,7 +218,7 @@ PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "11-fleet-trends": check_fleet_trends,
     "12-mlperf-runs": check_mlperf_runs,
     "13-live-job": check_live_job,
-    "14-framework-run": check_framework_run,
+    "15-framework-run": check_framework_run,
 }
 
 
