@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from . import __version__, engines, metric
-from .errors import Problem, TraceError
+from .errors import Problem, TraceError, summarize_problems
 from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
 
@@ -155,10 +155,10 @@ def skip_report(trace: Trace) -> str:
         if acc["rejected"]:
             reasons = ", ".join(f"{n} {r}" for r, n in acc["rejected_by_reason"].items())
             lines.append(f"  {table}: read {acc['read']}, used {acc['used']}, rejected {acc['rejected']} ({reasons})")
-    for p in trace.problems[:20]:
-        lines.append(f"  {p.line()}")
-    if len(trace.problems) > 20:
-        lines.append(f"  ... and {len(trace.problems) - 20} more problems (run 'ett validate')")
+    shown = summarize_problems(trace.problems)
+    lines += [f"  {line}" for line in shown[:20]]
+    if len(shown) > 20:
+        lines.append(f"  ... and {len(shown) - 20} more lines of problems (run 'ett validate')")
     return "\n".join(lines)
 
 
@@ -220,14 +220,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         trace = load_trace(args.trace, mapping=args.mapping, skip_invalid=True)
     except TraceError as exc:
-        for p in exc.problems:
-            print(p.line(), file=sys.stderr)
+        for line in summarize_problems(exc.problems):
+            print(line, file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"problems": [p.as_dict() for p in trace.problems], "accounting": trace.accounting}, indent=2))
     else:
-        for p in trace.problems:
-            print(p.line())
+        for line in summarize_problems(trace.problems):
+            print(line)
         acc = ", ".join(f"{t}: {a['read']} rows" for t, a in trace.accounting.items())
         print(f"{len(trace.problems)} problem(s) in {args.trace} ({acc})")
     return 2 if trace.problems else 0
@@ -291,8 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TraceError as exc:
-        for p in exc.problems:
-            print(f"ett: {p.line()}", file=sys.stderr)
+        for line in summarize_problems(exc.problems):
+            print(f"ett: {line}", file=sys.stderr)
         return 2
     except duckdb.IOException as exc:
         print(f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}", file=sys.stderr)
