@@ -440,7 +440,8 @@ def test_step_rollback_without_a_job_start_is_an_interruption(tmp_path):
     assert ett["attempts"] == 2 and ett["scheduling_s"] == 0
     assert ett["wall_s"] == pytest.approx(92) and ett["productive_s"] == pytest.approx(27 + 18)
     assert ett["ttr_total_s"] == pytest.approx(74 - 57) and ett["in_training_loss_s"] == 0
-    assert ett["wasted_training_s"] == pytest.approx(74 - 62)
+    assert ett["wasted_training_s"] == pytest.approx(lib["WASTED_PROGRESS_FROM_DISRUPTION"]) == pytest.approx(74 - 62)
+    assert ett["ett_pct"] == pytest.approx(lib["goodput_pct"]) == pytest.approx(100 * 45 / 92)
     notes = report["files"][0]["notes"]
     assert any("rollback" in n["what"] and "interruption" in n["why"] for n in notes)
 

@@ -549,20 +549,31 @@ class MemoryLogger:
     """An in-memory ``cloud_logger`` for ml-goodput-measurement (no Google Cloud, no network).
 
     ``GoodputRecorder`` writes entries into it and ``GoodputCalculator`` reads them back as it reads Cloud
-    Logging: each entry gets a write timestamp and an insert id, and a read returns, in write order, the entries
-    after ``last_entry_info`` (or after ``start_time``) and up to ``end_time``, with the (timestamp, id) of the last
-    one returned, so a calculator asked again reads only what is new.  ``entries`` (the payloads, in write order)
-    can be written as JSON lines for ``ett import goodput``.
+    Logging: each entry has a timestamp (the entry's own time, its first ``*_time`` field, as if written when it
+    happened; else the time it was written) and an insert id.  A read returns, in ascending (timestamp, id) order,
+    the entries after ``last_entry_info`` (or after ``start_time``) and up to ``end_time``, with the (timestamp, id)
+    of the last one returned, so a calculator asked again reads only what is new and an interval query reads its
+    interval.  ``entries`` (the payloads, in write order) can be written as JSON lines for ``ett import goodput``.
     """
 
     def __init__(self) -> None:
         self.entries: list[dict] = []
-        self._written: list[tuple[datetime.datetime, str]] = []  # (write time, insert id) of each entry
+        self._keys: list[tuple[datetime.datetime, str]] = []  # (timestamp, insert id) of each entry
+
+    @staticmethod
+    def _timestamp(entry: dict) -> datetime.datetime:
+        for k, v in entry.items():
+            if "_time" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                try:
+                    return datetime.datetime.fromtimestamp(v, datetime.timezone.utc)
+                except (OverflowError, OSError, ValueError):
+                    break
+        return datetime.datetime.now(datetime.timezone.utc)
 
     def write_cloud_logging_entry(self, entry: dict | None) -> None:
         if entry is not None:
             self.entries.append(dict(entry))
-            self._written.append((datetime.datetime.now(datetime.timezone.utc), f"{len(self._written):012d}"))
+            self._keys.append((self._timestamp(entry), f"{len(self._keys):012d}"))
 
     def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
         def aware(t):
@@ -572,11 +583,12 @@ class MemoryLogger:
         after = None
         if last_entry_info is not None and last_entry_info[0] is not None:
             after = (aware(last_entry_info[0]), last_entry_info[1])
-        picked = [
-            k for k, (ts, iid) in enumerate(self._written)
-            if (end_time is None or ts <= end_time)
-            and (after is None or (ts, iid) > after)
-            and (after is not None or start_time is None or ts > start_time)
-        ]
-        last = self._written[picked[-1]] if picked else (None, None)
+        picked = sorted(
+            (k for k, key in enumerate(self._keys)
+             if (end_time is None or key[0] <= end_time)
+             and (after is None or key > after)
+             and (after is not None or start_time is None or key[0] > start_time)),
+            key=lambda k: self._keys[k],
+        )
+        last = self._keys[picked[-1]] if picked else (None, None)
         return [dict(self.entries[k]) for k in picked], last
