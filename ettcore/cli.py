@@ -72,27 +72,29 @@ def _iso(name: str) -> pl.Expr:
             .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
 
 
-def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000):
-    """Per-job objects of ``ett summarize --json`` (components nested), one JSON text a job.
+def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = ()):
+    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job.
 
     Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
     """
     fields = [_finite(k, jobs.schema[k]) for k in JOB_KEYS]
     fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
+    if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
+        fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
     fields += [_iso("t0"), _iso("t1")]
     for part in jobs.iter_slices(chunk):
         yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
 
 
-def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None) -> None:
-    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line), then ``tail``'s keys."""
+def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = ()) -> None:
+    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys."""
     out = out or sys.stdout
     out.write("{\n")
     for k, v in head.items():
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
     sep = "\n    "
-    for line in job_json_lines(jobs):
+    for line in job_json_lines(jobs, labels=labels):
         out.write(sep + line)
         sep = ",\n    "
     out.write("\n  ]" if sep != "\n    " else "]")
@@ -177,7 +179,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         }
         if groups is not None:
             tail["groups"] = group_records(groups, args.by)
-        write_summary_json(head, jobs, tail)
+        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns])
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
@@ -190,6 +192,11 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         print("Level 2 components (seconds, non-productive time):")
         print(format_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]]))
         print()
+        labels = [c for c in trace.labels if c in jobs.columns]
+        if labels:  # the jobs table's own columns (for an imported MLPerf run: time_to_train_s, MLPerf's score, ...)
+            print("Job labels (from the jobs table):")
+            print(format_table(jobs, ["job_id", *labels], digits=3))
+            print()
         if groups is not None:
             print(f"By {args.by}:")
             print(format_table(groups, [args.by, *FLEET_KEYS], digits=2))
