@@ -4,13 +4,21 @@ One result file is one job with one attempt.  The mapping, and every
 assumption it rests on (each is also stated, per file, in the import report):
 
 - **Attempt**: from the earliest ``init_start`` (``T0``) to ``run_stop``
-  (``T1``).  ``run_stop``'s ``status`` gives the end reason: ``success`` ->
+  (``T1``), or to the last block, epoch or eval event logged after
+  ``run_stop`` (the job still held its hardware: offline evaluations,
+  training blocks in flight); that tail is a ``shutdown`` span (stage
+  ``after run_stop: ...``), so it is the shutdown tail.  Not taken into it:
+  events after a later ``init_start``/``run_start`` or dated more than the
+  run's own length after ``run_stop``, and point-in-time lines (configuration
+  printed by a post-processing script, a line dated a day later): they are
+  reported, with how long after ``run_stop`` they are dated, as time not in
+  the trace.  ``run_stop``'s ``status`` gives the end reason: ``success`` ->
   ``completed``, ``aborted`` -> ``cancelled`` (the run stopped without
   reaching its target; not an interruption).  Without ``run_stop`` the log is
   cut short: ``T1`` is the last timing event and the end reason ``failure``.
-  So ``wall = run_stop - init_start``, the whole run including MLPerf's
-  untimed initialisation; MLPerf's own score, time-to-train, is
-  ``run_stop - run_start`` (kept as the ``time_to_train_s`` label).
+  So the wall time is the whole run including MLPerf's untimed
+  initialisation; MLPerf's own score, time-to-train, is
+  ``run_stop - run_start`` (the ``time_to_train_s`` label).
 - **Start-up**: ``trainer_init`` from ``init_start`` to ``init_stop``;
   ``data_warmup`` from ``init_stop`` to the first training interval (this
   includes ``run_start``: the first batch is part of the timed run).
@@ -28,7 +36,13 @@ assumption it rests on (each is also stated, per file, in the import report):
   *concurrent* when it evaluates a point at or before the interval's start
   (a model state training has already moved past): the train span is kept
   and, per the trace spec, the overlapped time stays productive.  An
-  evaluation with no position is taken as blocking.
+  evaluation with no position is taken as blocking.  A log that records
+  evaluations only by their result (``eval_accuracy``, no ``eval_start`` or
+  ``eval_stop``): where training stopped before a result (an ``epoch_stop``
+  or ``block_stop`` after the last training start), the evaluation is the
+  interval from that stop to the result (inferred); a result inside a running
+  training interval cannot be bounded, and a warning says its time counts as
+  training (the run's ETT% is an upper bound).
 - **Real-world mess**: rank prefixes (``[0] :::MLLOG``, ``host: :::MLLOG``)
   are stripped; the same event printed by several ranks (same key, value and
   metadata apart from ``file``/``lineno``) is merged into one, starts at the
@@ -40,17 +54,24 @@ assumption it rests on (each is also stated, per file, in the import report):
   ``run_start``; an evaluation stop without a start is dropped; timing events
   with an impossible timestamp (zero, negative, or before ``init_start``) are
   dropped; anything after ``run_stop`` is dropped or clipped.
-- **Accelerators**: from the log's ``:::SYSJSON`` line, else the system
-  description ``systems/<round>/<submitter>/<system>.json`` found in
-  ``systems_dir`` or in a ``systems`` folder above the log:
-  ``number_of_nodes * accelerators_per_node``.  A CPU-only system (0
-  accelerators per node) is given ``gpus = number_of_nodes`` so it still
-  weighs in fleet figures; the ``accelerators`` label stays 0.
+- **Accelerators**: ``number_of_nodes * accelerators_per_node`` from the
+  log's ``:::SYSJSON`` line and the published system description
+  ``<system>.json`` (see :func:`_find_system_json` for where it is looked
+  for).  When both exist and disagree, the published description is used
+  (it is reviewed with the submission) and the conflict is a warning, in the
+  report and on ``ett import``'s output.  ``--gpus N`` (every log) or
+  ``--gpus LOG=N`` replaces both.  A CPU-only system (0 accelerators per
+  node) is given ``gpus = number_of_nodes`` so it still weighs in fleet
+  figures; the ``accelerators`` label stays 0.
 
 Round, submitter, system and benchmark come from the path when it follows
-the results repositories' layout ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``
-(the log's ``submission_benchmark`` wins for the benchmark), else from the
-log's ``submission_*`` keys.
+one of the results repositories' layouts, ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``
+or ``<submitter>/results/<system>/<benchmark>/result_N.txt`` (the log's
+``submission_benchmark`` wins for the benchmark), else from the log's
+``submission_*`` keys.  ``submission`` (round/submitter/system/benchmark) and
+``result`` (N) are labels, so the runs of one submission can be grouped
+(:func:`submission_spread`).  A folder given as a log is searched
+recursively for ``result_*.txt``.
 """
 
 from __future__ import annotations
