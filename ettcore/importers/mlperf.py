@@ -39,9 +39,10 @@ assumption it rests on (each is also stated, per file, in the import report):
   evaluation with no position is taken as blocking.  A log that records
   evaluations only by their result (``eval_accuracy``, no ``eval_start`` or
   ``eval_stop``): where training stopped before a result (an ``epoch_stop``
-  or ``block_stop`` after the last training start), the evaluation is the
-  interval from that stop to the result (inferred); a result inside a running
-  training interval cannot be bounded, and a warning says its time counts as
+  or ``block_stop`` after the last training start, more than 5 ms before it),
+  the evaluation is the interval from that stop to the result (inferred); a
+  result inside a running training interval (or logged with the stop at the
+  same instant) cannot be bounded, and a warning says its time counts as
   training (the run's ETT% is an upper bound).
 - **Real-world mess**: rank prefixes (``[0] :::MLLOG``, ``host: :::MLLOG``)
   are stripped; the same event printed by several ranks (same key, value and
@@ -105,6 +106,7 @@ STATUS_TO_END_REASON = {"success": "completed", "aborted": "cancelled"}
 PATH_RE = re.compile(r"^v\d+\.\d+$")
 REPO_RE = re.compile(r"^(?:training_results_)?(v\d+\.\d+)$")
 EPS = 1e-9
+MIN_EVAL_GAP_S = 0.005  # a training stop closer than this to an evaluation's result is the same instant, not a bound
 
 
 @dataclass
@@ -801,8 +803,10 @@ def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eva
 
     An evaluation's result is logged when it ends.  Where training had stopped before it (an epoch_stop or
     block_stop after the last epoch/block start before the result), the evaluation is bounded by that stop and the
-    result: an ``eval`` interval, inferred.  Otherwise (the result falls inside a running training interval) its
-    time cannot be told from training: a warning, as ETT% then counts it as training.  Returns (results, bounded).
+    result: an ``eval`` interval, inferred.  Otherwise (the result falls inside a running training interval, or
+    the stop is within :data:`MIN_EVAL_GAP_S` of it: two log lines of one instant, too short to hold an
+    evaluation, so it ran elsewhere) its time cannot be told from training: a warning, as ETT% then counts it as
+    training.  Returns (results, bounded).
     """
     if eval_iv or any(e.family == "eval" for e in timing):
         return 0, []
@@ -816,7 +820,7 @@ def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eva
         starts = [e.t for e in train_ev if e.edge == "start" and e.t < acc.t - EPS]
         last_start = max(starts, default=run_start)
         stops = [e.t for e in train_ev if e.edge == "stop" and last_start < e.t <= acc.t + EPS]
-        if stops and min(stops) < acc.t - EPS:
+        if stops and min(stops) < acc.t - MIN_EVAL_GAP_S:
             bounded.append(Interval("eval", min(stops), acc.t, None, acc, [acc.row],
                                     how="evaluation bounded by the last training stop before its result (eval_accuracy) and the result"))
         else:
