@@ -22,7 +22,7 @@ import duckdb
 import polars as pl
 
 from . import __version__, engines, metric
-from .errors import Problem, TraceError
+from .errors import Problem, TraceError, summarize_problems
 from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
 
@@ -72,27 +72,29 @@ def _iso(name: str) -> pl.Expr:
             .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
 
 
-def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000):
-    """Per-job objects of ``ett summarize --json`` (components nested), one JSON text a job.
+def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = ()):
+    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job.
 
     Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
     """
     fields = [_finite(k, jobs.schema[k]) for k in JOB_KEYS]
     fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
+    if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
+        fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
     fields += [_iso("t0"), _iso("t1")]
     for part in jobs.iter_slices(chunk):
         yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
 
 
-def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None) -> None:
-    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line), then ``tail``'s keys."""
+def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = ()) -> None:
+    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys."""
     out = out or sys.stdout
     out.write("{\n")
     for k, v in head.items():
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
     sep = "\n    "
-    for line in job_json_lines(jobs):
+    for line in job_json_lines(jobs, labels=labels):
         out.write(sep + line)
         sep = ",\n    "
     out.write("\n  ]" if sep != "\n    " else "]")
@@ -155,10 +157,10 @@ def skip_report(trace: Trace) -> str:
         if acc["rejected"]:
             reasons = ", ".join(f"{n} {r}" for r, n in acc["rejected_by_reason"].items())
             lines.append(f"  {table}: read {acc['read']}, used {acc['used']}, rejected {acc['rejected']} ({reasons})")
-    for p in trace.problems[:20]:
-        lines.append(f"  {p.line()}")
-    if len(trace.problems) > 20:
-        lines.append(f"  ... and {len(trace.problems) - 20} more problems (run 'ett validate')")
+    shown = summarize_problems(trace.problems)
+    lines += [f"  {line}" for line in shown[:20]]
+    if len(shown) > 20:
+        lines.append(f"  ... and {len(shown) - 20} more lines of problems (run 'ett validate')")
     return "\n".join(lines)
 
 
@@ -177,7 +179,7 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         }
         if groups is not None:
             tail["groups"] = group_records(groups, args.by)
-        write_summary_json(head, jobs, tail)
+        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns])
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
@@ -190,6 +192,11 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         print("Level 2 components (seconds, non-productive time):")
         print(format_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]]))
         print()
+        labels = [c for c in trace.labels if c in jobs.columns]
+        if labels:  # the jobs table's own columns (for an imported MLPerf run: time_to_train_s, MLPerf's score, ...)
+            print("Job labels (from the jobs table):")
+            print(format_table(jobs, ["job_id", *labels], digits=3))
+            print()
         if groups is not None:
             print(f"By {args.by}:")
             print(format_table(groups, [args.by, *FLEET_KEYS], digits=2))
@@ -220,14 +227,14 @@ def cmd_validate(args: argparse.Namespace) -> int:
     try:
         trace = load_trace(args.trace, mapping=args.mapping, skip_invalid=True)
     except TraceError as exc:
-        for p in exc.problems:
-            print(p.line(), file=sys.stderr)
+        for line in summarize_problems(exc.problems):
+            print(line, file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps({"problems": [p.as_dict() for p in trace.problems], "accounting": trace.accounting}, indent=2))
     else:
-        for p in trace.problems:
-            print(p.line())
+        for line in summarize_problems(trace.problems):
+            print(line)
         acc = ", ".join(f"{t}: {a['read']} rows" for t, a in trace.accounting.items())
         print(f"{len(trace.problems)} problem(s) in {args.trace} ({acc})")
     return 2 if trace.problems else 0
@@ -291,8 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return func(args)
     except TraceError as exc:
-        for p in exc.problems:
-            print(f"ett: {p.line()}", file=sys.stderr)
+        for line in summarize_problems(exc.problems):
+            print(f"ett: {line}", file=sys.stderr)
         return 2
     except duckdb.IOException as exc:
         print(f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}", file=sys.stderr)

@@ -8,6 +8,7 @@ problem) and the field.  :class:`TraceError` carries one or more of them; the
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 
 
@@ -42,3 +43,40 @@ class TraceError(ValueError):
         head = "; ".join(p.line() for p in self.problems[:3])
         more = f" (and {len(self.problems) - 3} more)" if len(self.problems) > 3 else ""
         super().__init__(head + more)
+
+
+def _shape(p: Problem) -> tuple:
+    """What makes two problems 'the same problem': file, field and the message without its values.
+
+    The message up to ``: `` (where a value follows), with the row's own job id and every number
+    blanked out: ``unparsable or implausible timestamp: day-3`` and ``...: day-4`` are one kind,
+    ``attempt is missing`` and ``attempt is not an integer: x`` are two.
+    """
+    msg = p.message.split(": ", 1)[0]
+    if p.job_id:
+        msg = msg.replace(p.job_id, "\u2026")
+    return (p.file, p.field, re.sub(r"\d+(\.\d+)?", "#", msg))
+
+
+def summarize_problems(problems: list[Problem], first: int = 5) -> list[str]:
+    """Lines for people: each problem, except that beyond the ``first`` few of one kind (same file, field and message
+    apart from its values, see :func:`_shape`) the rest are one line with their count.  Row-less problems are never merged."""
+    counts: dict[tuple, int] = {}
+    for p in problems:
+        if p.row is not None:
+            counts[_shape(p)] = counts.get(_shape(p), 0) + 1
+    shown: dict[tuple, int] = {}
+    lines = []
+    for p in problems:
+        if p.row is None:
+            lines.append(p.line())
+            continue
+        k = _shape(p)
+        shown[k] = shown.get(k, 0) + 1
+        if shown[k] <= first:
+            lines.append(p.line())
+        if shown[k] == counts[k] and counts[k] > first:
+            field = f", field '{p.field}'" if p.field else ""
+            lines.append(f"{p.file}{field}: {counts[k] - first:,} more rows with the same problem ({k[2]}); "
+                         f"'ett validate --json' lists every one")
+    return lines

@@ -27,6 +27,7 @@ column names are checked against the schema and quoted.
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import json
 import math
@@ -70,6 +71,13 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 _RESERVED = {"_file", "_row", "job_key"}
+# Columns a table file must have (an empty value is a row problem; a missing column is one problem for the file).
+REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    "jobs": ("job_id",),
+    "attempts": ("job_id", "attempt", "start", "end", "end_reason"),
+    "spans": ("job_id", "attempt", "phase", "start", "end"),
+}
+TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that holds train spans
 # Names a jobs label may not take: columns of the metric's per-job and per-group results, and internal keys.
 COMPUTED_COLUMNS = frozenset(
     ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct", "nof", "nof_failure", "nof_preemption"]
@@ -100,6 +108,44 @@ def _refuse_reserved(file: str, columns: list[str]) -> None:
         if c.lower() in seen:  # DuckDB compares column names without case
             raise TraceError(Problem(file, None, c, f"column {c!r} appears more than once (names are compared without case)"))
         seen.add(c.lower())
+
+
+def schema_columns(table: str, names: list[str]) -> dict[str, str]:
+    """Each schema field of ``table`` -> the column of ``names`` that holds it.
+
+    Column names are compared without case (``Start`` is the ``start`` column), the rule by which
+    :func:`_refuse_reserved` refuses two spellings of one name and by which SQL resolves them.
+    """
+    by_lower = {n.lower().lstrip("\ufeff"): n for n in names}  # (a reader that keeps a byte-order mark in the header)
+    return {col: by_lower[col] for col, _ in SCHEMA[table] if col in by_lower}
+
+
+def _near_name(col: str, names: list[str], taken: set[str]) -> str | None:
+    """A column of ``names`` that looks like a misspelling of ``col`` (not one holding another field), or None."""
+    free = [n for n in names if n.lower() not in taken and n not in ("_file", "_row")]
+    lower = {n.lower(): n for n in free}
+    close = difflib.get_close_matches(col, list(lower), n=1, cutoff=0.6)
+    if close:
+        return lower[close[0]]
+    contains = sorted((n for n in free if col in n.lower()), key=lambda n: (not n.lower().startswith(col), len(n)))
+    return contains[0] if contains else None
+
+
+def missing_columns(table: str, file: str, names: list[str], has_train: bool = False) -> list[Problem]:
+    """One problem per required column that ``file`` lacks (compared without case), with a near name when one exists."""
+    present = schema_columns(table, names)
+    need = list(REQUIRED_COLUMNS[table]) + (list(TRAIN_COLUMNS) if table == "spans" and has_train else [])
+    taken = {c for c, _ in SCHEMA[table]}
+    out = []
+    for col in need:
+        if col in present:
+            continue
+        near = _near_name(col, names, taken)
+        hint = f"; did you mean {near!r}?" if near else ""
+        why = " (train spans need it)" if col in TRAIN_COLUMNS else ""
+        out.append(Problem(file, None, col, f"required column {col!r} is missing{why}{hint} (columns: {', '.join(names) or 'none'})",
+                           table=table))
+    return out
 
 
 def quote_ident(name: str) -> str:
@@ -204,6 +250,8 @@ def _read_text_table(src: Source) -> pl.DataFrame:
         if row < 1:
             raise TraceError(Problem(str(f), None, None, "header line is not valid UTF-8")) from None
         raise TraceError(Problem(str(f), row, None, "file is not valid UTF-8")) from None
+    if text.startswith("\ufeff"):  # a byte-order mark ("CSV UTF-8" of spreadsheets): the encoding's, not data
+        text = text[1:]
     if src.kind == "csv":
         header = next(csv.reader(io.StringIO(text.split("\n", 1)[0])), [])
         _refuse_reserved(str(f), header)
@@ -244,6 +292,7 @@ def _read_text_table(src: Source) -> pl.DataFrame:
             raise TraceError(problems)
         if rows:
             cols = list(dict.fromkeys(k for r in rows for k in r))
+            _refuse_reserved(str(f), [c for c in cols if c != "_row"])  # e.g. 'start' on some lines, 'Start' on others
             df = pl.DataFrame({c: [r.get(c) for r in rows] for c in cols}, schema={c: (pl.UInt32 if c == "_row" else pl.Utf8) for c in cols})
         else:
             df = pl.DataFrame({"_row": []}, schema={"_row": pl.UInt32})
@@ -255,9 +304,11 @@ def _arrow_kind(t: pa.DataType) -> str:
     return f"nested {t}" if pa.types.is_nested(t) else "plain"
 
 
-def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
+def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> list[tuple[str, list[str]]]:
+    """Create ``raw_<table>``; returns (file, column names) of each file read (a file without rows defines none)."""
     name = f"raw_{src.table}"
     if src.kind == "parquet":
+        names: list[tuple[str, list[str]]] = []
         kinds: dict[str, tuple] = {}
         for f in src.files:
             try:
@@ -267,6 +318,7 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
             _refuse_reserved(str(f), schema.names)
             if not schema.names:
                 raise TraceError(Problem(str(f), None, None, "Parquet file has no columns"))
+            names.append((str(f), list(schema.names)))
             for col in schema.names:
                 kind = _arrow_kind(schema.field(col).type)
                 first = kinds.setdefault(col, (kind, f, schema.field(col).type))
@@ -281,7 +333,7 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
             df = pl.concat(frames, how="diagonal_relaxed")
             con.register(f"_arrow_{src.table}", df.to_arrow())
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
-            return
+            return names
         try:
             rel = con.read_parquet([str(f) for f in src.files], filename=True, file_row_number=True, union_by_name=True)
         except duckdb.Error as exc:
@@ -289,16 +341,19 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
         cols = [c for c in rel.columns if c not in ("filename", "file_row_number")]
         rel = rel.project(", ".join([quote_ident(c) for c in cols] + ['"filename" AS _file', '"file_row_number" + 1 AS _row']))
         rel.create_view(name)
-    elif src.kind in ("csv", "jsonl"):
+        return names
+    if src.kind in ("csv", "jsonl"):
         df = _read_text_table(src)
         con.register(f"_arrow_{src.table}", df.to_arrow())
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
+        cols = [c for c in df.columns if c not in ("_row", "_file")]
+        return [] if src.kind == "jsonl" and df.height == 0 else [(str(src.files[0]), cols)]
     else:  # duckdb: the connection is the database itself
         tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'").fetchall()}
         if src.table not in tables:
             if src.table in REQUIRED_TABLES:
                 raise TraceError(Problem(str(src.files[0]), None, None, f"required table '{src.table}' not found in the DuckDB file"))
-            return
+            return []
         cols = [r[0] for r in con.execute(f"DESCRIBE main.{quote_ident(src.table)}").fetchall()]
         _refuse_reserved(f"{src.files[0]}:{src.table}", cols)
         sel = ", ".join([quote_ident(c) for c in cols] + ["$file AS _file", "rowid + 1 AS _row"])
@@ -306,6 +361,20 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> None:
         con.execute("CREATE OR REPLACE TEMP TABLE _duckdb_file AS SELECT $file::VARCHAR AS f", {"file": str(src.files[0])})
         sel = sel.replace("$file", "(SELECT f FROM _duckdb_file)")
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {sel} FROM main.{quote_ident(src.table)}")
+        return [(f"{src.files[0]}:{src.table}", cols)]
+
+
+def _column_problems(con: duckdb.DuckDBPyConnection, table: str, files: list[tuple[str, list[str]]]) -> list[Problem]:
+    """The required columns each file of ``table`` lacks; cursor columns only where the file holds train spans."""
+    train_files: set[str] = set()
+    if table == "spans" and any(set(TRAIN_COLUMNS) - set(schema_columns(table, names)) for _, names in files):
+        # only when some file lacks a cursor column (rare): which files hold train spans?
+        phase = next((schema_columns(table, names).get("phase") for _, names in files if "phase" in schema_columns(table, names)), None)
+        if phase is not None:
+            train_files = {r[0] for r in con.execute(f"SELECT DISTINCT _file FROM raw_spans WHERE {quote_ident(phase)} = 'train'").fetchall()}
+        if files and files[0][0].endswith(":spans"):  # a DuckDB database: _file is the database file
+            train_files = {files[0][0]} if train_files else set()
+    return [p for f, names in files for p in missing_columns(table, f, names, has_train=f in train_files)]
 
 
 # ----------------------------------------------------------------------------- typed layer
@@ -368,10 +437,10 @@ def label_columns(names: list[str], jobs_file: str) -> list[str]:
     ``_raw`` is refused: it would be hidden by (or hide) that column.
     """
     known = {c for c, _ in SCHEMA["jobs"]}
-    taken = {c.lower() for c in known}
+    taken = set(known)
     labels: list[str] = []
     for col in names:
-        if col in known or col in ("_file", "_row"):
+        if col.lower() in known or col in ("_file", "_row"):  # a schema column in any case (``Model``) is that column
             continue
         low = col.lower()
         if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
@@ -387,9 +456,10 @@ def label_columns(names: list[str], jobs_file: str) -> list[str]:
 def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -> list[str]:
     """Create ``typed_<table>``; returns the label columns (extra columns of ``jobs``)."""
     types = _raw_types(con, table) if present else {}
+    held = schema_columns(table, list(types))
     parts = ["_file", "_row"] if present else ["NULL::VARCHAR AS _file", "NULL::BIGINT AS _row"]
     for col, kind in SCHEMA[table]:
-        expr, raw = _parse_expr(col, kind, types.get(col))
+        expr, raw = _parse_expr(held.get(col, col), kind, types.get(held.get(col, "")))
         name = col if kind == "str" else (f"{col}_ms" if kind == "ts" else col)
         parts.append(f"{expr} AS {quote_ident(name)}")
         if kind != "str":
@@ -548,10 +618,14 @@ def load_trace(
     sources = discover(path)
     con = _connect(sources, memory_limit, temp_directory)
     present = set()
+    column_problems: list[Problem] = []
     for src in sources:
-        _register_raw(con, src)
+        files = _register_raw(con, src)
         if con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $n", {"n": f"raw_{src.table}"}).fetchall()[0][0]:
             present.add(src.table)
+            column_problems += _column_problems(con, src.table, files)
+    if column_problems:  # every row would fail: one problem per file and column instead
+        raise TraceError(column_problems)
     labels: list[str] = []
     for table in TABLES:
         got = _register_typed(con, table, table in present)

@@ -57,7 +57,7 @@ from polars.testing import assert_frame_equal
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT, SAMPLE_TRACE
 from ettcore.errors import Problem, TraceError
-from ettcore.trace import load_trace
+from ettcore.trace import SCHEMA, load_trace
 try:  # tests/trace_strategies.py: random valid traces (shared with the metric property tests)
     from trace_strategies import traces
 except ImportError:  # pragma: no cover - only while that module is not there
@@ -465,8 +465,10 @@ def structural(draw, case: Case) -> Case:
         case.neutral, case.whole_table = False, True
     elif kind == "rename_column_case":
         k = draw(st.integers(0, len(t.columns) - 1))
+        fixed = t.columns[k] in {c for c, _ in SCHEMA[name]}
         t.columns[k] = t.columns[k].upper()
-        case.neutral, case.whole_table = False, True
+        if not fixed:  # a label keeps its own spelling, so the result's column is renamed; a fixed column is the same column
+            case.neutral, case.whole_table = False, True
     return case
 
 

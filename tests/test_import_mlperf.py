@@ -106,16 +106,19 @@ def test_every_bundled_log_is_imported_with_provenance(imported):
 
 @pytest.mark.parametrize("path", LOGS, ids=job_id_of)
 def test_summarize_agrees_with_the_logs_own_intervals(path, summary):
-    """wall = run_stop - init_start; TTS between run_start and the first logged training start; productive within the timed run."""
+    """wall = run_stop - init_start, plus the time the log shows the job working after run_stop (its last block, epoch or
+    eval event: the shutdown tail); TTS between run_start and the first logged training start; productive within the
+    timed run."""
     job = summary[job_id_of(path)]
     ev = raw_events(path)
     init_start = min(e["time_ms"] for e in ev if e["key"] == "init_start")
     run_start, run_stop = official_start_stop_ms(path)
+    run_stop += _after_stop(path) * 1000
     train_key = "block_start" if any(e["key"] == "block_start" for e in ev) else "epoch_start"
     first_train = min([e["time_ms"] for e in ev if e["key"] == train_key and e["time_ms"] >= run_start] + [run_stop])
     assert job["wall_s"] == pytest.approx((run_stop - init_start) / 1000, abs=2 * MS)
     assert (run_start - init_start) / 1000 - 2 * MS <= job["tts_s"] <= (first_train - init_start) / 1000 + 2 * MS
-    assert 0 < job["productive_s"] <= (run_stop - run_start) / 1000 + 2 * MS
+    assert 0 < job["productive_s"] <= (run_stop - run_start) / 1000 - _after_stop(path) + 2 * MS
     assert job["ett_pct"] == pytest.approx(100 * job["productive_s"] / job["wall_s"], rel=1e-9)
     assert job["nof"] == 0 and job["ttr_total_s"] == 0
     parts = job["productive_s"] + job["tts_s"] + job["ttr_total_s"] + job["in_training_loss_s"] + job["shutdown_tail_s"]
@@ -209,7 +212,7 @@ def test_concurrent_evaluation_keeps_training_productive(summary, imported):
     report = json.loads((imported / "import_report.json").read_text())
     notes = next(f for f in report["files"] if f["file"].endswith("tpu-v4-256-TF/dlrm/result_0.txt"))["notes"]
     assert any("concurrent" in n["what"] and n["count"] == 18 for n in notes)
-    assert any(n["kind"] == "dropped" and "after run_stop" in n["what"] for n in notes)  # two blocks logged after run_stop
+    assert any(n["kind"] == "inferred" and "after run_stop" in n["what"] for n in notes)  # two blocks logged after run_stop: the tail
 
 
 def test_time_to_train_label_is_mlperfs_own_score():
@@ -250,7 +253,7 @@ def test_real_world_mess_is_reported():
     tiny = _notes(report, "v4.0/tinycorp/tinybox_red/resnet/result_0.txt")
     assert any(n.kind == "corrected" and "'run_stop' logged as POINT_IN_TIME" in n.what for n in tiny)
     sd = _notes(report, "v4.0/NVIDIA/eos_n64_ngc24.04_nemo/stable_diffusion/result_0.txt")
-    assert any(n.kind == "dropped" and "after run_stop" in n.what and 1661 in n.rows for n in sd)  # offline evals after run_stop
+    assert any(n.kind == "inferred" and "after run_stop" in n.what and 1661 in n.rows for n in sd)  # offline evals after run_stop: the tail
     assert any(n.kind == "info" and "out of time order" in n.why and 1678 in n.rows for n in sd)  # back-dated run_stop, last line
     maxtext = _notes(report, "v4.0/Google/cloud-tpu-v5p-12288-maxtext/gpt3/result_0.txt")
     assert any(n.kind == "inferred" and "'block_stop' without a matching 'block_start'" in n.what for n in maxtext)
@@ -361,3 +364,213 @@ def test_systems_dir_option(tmp_path):
     with pytest.raises(TraceError) as exc:
         import_logs([UF], systems_dir=systems)
     assert exc.value.problems[0].field == "accelerators_per_node" and re.search(r"hpg\.dgxb200x8\.n1\.json$", exc.value.problems[0].file)
+
+
+# --- logs as submitters write them (issue 16, items 9-13) ----------------------------------------------------
+
+BERT = MLPERF / "v3.0/NVIDIA/dgxh100_n64_ngc23.04_pytorch/bert/result_0.txt"
+RESNET = MLPERF / "v3.0/NVIDIA/dgxh100_n96_ngc23.04_mxnet/resnet/result_0.txt"
+SD = MLPERF / "v4.0/NVIDIA/eos_n64_ngc24.04_nemo/stable_diffusion/result_0.txt"
+DELL = MLPERF / "v5.0/Dell/1xXE7745x4H200-NVL-141GB/dlrm_dcnv2/result_0.txt"
+INTEL = MLPERF / "v2.1/Intel/4-nodes-SPR-pytorch/dlrm/result_0.txt"
+TRAIN_FAMILIES = ("block", "epoch", "eval")
+
+
+def _copy_log(src: Path, dst: Path, keep=lambda line: True) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_text("\n".join(ln for ln in src.read_text().splitlines() if keep(ln)) + "\n")
+    return dst
+
+
+def _summary_of(frames, report, tmp_path: Path, name: str = "t") -> tuple[dict, dict]:
+    from ettcore import metric
+    from ettcore.importers.frames import write_import
+    from ettcore.trace import load_trace
+
+    out = write_import(tmp_path / name, frames, report)
+    rows = {r["job_id"]: r for r in metric.job_summary(load_trace(out)).iter_rows(named=True)}
+    return rows, json.loads((out / "import_report.json").read_text())
+
+
+def test_evaluation_results_without_intervals_are_reported():
+    """v3.0 NVIDIA BERT logs 16 eval_accuracy results and no eval_start/eval_stop, all inside its one training block:
+    the report says so (a warning: their time counts as training, ETT% is an upper bound), not 'evaluations: 0'."""
+    _, report = import_logs([BERT])
+    f = report.files[0]
+    assert "16 results (eval_accuracy) without eval_start/eval_stop" in f.facts["evaluations"]
+    warn = [n for n in f.notes if n.kind == "warning" and "eval_accuracy" in n.what]
+    assert len(warn) == 1 and warn[0].count == 16 and "upper bound" in warn[0].why
+
+
+def test_evaluation_results_bounded_by_training_stops_are_attributed(tmp_path):
+    """v3.0 NVIDIA ResNet with its eval_start/eval_stop lines removed: each of its 14 eval_accuracy results follows an
+    epoch_stop inside a block, so the evaluation is bounded by that stop and the result and attributed as eval.
+    Expected from the raw lines: for each result, the last epoch_stop/block_stop after the last epoch_start/block_start
+    before it; the importer's eval time is the sum of those bounds, and a few ms off the logged eval intervals."""
+    log = _copy_log(RESNET, tmp_path / RESNET.relative_to(MLPERF), keep=lambda ln: '"eval_start"' not in ln and '"eval_stop"' not in ln)
+    shutil.copytree(MLPERF / "systems", tmp_path / "systems")
+    ev = sorted(raw_events(log), key=lambda e: e["time_ms"])
+    bounds = []
+    for acc in (e for e in ev if e["key"] == "eval_accuracy"):
+        t = acc["time_ms"]
+        last_start = max(e["time_ms"] for e in ev if e["key"] in ("epoch_start", "block_start") and e["time_ms"] < t)
+        stops = [e["time_ms"] for e in ev if e["key"] in ("epoch_stop", "block_stop") and last_start < e["time_ms"] <= t]
+        if stops and min(stops) < t - 5:  # (closer than 5 ms: one instant, not a bound)
+            bounds.append((min(stops), t))
+    assert len(bounds) == 14
+    frames, report = import_logs([log])
+    evals = frames.spans.filter(frames.spans["phase"] == "eval")
+    assert evals.height == 14
+    assert sorted(zip((evals["start"] * 1000).round(0), (evals["end"] * 1000).round(0))) == sorted(bounds)
+    rows, rep = _summary_of(frames, report, tmp_path)
+    logged = import_logs([RESNET])[0].spans
+    logged_eval_s = float((logged.filter(logged["phase"] == "eval")["end"] - logged.filter(logged["phase"] == "eval")["start"]).sum())
+    assert abs(sum(b - a for a, b in bounds) / 1000 - logged_eval_s) < 14 * 0.05
+    acc = rep["files"][0]["time_accounting"][job_id_of(RESNET)]
+    assert any(r["category"] == "inferred" and "eval_accuracy" in r["what"] for r in acc["rows"])
+
+
+def _after_stop(path: Path) -> float:
+    """Seconds from run_stop to the last block/epoch/eval event logged after it (0 if none), from the raw lines."""
+    ev = raw_events(path)
+    _, stop = official_start_stop_ms(path)
+    keys = {f"{f}_{edge}" for f in TRAIN_FAMILIES for edge in ("start", "stop")}
+    late = [e["time_ms"] for e in ev if e["key"] in keys and e["time_ms"] > stop]
+    return (max(late) - stop) / 1000 if late else 0.0
+
+
+def test_time_after_run_stop_is_the_shutdown_tail(summary, imported):
+    """v4.0 NVIDIA Stable Diffusion evaluates checkpoints for 300.0 s after run_stop (blocks and evals logged, their
+    results up to 307.6 s): the job held its hardware until the last interval event, so the attempt ends there, the
+    time is a shutdown span and the shutdown tail, and the report lists it as time after run_stop (the later result
+    lines as time not in the wall)."""
+    after = _after_stop(SD)
+    assert after == pytest.approx(300.0, abs=0.1)
+    job = summary[job_id_of(SD)]
+    ev = raw_events(SD)
+    init_start = min(e["time_ms"] for e in ev if e["key"] == "init_start")
+    _, stop = official_start_stop_ms(SD)
+    assert job["wall_s"] == pytest.approx((stop - init_start) / 1000 + after, abs=2 * MS)
+    assert job["components"]["shutdown"] == pytest.approx(after, abs=2 * MS) and job["shutdown_tail_s"] >= after - 2 * MS
+    report = json.loads((imported / "import_report.json").read_text())
+    f = next(f for f in report["files"] if f["file"].endswith(str(SD.relative_to(MLPERF))))
+    rows = f["time_accounting"][job_id_of(SD)]["rows"]
+    assert sum(r["seconds"] for r in rows if "after run_stop" in r["what"]) == pytest.approx(after, abs=2 * MS)
+    assert f["facts"]["after_run_stop_s"] == pytest.approx(after, abs=MS)
+    late = f["time_accounting"][job_id_of(SD)]["outside"]
+    assert [r["category"] for r in late] == ["after stop"] and late[0]["seconds"] == pytest.approx(307.6, abs=0.1)
+
+
+def test_a_line_dated_a_day_after_run_stop_is_not_run_time(summary, imported):
+    """v2.1 Intel DLRM: its first line (a configuration value) is dated 28.8 h after run_stop.  Only interval events
+    extend a run; this one is reported, with its lateness, as after the stop and not in the wall time."""
+    job = summary[job_id_of(INTEL)]
+    assert job["wall_s"] < 3600
+    report = json.loads((imported / "import_report.json").read_text())
+    f = next(f for f in report["files"] if f["file"].endswith(str(INTEL.relative_to(MLPERF))))
+    outside = f["time_accounting"][job_id_of(INTEL)]["outside"]
+    late = [r for r in outside if r["category"] == "after stop"]
+    assert late and max(r["seconds"] for r in late) == pytest.approx(103687.6, abs=0.1) and 1 in late[0]["lines"]
+
+
+def test_system_description_conflict_is_a_warning_and_gpus_overrides(tmp_path, capsys):
+    """v5.0 Dell 1xXE7745x4H200: the log's SYSJSON says 1 x 8 accelerators, the published system description (and the
+    system's name, x4 H200) 1 x 4.  The published description is used, with a warning in the report and in what
+    `ett import` prints; --gpus overrides both."""
+    frames, report = import_logs([DELL])
+    assert frames.jobs["gpus"].to_list() == [4] and frames.jobs["accelerators"].to_list() == [4]
+    assert any(n.kind == "warning" and "8" in n.why and "4" in n.why for n in report.files[0].notes)
+    rc = ett(["import", "mlperf", str(DELL), "--out", str(tmp_path / "t")])
+    out = capsys.readouterr()
+    assert rc == 0 and "warning 1" in out.out and "SYSJSON says 1x8" in out.err
+    frames, report = import_logs([DELL], gpus=8)
+    assert frames.jobs["gpus"].to_list() == [8]
+    assert any(n.kind == "inferred" and "--gpus" in n.why for n in report.files[0].notes)
+    frames, _ = import_logs([DELL, UF], gpus={str(DELL): 2})  # --gpus LOG=N: one log only
+    assert dict(zip(frames.jobs["job_id"], frames.jobs["gpus"])) == {job_id_of(DELL): 2, job_id_of(UF): 8}
+
+
+def test_log_outside_the_layout_with_systems_folder(tmp_path):
+    """A log in <folder>/<system>/<benchmark>/ (no round): --systems DIR is searched recursively for <system>.json."""
+    log = _copy_log(UF, tmp_path / "runs/hpg.dgxb200x8.n1/dlrm_dcnv2/result_0.txt")
+    frames, report = import_logs([log], systems_dir=MLPERF / "systems")
+    assert frames.jobs["gpus"].to_list() == [8]
+    assert report.files[0].facts["accelerators"].endswith("hpg.dgxb200x8.n1.json)")
+
+
+def test_log_in_the_results_repository_layout(tmp_path):
+    """training_results_v5.1/<submitter>/results/<system>/<benchmark>/result_0.txt with <submitter>/systems/<system>.json,
+    as the MLCommons repositories hold them: imported without --systems; round, submitter and system from the path."""
+    root = tmp_path / "training_results_v5.1/University-of-Florida"
+    log = _copy_log(UF, root / "results/hpg.dgxb200x8.n1/dlrm_dcnv2/result_0.txt")
+    (root / "systems").mkdir()
+    shutil.copy(MLPERF / "systems/v5.1/University-of-Florida/hpg.dgxb200x8.n1.json", root / "systems")
+    frames, _ = import_logs([log])
+    j = frames.jobs.row(0, named=True)
+    assert (j["round"], j["submitter"], j["system"], j["gpus"]) == ("v5.1", "University-of-Florida", "hpg.dgxb200x8.n1", 8)
+
+
+def test_no_system_description_names_the_paths_tried_and_gpus_imports(tmp_path):
+    lone = _copy_log(UF, tmp_path / "lone/result_0.txt")
+    with pytest.raises(TraceError) as exc:
+        import_logs([lone], systems_dir=tmp_path / "nowhere")
+    (p,) = exc.value.problems
+    assert p.file == str(lone) and p.field == "accelerators" and "tried" in p.message and str(tmp_path / "nowhere") in p.message
+    frames, report = import_logs([lone], gpus=8)
+    assert frames.jobs["gpus"].to_list() == [8]
+
+
+def test_folder_arguments_are_searched_recursively(tmp_path, capsys):
+    rc = ett(["import", "mlperf", str(MLPERF / "v5.1"), str(MLPERF / "v3.0/NVIDIA/dgxh100_n16_ngc23.04_merlin_hugectr"),
+              "--out", str(tmp_path / "t")])
+    assert rc == 0, capsys.readouterr()
+    meta = json.loads((tmp_path / "t" / "trace.json").read_text())
+    assert len(meta["source_files"]) == 5 and all(Path(f).name.startswith("result_") for f in meta["source_files"])
+    (tmp_path / "empty").mkdir()
+    rc = ett(["import", "mlperf", str(tmp_path / "empty"), "--out", str(tmp_path / "u")])
+    err = capsys.readouterr()
+    assert rc == 2 and str(tmp_path / "empty") in err.out + err.err and "result_*.txt" in err.out + err.err
+
+
+def test_time_to_train_and_submission_grouping_in_the_summary(imported, capsys):
+    """MLPerf's score is a job field of `ett summarize --json`; result_0 and result_1 of one submission share a
+    `submission` label, so their spread can be shown (ettcore.importers.mlperf.submission_spread)."""
+    from ettcore.importers.mlperf import submission_spread
+
+    assert ett(["summarize", str(imported), "--json"]) == 0
+    jobs = {j["job_id"]: j for j in json.loads(capsys.readouterr().out)["jobs"]}
+    for p in LOGS:
+        start, stop = official_start_stop_ms(p)
+        assert jobs[job_id_of(p)]["labels"]["time_to_train_s"] == pytest.approx((stop - start) / 1000, abs=MS)
+    sub = "v3.0/NVIDIA/dgxh100_n16_ngc23.04_merlin_hugectr/dlrm_dcnv2"
+    pair = [j for j in jobs.values() if j["labels"]["submission"] == sub]
+    assert sorted(j["labels"]["result"] for j in pair) == [0, 1]
+    from ettcore import metric
+    from ettcore.trace import load_trace
+
+    spread = submission_spread(metric.job_summary(load_trace(imported)))
+    row = spread.row(0, named=True)
+    assert spread.height == 1 and row["submission"] == sub and row["runs"] == 2
+    ttt = sorted(j["labels"]["time_to_train_s"] for j in pair)
+    ett_pct = sorted(j["ett_pct"] for j in pair)
+    assert (row["time_to_train_min_s"], row["time_to_train_max_s"]) == pytest.approx(tuple(ttt))
+    assert (row["ett_min_pct"], row["ett_max_pct"]) == pytest.approx(tuple(ett_pct))
+
+
+@pytest.mark.parametrize("path", LOGS, ids=job_id_of)
+def test_every_second_of_wall_time_is_accounted(path, summary, imported):
+    """The import report's time accounting of each run adds up to the wall time `ett summarize` measures; its 'no span'
+    row is the metric's unattributed time; what is not from a logged event pair is listed as inferred."""
+    job = summary[job_id_of(path)]
+    report = json.loads((imported / "import_report.json").read_text())
+    f = next(f for f in report["files"] if f["file"].endswith(str(path.relative_to(MLPERF))))
+    acc = f["time_accounting"][job_id_of(path)]
+    by = {}
+    for r in acc["rows"]:
+        by[r["category"]] = by.get(r["category"], 0) + r["seconds"]
+    assert acc["wall_s"] == pytest.approx(job["wall_s"], abs=2 * MS)
+    assert sum(by.values()) == pytest.approx(job["wall_s"], abs=5 * MS)
+    assert by.get("no span", 0) == pytest.approx(job["components"]["unattributed"], abs=5 * MS)
+    assert set(by) <= {"explicit", "inferred", "no span"}  # one attempt: nothing between attempts
+    tail = sum(r["seconds"] for r in acc["rows"] if "after run_stop" in r["what"])
+    assert tail == pytest.approx(_after_stop(path), abs=2 * MS)

@@ -178,6 +178,9 @@ def check_mlperf_runs(card: dict) -> None:
     assert h["runs imported"] == 33
     assert h["recommendation runs"] == 21
     assert 0 < h["median ETT% of recommendation runs"] < 100
+    # data/mlperf/MANIFEST.csv: one submission with two runs (v3.0 NVIDIA dgxh100_n16 dlrm_dcnv2, result_0 and result_1)
+    assert h["submissions with several runs"] == 1
+    assert 0 <= h["largest ETT% spread between runs of one submission"] < 100
     assert card["synthetic"] is False
 
 

@@ -444,7 +444,7 @@ def test_table_labels_units_formats_and_no_truncation() -> None:
     frame = pl.DataFrame({"job_id": ["a", "b"], "wall_min": [120.0, 3000.25], "ett_pct": [41.666, 99.0], "nof": [1, 12345],
                           "d_shutdown_tail_s": [3.5, -0.001], "note": [long_text, None], "ok": [True, False]})
     t = tables.table(frame, title="T", decimals={"ett_pct": 2})
-    assert t.headers == ["job", "wall (min)", "ETT% (%)", "NoF", "d shutdown tail (s)", "note", "ok"]
+    assert t.headers == ["job", "wall (min)", "ETT%", "NoF", "d shutdown tail (s)", "note", "ok"]
     text = t.text()
     assert "shape:" not in text and "str" not in text.split("\n")[1] and "f64" not in text
     assert long_text in text and "…" not in text

@@ -309,7 +309,9 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
     for g, d in zip(got["jobs"] + [got["fleet"]], duck["jobs"] + [duck["fleet"]]):
         assert g.keys() == d.keys()
         for k, v in d.items():
-            if isinstance(v, (int, float, dict)) and not isinstance(v, bool):  # numbers, and flat dicts of numbers
+            if k == "labels":  # the jobs table's labels, as read: equal
+                assert g[k] == v == {"team": v["team"]}, k
+            elif isinstance(v, (int, float, dict)) and not isinstance(v, bool):  # numbers, and flat dicts of numbers
                 assert g[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
             else:
                 assert g[k] == v, k
@@ -325,3 +327,28 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
 
     assert cli.main(["summarize", uri(sample_parquet), "--json"]) == 2  # default engine: duckdb
     assert "use --engine spark" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- (f) exports as tools write them (issue 16)
+
+
+@needs_spark
+@spark_group
+def test_column_names_without_case_and_a_missing_column_by_uri(session, tmp_path):
+    """Headers as `Start`, `End`, `Job_ID`: Spark reads them as the DuckDB loader does (same numbers); a trace whose
+    spans lack `phase` is one problem naming the table and the column, as for a local path."""
+    from ettcore.engines import spark as sp
+
+    f = _typed_sample()
+    upper = {t: df.rename({c: c.title() for c in df.columns if c != "team"}) for t, df in f.items()}
+    folder = write_trace(tmp_path / "title", jobs=upper["jobs"], attempts=upper["attempts"], spans=upper["spans"])
+    duck = load_trace(folder)
+    assert_same(metric.job_summary(duck), sp.job_summary(open_uri(session, folder)))
+    missing = write_trace(tmp_path / "nophase", jobs=f["jobs"], attempts=f["attempts"], spans=f["spans"].drop("phase"))
+    with pytest.raises(TraceError) as local:
+        load_trace(missing)
+    with pytest.raises(TraceError) as remote:
+        open_uri(session, missing)
+    for exc in (local, remote):
+        (p,) = exc.value.problems
+        assert p.field == "phase" and p.row is None and "required column 'phase' is missing" in p.message

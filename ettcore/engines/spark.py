@@ -57,7 +57,7 @@ import polars as pl
 
 from ..errors import Problem, TraceError
 from ..metric import check_by, check_every, name_groups
-from ..trace import SCHEMA, TABLES, TS_MAX_MS, TS_MIN_MS, Trace, discover
+from ..trace import SCHEMA, TABLES, TS_MAX_MS, TS_MIN_MS, Trace, discover, schema_columns
 from .transpile import duckdb_to_spark, spark_sql
 
 if TYPE_CHECKING:  # pyspark is optional: imported only when Spark is used
@@ -230,9 +230,10 @@ def typed_expr(col: str, kind: str, dtype: Any | None) -> tuple[str, str]:
 def typed_select(table: str, schema: Any | None, labels: list[str]) -> str:
     """The ``typed_<table>`` query over ``raw_<table>`` (``schema`` None: the table is absent)."""
     types = {f.name: f.dataType for f in schema.fields} if schema is not None else {}
+    held = schema_columns(table, list(types))  # names compared without case, as the DuckDB loader does
     parts = ["_file", "_row"] if schema is not None else ["CAST(NULL AS STRING) AS _file", "CAST(NULL AS BIGINT) AS _row"]
     for col, kind in SCHEMA[table]:
-        expr, raw = typed_expr(col, kind, types.get(col))
+        expr, raw = typed_expr(held.get(col, col), kind, types.get(held.get(col, "")))
         if expr == "NULL":  # an absent column: NULL of the typed column's type
             expr = {"str": "CAST(NULL AS STRING)", "int": "CAST(NULL AS BIGINT)", "num": "CAST(NULL AS DOUBLE)", "ts": "CAST(NULL AS BIGINT)"}[kind]
         name = f"{col}_ms" if kind == "ts" else col

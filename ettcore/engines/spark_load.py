@@ -54,7 +54,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import Problem, TraceError
 from ..phases import PhaseMap, load_phase_map
 from ..queries import check_names
-from ..trace import REQUIRED_TABLES, CheckedTrace, SUFFIXES, TABLES, _refuse_reserved, jobs_to_leave_out, label_columns, parse_as_of
+from ..trace import (REQUIRED_TABLES, TRAIN_COLUMNS, CheckedTrace, SUFFIXES, TABLES, _refuse_reserved, jobs_to_leave_out, label_columns,
+                     missing_columns, parse_as_of, schema_columns)
 from . import is_uri
 from . import spark as sp
 from .transpile import spark_sql
@@ -230,6 +231,13 @@ def _read(spark: "SparkSession", src: UriSource) -> "DataFrame":
         raise TraceError(Problem(where, None, "_metadata", "reserved column name '_metadata' (Spark adds it); rename the column"))
     if not names:
         raise TraceError(Problem(where, None, None, "Parquet file has no columns"))
+    held = schema_columns(src.table, names)
+    has_train = False
+    if src.table == "spans" and "phase" in held and set(TRAIN_COLUMNS) - set(held):  # rare: only then look for train spans
+        has_train = df.filter(df[held["phase"]] == "train").limit(1).count() > 0
+    missing = missing_columns(src.table, where, names, has_train=has_train)
+    if missing:
+        raise TraceError(missing)
     return df
 
 

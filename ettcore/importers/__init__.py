@@ -7,8 +7,8 @@
 
 The ``ett import`` command::
 
-    ett import mlperf LOG... [--systems DIR] --out TRACE
-    ett import goodput ENTRIES.jsonl --out TRACE
+    ett import mlperf LOG_OR_FOLDER... [--systems DIR] [--gpus N | --gpus LOG=N ...] --out TRACE
+    ett import goodput ENTRIES --out TRACE [--gpus N]
 
 Each writes the trace folder ``TRACE`` (``trace.json`` says ``"synthetic": false``
 and lists the source files) with ``import_report.json`` and
@@ -18,18 +18,53 @@ and lists the source files) with ``import_report.json`` and
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+from ..errors import Problem, TraceError
+
+
+def _summary(what: str, out: Path, report) -> None:
+    """The line ``ett import`` prints (note counts, warnings included), and each warning on stderr."""
+    counts = {k: sum(f.counts()[k] for f in report.files) for k in ("dropped", "merged", "inferred", "corrected", "clipped", "warning")}
+    print(f"imported {what} into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; see {Path(out) / 'import_report.md'})")
+    for line in report.warnings():
+        print(f"ett: warning: {line}", file=sys.stderr)
+
+
+def _gpus_option(values: list[str] | None) -> int | dict[str, int] | None:
+    """``--gpus N`` (every log) or ``--gpus LOG=N`` (repeatable, one log each)."""
+    if not values:
+        return None
+    if len(values) == 1 and "=" not in values[0]:
+        return _positive(values[0])
+    out = {}
+    for v in values:
+        log, sep, n = v.rpartition("=")
+        if not sep or not log:
+            raise TraceError(Problem("--gpus", None, "gpus", f"give one number for every log, or LOG=N for each: {v!r}"))
+        out[log] = _positive(n)
+    return out
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {text!r}"))
+    return n
 
 
 def _run_mlperf(args: argparse.Namespace) -> int:
     from .frames import write_import
     from .mlperf import import_logs
 
-    frames, report = import_logs(args.logs, systems_dir=args.systems)  # TraceError: the ett command prints it, exit 2
+    # TraceError: the ett command prints it, exit 2
+    frames, report = import_logs(args.logs, systems_dir=args.systems, gpus=_gpus_option(args.gpus))
     out = write_import(args.out, frames, report, fmt=args.format)
-    counts = {k: sum(f.counts()[k] for f in report.files) for k in ("dropped", "merged", "inferred", "corrected", "clipped")}
-    print(f"imported {frames.jobs.height} MLPerf run(s) into {out} "
-          f"({', '.join(f'{k} {v}' for k, v in counts.items())}; see {Path(out) / 'import_report.md'})")
+    _summary(f"{frames.jobs.height} MLPerf run(s)", out, report)
     return 0
 
 
@@ -39,8 +74,7 @@ def _run_goodput(args: argparse.Namespace) -> int:
 
     frames, report = import_entries(args.entries, gpus=args.gpus)  # TraceError: the ett command prints it, exit 2
     out = write_import(args.out, frames, report, fmt=args.format)
-    print(f"imported {frames.jobs.height} job(s), {frames.attempts.height} attempt(s) into {out} "
-          f"(see {Path(out) / 'import_report.md'})")
+    _summary(f"{frames.jobs.height} job(s), {frames.attempts.height} attempt(s)", out, report)
     return 0
 
 
@@ -51,16 +85,18 @@ def register(subparsers) -> None:
     sub.required = True
 
     m = sub.add_parser("mlperf", help="MLPerf Training result logs (MLLOG), one job a file")
-    m.add_argument("logs", nargs="+", metavar="LOG", help="result_N.txt files")
+    m.add_argument("logs", nargs="+", metavar="LOG", help="result_N.txt files, or folders searched recursively for them")
     m.add_argument("--systems", metavar="DIR", default=None,
-                   help="folder of system descriptions <round>/<submitter>/<system>.json "
-                        "(default: a 'systems' folder above each log)")
+                   help="folder of system descriptions: <round>/<submitter>/<system>.json, else any <system>.json below it "
+                        "(default: a 'systems' folder above each log, or <submitter>/systems/ of the results repositories)")
+    m.add_argument("--gpus", metavar="N|LOG=N", action="append", default=None,
+                   help="accelerators of every log (N), or of one log (LOG=N, repeatable): replaces the log's SYSJSON and the system description")
     m.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     m.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
     m.set_defaults(func=_run_mlperf)
 
-    g = sub.add_parser("goodput", help="entries written by ml-goodput-measurement's GoodputRecorder (JSON lines)")
-    g.add_argument("entries", metavar="ENTRIES.jsonl")
+    g = sub.add_parser("goodput", help="entries written by ml-goodput-measurement's GoodputRecorder (JSON lines or a gcloud JSON array)")
+    g.add_argument("entries", metavar="ENTRIES", help="JSON lines, or the JSON array of 'gcloud logging read --format=json'; any order")
     g.add_argument("--gpus", type=int, default=1, help="accelerators per job (the entries do not say; default 1)")
     g.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     g.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")

@@ -48,6 +48,8 @@ class TraceFrames:
 
     @classmethod
     def from_rows(cls, attempts: list[dict], spans: list[dict], jobs: list[dict], metadata: dict) -> "TraceFrames":
+        attempts = [{k: r.get(k) for k in ATTEMPT_SCHEMA} for r in attempts]
+        spans = [{k: r.get(k) for k in SPAN_SCHEMA} for r in spans]  # (importers' bookkeeping keys, such as ``how``, stay out)
         a = pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA, orient="row") if attempts else pl.DataFrame(schema=ATTEMPT_SCHEMA)
         s = pl.DataFrame(spans, schema=SPAN_SCHEMA, orient="row") if spans else pl.DataFrame(schema=SPAN_SCHEMA)
         j = pl.DataFrame(jobs, infer_schema_length=None) if jobs else pl.DataFrame(schema={"job_id": pl.String})

@@ -1,12 +1,18 @@
 """Import the entries written by ml-goodput-measurement's ``GoodputRecorder`` as an ETT trace.
 
-Input: a JSON-lines file, one entry a line, as the recorder hands them to
-its ``cloud_logger`` (``{"job_name": ..., "step_count": 7, "step_start_time": 1.7e9}``),
-or as exported from Cloud Logging (the entry under ``jsonPayload``).  Times
-are epoch seconds.  Checkpoint records (orbax's checkpoint logger, same log:
-``event_type`` ``save``/``restore``/``emergency_restore``) are read too.
+Input, in any order (``gcloud logging read`` lists the newest entry first):
 
-Mapping (each choice also noted per file in the import report):
+- JSON lines, one entry a line, as the recorder hands them to its
+  ``cloud_logger`` (``{"job_name": ..., "step_count": 7, "step_start_time": 1.7e9}``),
+  or Cloud Logging entries with the recorder's entry under ``jsonPayload``;
+- one JSON array of such entries, as ``gcloud logging read --format=json`` writes it.
+
+Times are epoch seconds.  Checkpoint records (orbax's checkpoint logger, same
+log: ``event_type`` ``save``/``restore``/``emergency_restore``) are read too.
+Every start/end pair is matched in time order, whatever the order of the file.
+
+Mapping (each choice also noted per file in the import report, and every
+second of wall time accounted for there by where its attribution came from):
 
 - Each ``job_name`` is a job.  Each ``job_start_time`` starts a new attempt.
   An attempt ends at its ``job_end_time`` (``completed``; ``cancelled`` if
@@ -14,6 +20,11 @@ Mapping (each choice also noted per file in the import report):
   last recorded instant; it is a ``failure`` if another attempt follows (the
   entries cannot tell a failure from a preemption) and ``running`` (no end)
   if it is the last.
+- A step number that does not grow inside one attempt (the same or an
+  earlier step logged again with no new ``job_start_time``: an in-process
+  restart from a checkpoint, which the library counts as a disruption) is an
+  interruption too: the attempt ends there as a ``failure`` and a new attempt
+  begins at the same instant, with no re-queue gap (the hardware was kept).
 - ``tpu_init_*`` -> ``hardware_setup``; ``training_prep_*`` ->
   ``trainer_init`` (stage ``training_preparation``); ``data_loading_*`` ->
   ``data_warmup`` (stage ``data_loading``; loading that overlaps training
@@ -21,31 +32,41 @@ Mapping (each choice also noted per file in the import report):
   events -> ``eval`` with the event type as the stage (the library defines
   them as blocking work inside the training loop, such as evaluation);
   checkpoint ``save`` -> ``checkpoint_save`` (checkpoint-manager blocking
-  time), ``restore`` -> ``checkpoint_load``.
+  time), ``restore`` -> ``checkpoint_load``.  A checkpoint record that cannot
+  be placed on the timeline (a start outside 1990..2100, as the library's own
+  tests write, or a missing start or duration) is dropped with a note, its
+  duration reported as time not in the trace.
 - Steps: a ``train`` span from each recorded step's start to the next
   recorded step's start, cursor ``step -> next step``; the last step of an
   attempt runs to ``job_end_time`` if there is one (as the library counts
   it), otherwise its end is unknown and it gets no span.  Training is cut
   around blocking spans (checkpoint saves and custom badput events), the
-  cursor shared in proportion to training time.  A step number that does
-  not grow inside one attempt (an in-process rollback) ends the previous
-  step without a span.
+  cursor shared in proportion to training time.
+- Compilation: the first step of an attempt that takes longer than the
+  attempt's typical step (the median of its other steps' training time) spent
+  the difference compiling (the library's program start-up badput): that
+  much of the step's start is a ``pt2_compile`` span (stage
+  ``first step above the typical step``), inferred from the step times.
 
 Where this and the library's ``GoodputCalculator`` agree and differ is
-worked through, case by case, in ``tests/test_import_goodput.py``.
+worked through, scenario by scenario, in ``docs/importers.md`` and tested in
+``tests/test_import_goodput.py`` and ``tests/test_goodput_scenarios.py``.
 """
 
 from __future__ import annotations
 
+import bisect
+import datetime
 import json
 import math
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..trace import TS_MAX_MS, TS_MIN_MS
 from ..errors import Problem, TraceError
 from .frames import TraceFrames
-from .import_report import FileReport, ImportReport
+from .import_report import EXPLICIT, FileReport, ImportReport
 
 JOB_NAME = "job_name"
 STEP_COUNT, STEP_START = "step_count", "step_start_time"
@@ -78,172 +99,308 @@ def _num(e: Entry, key: str, src: str) -> float:
     return float(v)
 
 
+EXPECTED = ("expected JSON lines (one recorder entry, or one Cloud Logging entry with it under jsonPayload, a line) or the "
+            "JSON array that 'gcloud logging read --format=json' writes")
+
+
+def _entry(d: object) -> dict | None:
+    """The recorder's entry in ``d`` (``jsonPayload`` unwrapped), or None if ``d`` is not an object."""
+    if isinstance(d, dict) and isinstance(d.get("jsonPayload"), dict):
+        return d["jsonPayload"]
+    return d if isinstance(d, dict) else None
+
+
+def _read_array(src: str, text: str) -> list[Entry]:
+    """The elements of a JSON array, each with the line it starts on; a broken array is one error naming where."""
+    dec = json.JSONDecoder()
+    i = text.index("[") + 1
+    out, line, pos = [], 1, 0
+
+    def line_at(k: int) -> int:
+        nonlocal line, pos
+        line += text.count("\n", pos, k)
+        pos = k
+        return line
+
+    while True:
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if i < len(text) and text[i] == "]" and not out:
+            break
+        try:
+            obj, j = dec.raw_decode(text, i)
+        except ValueError as exc:
+            where = line_at(min(getattr(exc, "pos", i), len(text)))
+            raise TraceError(Problem(src, where, None, f"not a complete JSON array ({getattr(exc, 'msg', exc)}); {EXPECTED}")) from None
+        row = line_at(i)
+        d = _entry(obj)
+        if d is None:
+            raise TraceError(Problem(src, row, None, f"array element is not a JSON object; {EXPECTED}"))
+        out.append(Entry(row, d))
+        i = j
+        while i < len(text) and text[i] in " \t\r\n":
+            i += 1
+        if i < len(text) and text[i] == ",":
+            i += 1
+            continue
+        if i < len(text) and text[i] == "]" and not text[i + 1:].strip():
+            break
+        raise TraceError(Problem(src, line_at(min(i, len(text))), None, f"not a complete JSON array (expected ',' or ']'); {EXPECTED}"))
+    return out
+
+
 def read_entries(path: Path) -> list[Entry]:
-    """The entries of a JSON-lines file (``jsonPayload`` unwrapped); bad JSON is an input error."""
+    """The entries of a JSON-lines file or of a JSON array (``jsonPayload`` unwrapped); bad JSON is an input error.
+
+    A file where no line is a JSON value (CSV, a pretty-printed object, text) is one error saying what was expected;
+    otherwise each line that is not a JSON object is named.
+    """
     src = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise TraceError(Problem(src, None, None, f"cannot read entries: {exc}")) from None
-    out, problems = [], []
-    for row, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except ValueError as exc:
-            problems.append(Problem(src, row, None, f"not a JSON object: {exc}"))
-            continue
-        if isinstance(d, dict) and isinstance(d.get("jsonPayload"), dict):
-            d = d["jsonPayload"]
-        if not isinstance(d, dict):
-            problems.append(Problem(src, row, None, "each line must be a JSON object (one recorder entry)"))
-            continue
-        out.append(Entry(row, d))
-    if problems:
-        raise TraceError(problems)
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if text.lstrip().startswith("["):
+        out = _read_array(src, text)
+    else:
+        out, problems, parsed = [], [], 0
+        for row, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError as exc:
+                problems.append(Problem(src, row, None, f"not a JSON object: {exc}"))
+                continue
+            parsed += 1
+            entry = _entry(d)
+            if entry is None:
+                problems.append(Problem(src, row, None, "each line must be a JSON object (one recorder entry)"))
+                continue
+            out.append(Entry(row, entry))
+        if problems and not parsed:
+            first = problems[0].row
+            raise TraceError(Problem(src, first, None, f"no line is a JSON value ({len(problems):,} lines tried); {EXPECTED}"))
+        if problems:
+            raise TraceError(problems)
     if not out:
         raise TraceError(Problem(src, None, None, "no entries in the file"))
     return out
 
 
+def _checkpoint(e: Entry) -> tuple[str, str, float, float] | str:
+    """(phase, stage, start, end) of an orbax checkpoint record, or why it cannot be placed on the timeline."""
+    d = e.data
+    et = d["event_type"]
+    keys = (CKPT_SAVE, CKPT_SAVE_FALLBACK) if et == "save" else (CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
+    pair = next((p for p in keys if d.get(p[0]) is not None and d.get(p[1]) is not None), None)
+    if pair is None:
+        return f"a {et} record needs {keys[0][0]} and {keys[0][1]} (or {keys[1][0]} and {keys[1][1]})"
+    t0, dur = d[pair[0]], d[pair[1]]
+    for k, v in ((pair[0], t0), (pair[1], dur)):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return f"{k} must be a number, got {v!r}"
+    if dur < 0:
+        return f"{pair[1]} is negative ({dur!r})"
+    if not TS_MIN_MS <= t0 * 1000 <= TS_MAX_MS or not TS_MIN_MS <= (t0 + dur) * 1000 <= TS_MAX_MS:
+        return f"{pair[0]} {t0!r} is outside 1990..2100 (the library adds checkpoint durations without placing them)"
+    return ("checkpoint_save" if et == "save" else "checkpoint_load"), f"{et}:step {d.get('step')}", float(t0), float(t0 + dur)
+
+
+def _repeats(events: list[tuple]) -> list[int]:
+    """Rows of events (time, kind, row) that repeat an earlier row's time and kind (a log line delivered twice)."""
+    seen, out = set(), []
+    for ev in sorted(events, key=lambda e: e[-1]):
+        if ev[:-1] in seen:
+            out.append(ev[-1])
+        seen.add(ev[:-1])
+    return out
+
+
+def _once(events: list[tuple]) -> list[tuple]:
+    """``events`` without repeats (the first row of each time and kind kept)."""
+    seen, out = set(), []
+    for ev in sorted(events, key=lambda e: e[-1]):
+        if ev[:-1] not in seen:
+            out.append(ev)
+            seen.add(ev[:-1])
+    return sorted(out)
+
+
+def _pair_in_time(events: list[tuple[float, str, int]]) -> tuple[list[tuple[float, float, int]], list[int], list[int]]:
+    """Match starts and ends of one kind in time order: (intervals (t0, t1, row of start), unmatched start rows,
+    unmatched end rows).  At one instant an end first closes an open interval, then starts open, then ends close
+    what just opened (a zero-length interval), so neither the file's order nor ties decide."""
+    out: list[tuple[float, float, int]] = []
+    lone_starts: list[int] = []
+    lone_ends: list[int] = []
+    open_: tuple[float, int] | None = None
+    by_time: dict[float, list[tuple[str, int]]] = {}
+    for t, edge, row in events:
+        by_time.setdefault(t, []).append((edge, row))
+    for t in sorted(by_time):
+        group = sorted(by_time[t], key=lambda x: x[1])
+        ends = [r for e, r in group if e == "end"]
+        starts = [r for e, r in group if e == "start"]
+        if open_ is not None and ends:
+            out.append((open_[0], t, open_[1]))
+            open_ = None
+            ends.pop(0)
+        for r in starts:
+            if open_ is not None:
+                lone_starts.append(open_[1])
+            open_ = (t, r)
+        for r in ends:
+            if open_ is not None:
+                out.append((open_[0], t, open_[1]))
+                open_ = None
+            else:
+                lone_ends.append(r)
+    if open_ is not None:
+        lone_starts.append(open_[1])
+    return out, lone_starts, lone_ends
+
+
 def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tuple[list[dict], list[dict]]:
-    """Attempts and spans (epoch seconds) of one job from its entries, in file order."""
-    starts = [(e.row, _num(e, JOB_START, src)) for e in entries if JOB_START in e.data]
+    """Attempts and spans (epoch seconds) of one job from its entries, in any order."""
+    starts = sorted(((_num(e, JOB_START, src), e.row) for e in entries if JOB_START in e.data))
     if not starts:
         raise TraceError(Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown"))
-    starts.sort(key=lambda x: x[1])
-    bounds = [t for _, t in starts]
 
-    def attempt_of(t: float) -> int:
-        k = -1
-        for i, b in enumerate(bounds):
-            if t >= b:
-                k = i
-        return k
-
-    # collect timed items per attempt
-    ends: dict[int, float] = {}
-    last_seen: dict[int, float] = {}
-    steps: dict[int, list[tuple[float, int, int]]] = {}
+    ends: list[tuple[float, int]] = []
+    steps: list[tuple[float, int, int]] = []  # (time, step, row)
+    pair_events: dict[str, list[tuple[float, str, int]]] = {}
+    kind_of: dict[str, tuple[str, str | None]] = {}
     raw_spans: list[tuple[str, str | None, float, float, int]] = []
-    open_: dict[str, tuple[float, int]] = {}
-    dropped_before: list[int] = []
+    points: list[tuple[float, int]] = []  # every instant a row places on the timeline
     unknown: list[int] = []
-    unmatched_end: dict[str, list[int]] = {}
-    unmatched_start: dict[str, list[int]] = {}
-
-    def seen(t: float, row: int) -> int:
-        k = attempt_of(t)
-        if k < 0:
-            dropped_before.append(row)
-        else:
-            last_seen[k] = max(last_seen.get(k, -math.inf), t)
-        return k
+    bad_ckpt: list[tuple[int, str, float | None]] = []
 
     for e in entries:
         d = e.data
-        used = False
-        if JOB_START in d:
-            used = True
+        used = JOB_START in d
         if JOB_END in d:
-            t = _num(e, JOB_END, src)
-            k = seen(t, e.row)
-            if k >= 0:
-                ends[k] = max(ends.get(k, -math.inf), t)
+            ends.append((_num(e, JOB_END, src), e.row))
             used = True
         if STEP_START in d:
             t = _num(e, STEP_START, src)
-            s = d.get(STEP_COUNT)
-            if isinstance(s, bool) or not isinstance(s, (int, float)) or not math.isfinite(s) or abs(s) >= 2**53 or s != int(s):
-                raise TraceError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {s!r}"))
-            k = seen(t, e.row)
-            if k >= 0:
-                steps.setdefault(k, []).append((t, int(s), e.row))
+            sc = d.get(STEP_COUNT)
+            if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not math.isfinite(sc) or abs(sc) >= 2**53 or sc != int(sc):
+                raise TraceError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
+            steps.append((t, int(sc), e.row))
             used = True
         for (ks, ke), (phase, stage) in PAIRS.items():
-            if ks in d:
-                if ks in open_:
-                    unmatched_start.setdefault(ks, []).append(open_[ks][1])
-                open_[ks] = (_num(e, ks, src), e.row)
-                used = True
-            elif ke in d:
-                t = _num(e, ke, src)
-                if ks in open_:
-                    t0, row0 = open_.pop(ks)
-                    raw_spans.append((phase, stage, t0, t, row0))
-                    seen(t0, row0)
-                    seen(t, e.row)
-                else:
-                    unmatched_end.setdefault(ke, []).append(e.row)
-                used = True
+            for key, edge in ((ks, "start"), (ke, "end")):
+                if key in d:
+                    pair_events.setdefault(ks, []).append((_num(e, key, src), edge, e.row))
+                    kind_of[ks] = (phase, stage)
+                    used = True
+                    break
+            else:
+                continue
+            break
         if CUSTOM_START in d or CUSTOM_END in d:
             ctype = str(d.get(CUSTOM_TYPE, "unknown")).lower()
-            key = f"custom:{ctype}"
-            if CUSTOM_START in d:
-                if key in open_:
-                    unmatched_start.setdefault(key, []).append(open_[key][1])
-                open_[key] = (_num(e, CUSTOM_START, src), e.row)
-            else:
-                t = _num(e, CUSTOM_END, src)
-                if key in open_:
-                    t0, row0 = open_.pop(key)
-                    raw_spans.append(("eval", ctype, t0, t, row0))
-                    seen(t0, row0)
-                    seen(t, e.row)
-                else:
-                    unmatched_end.setdefault(key, []).append(e.row)
+            key, edge = (CUSTOM_START, "start") if CUSTOM_START in d else (CUSTOM_END, "end")
+            pair_events.setdefault(f"custom:{ctype}", []).append((_num(e, key, src), edge, e.row))
+            kind_of[f"custom:{ctype}"] = ("eval", ctype)
             used = True
-        et = d.get("event_type")
-        if et in ("save", "restore", "emergency_restore"):
-            keys = (CKPT_SAVE, CKPT_SAVE_FALLBACK) if et == "save" else (CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
-            pair = next((p for p in keys if d.get(p[0]) is not None and d.get(p[1]) is not None), None)
-            if pair is None:
-                raise TraceError(Problem(src, e.row, keys[0][0], f"checkpoint {et} record needs {keys[0][0]} and {keys[0][1]}"))
-            t0, dur = _num(e, pair[0], src), _num(e, pair[1], src)
-            phase = "checkpoint_save" if et == "save" else "checkpoint_load"
-            raw_spans.append((phase, f"{et}:step {d.get('step')}", t0, t0 + dur, e.row))
-            seen(t0, e.row)
-            seen(t0 + dur, e.row)
+        if d.get("event_type") in ("save", "restore", "emergency_restore"):
+            got = _checkpoint(e)
+            if isinstance(got, str):
+                dur = next((d.get(k[1]) for k in (CKPT_SAVE, CKPT_SAVE_FALLBACK, CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
+                            if isinstance(d.get(k[1]), (int, float)) and not isinstance(d.get(k[1]), bool) and math.isfinite(d.get(k[1]))), None)
+                bad_ckpt.append((e.row, got, dur))
+            else:
+                raw_spans.append((*got, e.row))
             used = True
         if not used:
             unknown.append(e.row)
-    for key, (t0, row0) in open_.items():
-        unmatched_start.setdefault(key, []).append(row0)
 
-    if dropped_before:
-        fr.note("dropped", f"entry of job {job!r} dated before its first job_start_time", "belongs to no attempt", dropped_before)
+    twice = [row for evs in [steps, *pair_events.values()] for row in _repeats(evs)]
+    if twice:
+        fr.note("merged", f"entry of job {job!r} logged twice (same event, same time)", "one event delivered twice: read once", twice)
+    steps = _once(steps)
+    for key, evs in pair_events.items():
+        intervals, lone_s, lone_e = _pair_in_time(_once(evs))
+        phase, stage = kind_of[key]
+        raw_spans += [(phase, stage, t0, t1, row) for t0, t1, row in intervals]
+        if lone_s:
+            fr.note("dropped", f"'{key}' start without an end", "no later end to pair it with: the interval's length is unknown", lone_s)
+        if lone_e:
+            fr.note("dropped", f"'{key}' end without a start", "no earlier start to pair it with: the interval's length is unknown", lone_e)
+    for row, why, dur in bad_ckpt:
+        fr.note("dropped", "checkpoint record that cannot be placed", why, [row])
+        fr.outside(job, "dropped", f"checkpoint record (line {row}) not placed on the timeline", dur, [row])
     if unknown:
         fr.note("dropped", f"entry of job {job!r} with no recorder field", "not a goodput recorder or checkpoint entry", unknown)
-    for key, rows in unmatched_start.items():
-        fr.note("dropped", f"'{key}' start without an end", "the interval's length is unknown", rows)
-    for key, rows in unmatched_end.items():
-        fr.note("dropped", f"'{key}' end without a start", "the interval's length is unknown", rows)
 
-    n = len(bounds)
+    # attempts: each job start, and each step number that does not grow inside one (an in-process restart)
+    bounds = [t for t, _ in starts]
+    rollbacks: list[tuple[float, int, int, int]] = []  # (time, step before, step logged again, row)
+    steps.sort()
+    for k, b in enumerate(bounds):
+        nxt = bounds[k + 1] if k + 1 < len(bounds) else math.inf
+        inside = [x for x in steps if b <= x[0] < nxt]
+        for prev, cur in zip(inside, inside[1:]):
+            if cur[1] <= prev[1]:
+                rollbacks.append((cur[0], prev[1], cur[1], cur[2]))
+    rollback_at = {t for t, *_ in rollbacks}
+    cuts = sorted(set(bounds) | rollback_at)
+
+    def attempt_of(t: float) -> int:
+        return bisect.bisect_right(cuts, t) - 1
+
+    for t, row in ends:
+        points.append((t, row))
+    for t, _, row in steps:
+        points.append((t, row))
+    for _, _, t0, t1, row in raw_spans:
+        points += [(t0, row), (t1, row)]
+    before = sorted({row for t, row in points if attempt_of(t) < 0})
+    if before:
+        fr.note("dropped", f"entry of job {job!r} dated before its first job_start_time", "belongs to no attempt", before)
+    last_seen: dict[int, float] = {}
+    for t, _ in points:
+        k = attempt_of(t)
+        if k >= 0:
+            last_seen[k] = max(last_seen.get(k, -math.inf), t)
+    end_of: dict[int, float] = {}
+    for t, _ in ends:
+        k = attempt_of(t)
+        if k >= 0:
+            end_of[k] = max(end_of.get(k, -math.inf), t)
+    start_rows = {t: row for t, row in starts}
+
     attempts: list[dict] = []
-    for k in range(n):
-        start = bounds[k]
-        nxt = bounds[k + 1] if k + 1 < n else None
-        if k in ends and (nxt is None or ends[k] <= nxt):
-            end, reason = ends[k], ("completed" if nxt is None else "cancelled")
+    for k, start in enumerate(cuts):
+        nxt = cuts[k + 1] if k + 1 < len(cuts) else None
+        if nxt is not None and nxt in rollback_at and nxt not in start_rows:
+            t, s_prev, s_again, row = next(r for r in rollbacks if r[0] == nxt)
+            end, reason = nxt, "failure"
+            fr.note("inferred", f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
+                    "an in-process restart from a checkpoint, which the library counts as a disruption: taken as an interruption; "
+                    f"attempt {k} ends as a failure at the repeated step's start and attempt {k + 1} begins there, with no re-queue "
+                    "time (the hardware was kept)", [row])
+        elif k in end_of and (nxt is None or end_of[k] <= nxt):
+            end, reason = end_of[k], ("completed" if nxt is None else "cancelled")
             if nxt is not None:
                 fr.note("inferred", f"{job} attempt {k} end reason", "job_end_time recorded and another job_start follows: a planned stop, 'cancelled'")
         elif nxt is not None:
             end = min(max(last_seen.get(k, start), start), nxt)
             reason = "failure"
             fr.note("inferred", f"{job} attempt {k} end", "no job_end_time before the next job_start_time: ended at its last recorded instant, "
-                    "as a failure (the entries cannot tell a failure from a preemption)", [starts[k][0]])
+                    "as a failure (the entries cannot tell a failure from a preemption)", [start_rows[start]] if start in start_rows else None)
         else:
             end, reason = None, "running"
-            fr.note("inferred", f"{job} attempt {k} end", "no job_end_time: still running (end left empty)", [starts[k][0]])
+            fr.note("inferred", f"{job} attempt {k} end", "no job_end_time: still running (end left empty)", [start_rows[start]] if start in start_rows else None)
         attempts.append(dict(job_id=job, attempt=k, start=start, end=end, end_reason=reason))
 
     spans: list[dict] = []
     clipped = []
     for phase, stage, t0, t1, row in raw_spans:
-        if t1 < t0:
-            raise TraceError(Problem(src, row, "end", f"{phase} ends before it starts"))
         k = attempt_of(t0)
         if k < 0:
             continue
@@ -253,37 +410,49 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             clipped.append(row)
             t1 = hi
         if t1 > t0:
-            spans.append(dict(job_id=job, attempt=k, phase=phase, stage=stage, start=t0, end=t1, cursor_start=None, cursor_end=None))
+            spans.append(dict(job_id=job, attempt=k, phase=phase, stage=stage, start=t0, end=t1, cursor_start=None, cursor_end=None, how=EXPLICIT))
     if clipped:
         fr.note("clipped", f"{job}: interval running past its attempt's end", "cut at the attempt's end", clipped)
 
-    rollback, unfinished = [], []
-    for k, st in steps.items():
-        st.sort()
-        a = attempts[k]
-        blocks = [(s["start"], s["end"]) for s in spans if s["attempt"] == k and s["phase"] in BLOCKING_PHASES]
-        seq = list(st)
-        for i, (t, s, row) in enumerate(seq):
-            if i + 1 < len(seq):
-                t_next, s_next = seq[i + 1][0], seq[i + 1][1]
-                if s_next <= s:
-                    rollback.append(seq[i + 1][2])
-                    continue
+    unfinished, compiled = [], []
+    for k, a in enumerate(attempts):
+        st = [x for x in steps if attempt_of(x[0]) == k]
+        blocks = [(sp["start"], sp["end"]) for sp in spans if sp["attempt"] == k and sp["phase"] in BLOCKING_PHASES]
+        pieces: list[list[tuple[float, float]]] = []
+        cursors: list[tuple[float, float]] = []
+        for i, (t, sc, row) in enumerate(st):
+            if i + 1 < len(st):
+                t_next, s_next = st[i + 1][0], st[i + 1][1]
             elif a["end"] is not None and a["end_reason"] in ("completed", "cancelled"):
-                t_next, s_next = a["end"], s + 1
+                t_next, s_next = a["end"], sc + 1
             else:
                 unfinished.append(row)
                 continue
-            spans.extend(_train_pieces(job, k, t, t_next, float(s), float(s_next), blocks))
-    if rollback:
-        fr.note("inferred", f"{job}: step number not growing inside one attempt", "an in-process rollback: the step before it gets no train span", rollback)
+            pieces.append(_train_time(t, t_next, blocks))
+            cursors.append((float(sc), float(s_next)))
+        extra = _compile_time(pieces)
+        if extra > 0:
+            compiled.append((k, extra))
+        for i, (ps, (c0, c1)) in enumerate(zip(pieces, cursors)):
+            if i == 0 and extra > 0:
+                ps, compile_parts = _take(ps, extra)
+                spans += [dict(job_id=job, attempt=k, phase="pt2_compile", stage="first step above the typical step", start=x, end=y,
+                               cursor_start=None, cursor_end=None, how=COMPILE_HOW) for x, y in compile_parts]
+            spans += _train_spans(job, k, ps, c0, c1)
     if unfinished:
         fr.note("inferred", f"{job}: last step of an attempt without job_end_time", "its end is unknown: no train span for it", unfinished)
+    for k, extra in compiled:
+        fr.note("inferred", f"{job} attempt {k}: first step's time above the typical step -> pt2_compile ({extra:.3f} s)",
+                "the first step took longer than the attempt's typical (median) step: the difference is taken as compilation, "
+                "measured from the step times (the library's PROGRAM_STARTUP badput)")
     return attempts, spans
 
 
-def _train_pieces(job: str, k: int, t0: float, t1: float, c0: float, c1: float, blocks: list[tuple[float, float]]) -> list[dict]:
-    """``train`` spans for one step interval, cut around blocking spans; cursor linear in training time."""
+COMPILE_HOW = "compilation: the first step's time above the attempt's typical (median) step, measured from the step times"
+
+
+def _train_time(t0: float, t1: float, blocks: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The parts of ``[t0, t1]`` outside blocking spans (training time of one step)."""
     cuts = sorted((max(a, t0), min(b, t1)) for a, b in blocks if b > t0 and a < t1)
     pieces, t = [], t0
     for a, b in cuts:
@@ -292,18 +461,47 @@ def _train_pieces(job: str, k: int, t0: float, t1: float, c0: float, c1: float, 
         t = max(t, b)
     if t < t1:
         pieces.append((t, t1))
+    return pieces
+
+
+def _compile_time(steps: list[list[tuple[float, float]]]) -> float:
+    """Seconds of the first step's training time above the median of the other steps' (0 without another step)."""
+    if len(steps) < 2:
+        return 0.0
+    first = sum(b - a for a, b in steps[0])
+    return max(0.0, first - statistics.median(sum(b - a for a, b in ps) for ps in steps[1:]))
+
+
+def _take(pieces: list[tuple[float, float]], seconds: float) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+    """Split ``seconds`` off the start of ``pieces``: (what is left, what was taken)."""
+    left, taken = [], []
+    for a, b in pieces:
+        if seconds <= 0:
+            left.append((a, b))
+        elif b - a <= seconds:
+            taken.append((a, b))
+            seconds -= b - a
+        else:
+            taken.append((a, a + seconds))
+            left.append((a + seconds, b))
+            seconds = 0
+    return left, taken
+
+
+def _train_spans(job: str, k: int, pieces: list[tuple[float, float]], c0: float, c1: float) -> list[dict]:
+    """``train`` spans for one step's training time; the cursor grows linearly in training time."""
     total = sum(b - a for a, b in pieces)
     out, done, c = [], 0.0, c0
     for a, b in pieces:
         done += b - a
         ce = c0 + (c1 - c0) * done / total
-        out.append(dict(job_id=job, attempt=k, phase="train", stage="steps", start=a, end=b, cursor_start=c, cursor_end=ce))
+        out.append(dict(job_id=job, attempt=k, phase="train", stage="steps", start=a, end=b, cursor_start=c, cursor_end=ce, how=EXPLICIT))
         c = ce
     return out
 
 
 def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> tuple[TraceFrames, ImportReport]:
-    """Import a recorder's entries (JSON lines): one job a ``job_name``.
+    """Import a recorder's entries (JSON lines or a JSON array, any order): one job a ``job_name``.
 
     ``gpus`` is given to every job (the entries do not record it).  Set
     ``synthetic`` when the entries were generated rather than recorded from
@@ -338,6 +536,7 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
         spans.extend(s)
         jobs.append(dict(job_id=job, model=job, gpus=gpus, source_file=path.name, synthetic=synthetic))
         fr.job_ids.append(job)
+    fr.account(attempts, spans)
     fr.facts.update({"jobs": len(names), "attempts": len(attempts), "entries": len(entries)})
     if gpus == 1:
         fr.note("inferred", "gpus", "the entries do not record accelerators; every job has gpus = 1 (use --gpus)")
@@ -349,16 +548,47 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
 class MemoryLogger:
     """An in-memory ``cloud_logger`` for ml-goodput-measurement (no Google Cloud, no network).
 
-    ``GoodputRecorder`` writes entries into it and ``GoodputCalculator`` reads them
-    back whole; ``entries`` can then be written as JSON lines for ``ett import goodput``.
+    ``GoodputRecorder`` writes entries into it and ``GoodputCalculator`` reads them back as it reads Cloud
+    Logging: each entry has a timestamp (the entry's own time, its first ``*_time`` field, as if written when it
+    happened; else the time it was written) and an insert id.  A read returns, in ascending (timestamp, id) order,
+    the entries after ``last_entry_info`` (or after ``start_time``) and up to ``end_time``, with the (timestamp, id)
+    of the last one returned, so a calculator asked again reads only what is new and an interval query reads its
+    interval.  ``entries`` (the payloads, in write order) can be written as JSON lines for ``ett import goodput``.
     """
 
     def __init__(self) -> None:
         self.entries: list[dict] = []
+        self._keys: list[tuple[datetime.datetime, str]] = []  # (timestamp, insert id) of each entry
+
+    @staticmethod
+    def _timestamp(entry: dict) -> datetime.datetime:
+        for k, v in entry.items():
+            if "_time" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+                try:
+                    return datetime.datetime.fromtimestamp(v, datetime.timezone.utc)
+                except (OverflowError, OSError, ValueError):
+                    break
+        return datetime.datetime.now(datetime.timezone.utc)
 
     def write_cloud_logging_entry(self, entry: dict | None) -> None:
         if entry is not None:
             self.entries.append(dict(entry))
+            self._keys.append((self._timestamp(entry), f"{len(self._keys):012d}"))
 
     def read_cloud_logging_entries(self, start_time=None, end_time=None, last_entry_info=None):
-        return list(self.entries), (None, None)
+        def aware(t):
+            return t.replace(tzinfo=datetime.timezone.utc) if t is not None and t.tzinfo is None else t
+
+        start_time, end_time = aware(start_time), aware(end_time)
+        after = None
+        if last_entry_info is not None and last_entry_info[0] is not None:
+            after = (aware(last_entry_info[0]), last_entry_info[1])
+        picked = sorted(
+            (k for k, key in enumerate(self._keys)
+             if (end_time is None or key[0] <= end_time)
+             and (after is None or key > after)
+             and (after is not None or start_time is None or key[0] > start_time)),
+            key=lambda k: self._keys[k],
+        )
+        last = self._keys[picked[-1]] if picked else (None, None)
+        return [dict(self.entries[k]) for k in picked], last

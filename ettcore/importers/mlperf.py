@@ -4,13 +4,21 @@ One result file is one job with one attempt.  The mapping, and every
 assumption it rests on (each is also stated, per file, in the import report):
 
 - **Attempt**: from the earliest ``init_start`` (``T0``) to ``run_stop``
-  (``T1``).  ``run_stop``'s ``status`` gives the end reason: ``success`` ->
+  (``T1``), or to the last block, epoch or eval event logged after
+  ``run_stop`` (the job still held its hardware: offline evaluations,
+  training blocks in flight); that tail is a ``shutdown`` span (stage
+  ``after run_stop: ...``), so it is the shutdown tail.  Not taken into it:
+  events after a later ``init_start``/``run_start`` or dated more than the
+  run's own length after ``run_stop``, and point-in-time lines (configuration
+  printed by a post-processing script, a line dated a day later): they are
+  reported, with how long after ``run_stop`` they are dated, as time not in
+  the trace.  ``run_stop``'s ``status`` gives the end reason: ``success`` ->
   ``completed``, ``aborted`` -> ``cancelled`` (the run stopped without
   reaching its target; not an interruption).  Without ``run_stop`` the log is
   cut short: ``T1`` is the last timing event and the end reason ``failure``.
-  So ``wall = run_stop - init_start``, the whole run including MLPerf's
-  untimed initialisation; MLPerf's own score, time-to-train, is
-  ``run_stop - run_start`` (kept as the ``time_to_train_s`` label).
+  So the wall time is the whole run including MLPerf's untimed
+  initialisation; MLPerf's own score, time-to-train, is
+  ``run_stop - run_start`` (the ``time_to_train_s`` label).
 - **Start-up**: ``trainer_init`` from ``init_start`` to ``init_stop``;
   ``data_warmup`` from ``init_stop`` to the first training interval (this
   includes ``run_start``: the first batch is part of the timed run).
@@ -28,7 +36,14 @@ assumption it rests on (each is also stated, per file, in the import report):
   *concurrent* when it evaluates a point at or before the interval's start
   (a model state training has already moved past): the train span is kept
   and, per the trace spec, the overlapped time stays productive.  An
-  evaluation with no position is taken as blocking.
+  evaluation with no position is taken as blocking.  A log that records
+  evaluations only by their result (``eval_accuracy``, no ``eval_start`` or
+  ``eval_stop``): where training stopped before a result (an ``epoch_stop``
+  or ``block_stop`` after the last training start, more than 5 ms before it),
+  the evaluation is the interval from that stop to the result (inferred); a
+  result inside a running training interval (or logged with the stop at the
+  same instant) cannot be bounded, and a warning says its time counts as
+  training (the run's ETT% is an upper bound).
 - **Real-world mess**: rank prefixes (``[0] :::MLLOG``, ``host: :::MLLOG``)
   are stripped; the same event printed by several ranks (same key, value and
   metadata apart from ``file``/``lineno``) is merged into one, starts at the
@@ -40,17 +55,24 @@ assumption it rests on (each is also stated, per file, in the import report):
   ``run_start``; an evaluation stop without a start is dropped; timing events
   with an impossible timestamp (zero, negative, or before ``init_start``) are
   dropped; anything after ``run_stop`` is dropped or clipped.
-- **Accelerators**: from the log's ``:::SYSJSON`` line, else the system
-  description ``systems/<round>/<submitter>/<system>.json`` found in
-  ``systems_dir`` or in a ``systems`` folder above the log:
-  ``number_of_nodes * accelerators_per_node``.  A CPU-only system (0
-  accelerators per node) is given ``gpus = number_of_nodes`` so it still
-  weighs in fleet figures; the ``accelerators`` label stays 0.
+- **Accelerators**: ``number_of_nodes * accelerators_per_node`` from the
+  log's ``:::SYSJSON`` line and the published system description
+  ``<system>.json`` (see :func:`_find_system_json` for where it is looked
+  for).  When both exist and disagree, the published description is used
+  (it is reviewed with the submission) and the conflict is a warning, in the
+  report and on ``ett import``'s output.  ``--gpus N`` (every log) or
+  ``--gpus LOG=N`` replaces both.  A CPU-only system (0 accelerators per
+  node) is given ``gpus = number_of_nodes`` so it still weighs in fleet
+  figures; the ``accelerators`` label stays 0.
 
 Round, submitter, system and benchmark come from the path when it follows
-the results repositories' layout ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``
-(the log's ``submission_benchmark`` wins for the benchmark), else from the
-log's ``submission_*`` keys.
+one of the results repositories' layouts, ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``
+or ``<submitter>/results/<system>/<benchmark>/result_N.txt`` (the log's
+``submission_benchmark`` wins for the benchmark), else from the log's
+``submission_*`` keys.  ``submission`` (round/submitter/system/benchmark) and
+``result`` (N) are labels, so the runs of one submission can be grouped
+(:func:`submission_spread`).  A folder given as a log is searched
+recursively for ``result_*.txt``.
 """
 
 from __future__ import annotations
@@ -63,10 +85,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import polars as pl
+
 from ..trace import TS_MAX_MS
 from ..errors import Problem, TraceError
 from .frames import TraceFrames
-from .import_report import FileReport, ImportReport
+from .import_report import EXPLICIT, FileReport, ImportReport
 
 TOKEN = ":::MLLOG"
 SYSJSON_TOKEN = ":::SYSJSON"
@@ -80,7 +104,9 @@ POSITION_FIELDS = ("samples_count", "epoch_num", "first_epoch_num")
 MIN_VALID_MS = 946_684_800_000  # 2000-01-01: anything earlier is not a real timestamp
 STATUS_TO_END_REASON = {"success": "completed", "aborted": "cancelled"}
 PATH_RE = re.compile(r"^v\d+\.\d+$")
+REPO_RE = re.compile(r"^(?:training_results_)?(v\d+\.\d+)$")
 EPS = 1e-9
+MIN_EVAL_GAP_S = 0.005  # a training stop closer than this to an evaluation's result is the same instant, not a bound
 
 
 @dataclass
@@ -125,6 +151,7 @@ class Interval:
     start_ev: Event | None
     stop_ev: Event | None
     rows: list[int] = field(default_factory=list)
+    how: str | None = None  # the inference behind an interval no start/stop pair gives (None: from its events)
 
 
 @dataclass
@@ -215,27 +242,73 @@ def _first_value(events: Iterable[Event], key: str) -> object | None:
 
 
 def _path_parts(path: Path) -> dict[str, str] | None:
-    """round/submitter/system/benchmark from ``<round>/<submitter>/<system>/<benchmark>/result_N.txt``."""
+    """round/submitter/system/benchmark from the path, in either layout of the results repositories:
+
+    - ``<round>/<submitter>/<system>/<benchmark>/result_N.txt`` (as bundled in ``data/mlperf``), or
+    - ``<submitter>/results/<system>/<benchmark>/result_N.txt`` (as in the ``training_results_vX.Y`` repositories;
+      the round from a folder above named ``vX.Y`` or ``training_results_vX.Y``, else unknown).
+    """
     parts = path.resolve().parts
     for k in range(len(parts) - 5, -1, -1):
         if PATH_RE.match(parts[k]):
             if len(parts) - k == 5:
                 return {"round": parts[k], "submitter": parts[k + 1], "system": parts[k + 2], "benchmark": parts[k + 3]}
+    if len(parts) >= 5 and parts[-4] == "results":
+        rnd = next((m.group(1) for q in reversed(parts[:-5]) if (m := REPO_RE.match(q))), None)
+        return {"round": rnd, "submitter": parts[-5], "system": parts[-3], "benchmark": parts[-2]}
     return None
 
 
-def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) -> Path | None:
-    if parts is None:
-        return None
-    rel = Path(parts["round"]) / parts["submitter"] / f"{parts['system']}.json"
+def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) -> tuple[Path | None, list[str]]:
+    """The system description of a log, and every place looked (for the error when there is none).
+
+    The system's name is the path's (``parts``) or, outside both layouts, the folder two levels above the log
+    (``<system>/<benchmark>/result_N.txt``).  Looked for: ``<round>/<submitter>/<system>.json`` under ``systems_dir``
+    and then any ``<system>.json`` below it; without ``systems_dir``, in each ``systems`` folder above the log (the
+    same two ways) and in ``<submitter>/systems/<system>.json`` of the repository layout.  Several matches that
+    disagree on the accelerator count are an error.
+    """
+    system = parts["system"] if parts else path.resolve().parent.parent.name
+    rel = Path(parts["round"] or "*") / parts["submitter"] / f"{system}.json" if parts else None
+    tried: list[str] = []
+    roots: list[Path] = []
     if systems_dir is not None:
-        p = Path(systems_dir) / rel
-        return p if p.is_file() else None
-    for anc in path.resolve().parents:
-        p = anc / "systems" / rel
-        if p.is_file():
-            return p
-    return None
+        roots = [Path(systems_dir)]
+    else:
+        log = path.resolve()
+        if parts and log.parents[2].name == "results":  # <submitter>/results/<system>/<benchmark>/result_N.txt
+            cand = log.parents[3] / "systems" / f"{system}.json"
+            tried.append(str(cand))
+            if cand.is_file():
+                return cand, tried
+        roots = [a / "systems" for a in list(log.parents)[:8] if (a / "systems").is_dir()]
+    for root in roots:
+        if rel is not None and rel.parts[0] != "*":
+            cand = root / rel
+            tried.append(str(cand))
+            if cand.is_file():
+                return cand, tried
+        tried.append(str(root / "**" / f"{system}.json"))
+        found = sorted(p for p in root.rglob(f"{system}.json") if p.is_file()) if root.is_dir() else []
+        if parts:  # prefer the submitter's own description
+            own = [p for p in found if parts["submitter"] in p.parts]
+            found = own or found
+        if len(found) > 1:
+            counts = {}
+            for f in found:
+                try:
+                    d = json.loads(f.read_text(encoding="utf-8"))
+                    counts[f] = (str(d.get("number_of_nodes")), str(d.get("accelerators_per_node")))
+                except (OSError, ValueError):
+                    counts[f] = None
+            if len(set(counts.values())) > 1:
+                raise TraceError(Problem(str(path), None, "accelerators", "several system descriptions match and disagree on the "
+                                         f"accelerator count: {', '.join(map(str, found))}; pass --systems DIR or --gpus N"))
+        if found:
+            return found[0], tried
+    if systems_dir is None and not roots:
+        tried.append(f"a 'systems' folder in any folder above {path.parent}")
+    return None, tried
 
 
 def _accelerators(desc: dict, source: str) -> tuple[int, int, str | None]:
@@ -447,7 +520,7 @@ def _split_train(t0: float, t1: float, c0: float, c1: float, cuts: list[tuple[fl
     return out
 
 
-def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport) -> tuple[dict, list[dict], dict]:
+def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport, gpus_override: int | None = None) -> tuple[dict, list[dict], dict]:
     """Import one result log: returns (attempt row, span rows, jobs row) with times in epoch seconds."""
     path = Path(path)
     src = str(path)
@@ -550,6 +623,11 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport)
     if t1 < run_start:
         raise TraceError(Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start"))
 
+    # after run_stop: interval events the job went on logging (the hardware was still held) are its shutdown tail
+    t_end, after_families, late_lines = t1, set(), []
+    if run_stops:
+        t_end, after_families, late_lines = _after_stop(timing, ev_all, t0, t1, fr)
+
     # intervals
     block_iv = _pair(timing, "block", t1, fr, infer_start_at=run_start)
     epoch_iv = _pair(timing, "epoch", t1, fr, infer_start_at=run_start)
@@ -561,17 +639,24 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport)
     else:
         train_family, train = "epoch", epoch_iv
     fr.facts["train_intervals"] = f"{len(train)} x {train_family}"
+    n_logged_evals = len([iv for iv in eval_iv if iv.start < t1])
+    results, bounded = _evaluations_without_intervals(timing, ev_all, eval_iv, run_start, t1, fr)
+    eval_iv += bounded
 
-    # clip to [run_start, t1] for training, [t0, t1] for eval
+    # clip to [run_start, t1] for training, [t0, t1] for eval; what lies after run_stop is in the shutdown tail
     after = [iv for iv in train if iv.start >= t1] + [iv for iv in eval_iv if iv.start >= t1]
-    if after:
-        fr.note("dropped", "interval starting at or after run_stop", "the run is over: MLPerf's clock stopped at run_stop",
+    if after and t_end > t1:
+        fr.note("inferred", "interval starting at or after run_stop", "the run's clock stopped at run_stop, the job went on: "
+                "kept as the shutdown tail (a shutdown span from run_stop to the last interval event)", [iv.rows[0] for iv in after])
+    elif after:
+        fr.note("dropped", "interval starting at or after run_stop", "not taken as part of the run (see the time accounting)",
                 [iv.rows[0] for iv in after])
     train = [iv for iv in train if iv.start < t1]
     eval_iv = [iv for iv in eval_iv if iv.start < t1]
     clipped_end = [iv.rows[0] for iv in train + eval_iv if iv.stop > t1]
     if clipped_end:
-        fr.note("clipped", "interval running past run_stop", "cut at run_stop", clipped_end)
+        fr.note("clipped", "interval running past run_stop", "cut at run_stop" + (" (the rest is the shutdown tail)" if t_end > t1 else ""),
+                clipped_end)
     early_train = [iv.rows[0] for iv in train if iv.start < run_start]
     if early_train:
         fr.note("clipped", f"'{train_family}_start' before run_start", "training cannot start before the timed run; started at run_start", early_train)
@@ -596,13 +681,15 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport)
 
     # evaluation: blocking or concurrent
     spans: list[dict] = []
-    job_id = f"{rnd}/{submitter}/{system}/{benchmark}/{path.stem}" if parts_src == "path" else path.stem
+    stem = path.stem
+    job_id = "/".join(str(x) for x in (rnd, submitter, system, benchmark) if x) + f"/{stem}"
     cuts: dict[int, list] = {k: [] for k in range(len(train))}
     n_block = n_conc = 0
     for iv in eval_iv:
         if iv.stop <= iv.start:
             continue
-        spans.append(dict(job_id=job_id, attempt=0, phase="eval", start=iv.start, end=iv.stop, stage=None, cursor_start=None, cursor_end=None))
+        spans.append(dict(job_id=job_id, attempt=0, phase="eval", start=iv.start, end=iv.stop, stage=None, cursor_start=None, cursor_end=None,
+                          how=_how(iv, "evaluation")))
         pos = _eval_position(iv, unit)
         for k, tv in enumerate(train):
             if iv.stop <= tv.start or iv.start >= tv.stop:
@@ -622,25 +709,149 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport)
                 count=n_conc)
     for k, tv in enumerate(train):
         for a, b, c0, c1 in _split_train(tv.start, tv.stop, cursors[k][0], cursors[k][1], cuts[k]):
-            spans.append(dict(job_id=job_id, attempt=0, phase="train", start=a, end=b, stage=train_family, cursor_start=c0, cursor_end=c1))
+            spans.append(dict(job_id=job_id, attempt=0, phase="train", start=a, end=b, stage=train_family, cursor_start=c0, cursor_end=c1,
+                              how=_how(tv, "training interval")))
 
-    # start-up
-    spans.append(dict(job_id=job_id, attempt=0, phase="trainer_init", start=t0, end=init_stop, stage="init_start..init_stop", cursor_start=None, cursor_end=None))
+    # start-up and the tail after run_stop
+    spans.append(dict(job_id=job_id, attempt=0, phase="trainer_init", start=t0, end=init_stop, stage="init_start..init_stop", cursor_start=None,
+                      cursor_end=None, how=EXPLICIT if init_stops else "initialisation with an inferred end (no init_stop: run_start)"))
     first_train = min((iv.start for iv in train), default=t1)
     if first_train > init_stop:
         spans.append(dict(job_id=job_id, attempt=0, phase="data_warmup", start=init_stop, end=first_train,
-                          stage="init_stop..first_" + train_family, cursor_start=None, cursor_end=None))
-    spans = [s for s in spans if s["end"] > s["start"]]
+                          stage="init_stop..first_" + train_family, cursor_start=None, cursor_end=None,
+                          how=f"init_stop to the first training interval, taken as data warm-up (the log does not say what ran)"))
+    if t_end > t1:
+        spans.append(dict(job_id=job_id, attempt=0, phase="shutdown", start=t1, end=t_end, cursor_start=None, cursor_end=None,
+                          stage="after run_stop: " + ", ".join(sorted(after_families)),
+                          how="after run_stop: the job went on logging " + ", ".join(sorted(after_families))
+                              + " intervals (kept as the shutdown tail)"))
+    spans = [sp for sp in spans if sp["end"] > sp["start"]]
 
     # accelerators
-    acc_src, nodes, per_node, acc_model = None, None, None, None
+    nodes, per_node, acc_model, acc_src, accelerators, gpus = _accelerator_count(path, src, log, parts, systems_dir, gpus_override, fr)
+    fr.job_ids.append(job_id)
+    evals = f"{n_logged_evals} logged intervals ({n_block} blocking overlaps, {n_conc} concurrent overlaps)"
+    if results:
+        evals += (f"; {results} results (eval_accuracy) without eval_start/eval_stop: {len(bounded)} bounded by training stops, "
+                  f"{results - len(bounded)} inside training (counted as training)")
+    fr.facts.update({
+        "job_id": job_id, "benchmark": benchmark, "round": rnd, "submitter": submitter, "system": system,
+        "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})" if nodes is not None else f"{accelerators} (from {acc_src})",
+        "init_start": _iso(t0), "init_stop": _iso(init_stop), "run_start": _iso(run_start),
+        "run_stop": _iso(t1) if run_stops else None, "wall_s (init_start to the attempt's end)": round(t_end - t0, 3),
+        "after_run_stop_s": round(t_end - t1, 3),
+        "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
+        "run_status": status, "end_reason": end_reason, "evaluations": evals,
+    })
+    attempt = dict(job_id=job_id, attempt=0, start=t0, end=t_end, end_reason=end_reason)
+    m = re.fullmatch(r"result_(\d+)", stem)
+    job = dict(job_id=job_id, model=benchmark, gpus=int(gpus), benchmark=benchmark, round=rnd, submitter=submitter, system=system,
+               division=_first_value(ev_all, "submission_division"), accelerators=int(accelerators),
+               nodes=None if nodes is None else int(nodes), accelerators_per_node=None if per_node is None else int(per_node),
+               accelerator_model=acc_model, accelerators_source=acc_src,
+               run_status=status, time_to_train_s=(t1 - run_start) if run_stops else None,
+               init_s=init_stop - t0, after_run_stop_s=t_end - t1, cursor_unit=unit,
+               submission="/".join(str(x) for x in (rnd, submitter, system, benchmark) if x), result=int(m.group(1)) if m else None,
+               source_file=path.name, synthetic=False)
+    for category, what, seconds, rows in late_lines:
+        fr.outside(job_id, category, what, seconds, rows)
+    fr.account([attempt], spans)
+    return attempt, spans, job
+
+
+def _how(iv: Interval, what: str) -> str:
+    """:data:`EXPLICIT` for an interval both of whose ends are logged, else the inference behind it."""
+    if iv.how is not None:
+        return iv.how
+    if iv.start_ev is not None and iv.stop_ev is not None:
+        return EXPLICIT
+    return f"{what} with an inferred {'start (the previous stop or run_start)' if iv.start_ev is None else 'stop (the next start or the run end)'}"
+
+
+def _after_stop(timing: list[Event], ev_all: list[Event], t0: float, t1: float, fr: FileReport) -> tuple[float, set[str], list]:
+    """The end of the run's tail after run_stop ``t1``, and the families logged in it.
+
+    Interval events (block, epoch, eval) after run_stop show the job still working, with its hardware: the run's
+    attempt lasts to the last of them.  Not taken: events after a later init_start or run_start (another run), or
+    dated more than the run's own length after run_stop; and point-in-time events (configuration lines printed by a
+    post-processing script, a line dated a day later), which only say when a line was written.  Everything logged
+    after the tail is reported as time after the stop, not in the wall time.
+    """
+    later_run = min((e.t for e in timing if e.family in ("init", "run") and e.edge == "start" and e.t > t1 + EPS), default=math.inf)
+    limit = min(later_run, t1 + (t1 - t0))
+    late = [e for e in timing if e.family in ("block", "epoch", "eval") and e.t > t1 + EPS]
+    kept = [e for e in late if e.t < limit]
+    t_end = max([t1] + [e.t for e in kept])
+    for e in late:
+        if e.t >= limit:
+            why = "after a later init_start/run_start" if e.t >= later_run else "more than the run's own length after run_stop"
+            fr.note("dropped", "interval event long after run_stop", f"{why}: not taken as part of this run", [e.row])
+    beyond = [e for e in ev_all if e.t > t_end + EPS]
+    late_lines = []
+    if beyond:
+        worst = max(beyond, key=lambda e: e.t)
+        fr.note("info", "lines dated after the run's end", f"up to {worst.t - t1:,.1f} s after run_stop; point events (or interval events not "
+                "taken) only say when a line was written: not in the wall time", [e.row for e in beyond])
+        late_lines = [("after stop", f"{len(beyond)} line(s) dated after the run's end, the latest this long after run_stop",
+                       worst.t - t1, [e.row for e in beyond])]
+    return t_end, {e.family for e in kept}, late_lines
+
+
+def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eval_iv: list[Interval], run_start: float, t1: float,
+                                   fr: FileReport) -> tuple[int, list[Interval]]:
+    """Evaluations a log records only by their result (``eval_accuracy``), with no eval_start/eval_stop at all.
+
+    An evaluation's result is logged when it ends.  Where training had stopped before it (an epoch_stop or
+    block_stop after the last epoch/block start before the result), the evaluation is bounded by that stop and the
+    result: an ``eval`` interval, inferred.  Otherwise (the result falls inside a running training interval, or
+    the stop is within :data:`MIN_EVAL_GAP_S` of it: two log lines of one instant, too short to hold an
+    evaluation, so it ran elsewhere) its time cannot be told from training: a warning, as ETT% then counts it as
+    training.  Returns (results, bounded).
+    """
+    if eval_iv or any(e.family == "eval" for e in timing):
+        return 0, []
+    accs = [e for e in ev_all if e.key == "eval_accuracy" and e.t * 1000 >= MIN_VALID_MS and run_start - EPS <= e.t <= t1 + EPS]
+    if not accs:
+        return 0, []
+    accs = _merge_copies(accs, fr)
+    train_ev = sorted((e for e in timing if e.family in ("block", "epoch")), key=lambda e: e.t)
+    bounded, inside = [], []
+    for acc in sorted(accs, key=lambda e: e.t):
+        starts = [e.t for e in train_ev if e.edge == "start" and e.t < acc.t - EPS]
+        last_start = max(starts, default=run_start)
+        stops = [e.t for e in train_ev if e.edge == "stop" and last_start < e.t <= acc.t + EPS]
+        if stops and min(stops) < acc.t - MIN_EVAL_GAP_S:
+            bounded.append(Interval("eval", min(stops), acc.t, None, acc, [acc.row],
+                                    how="evaluation bounded by the last training stop before its result (eval_accuracy) and the result"))
+        else:
+            inside.append(acc.row)
+    if bounded:
+        fr.note("inferred", "evaluation without eval_start/eval_stop, bounded",
+                "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the result",
+                [iv.rows[0] for iv in bounded])
+    if inside:
+        fr.note("warning", "evaluation results (eval_accuracy) without eval_start/eval_stop inside training",
+                "the log does not say how long these evaluations took, and no training stop bounds them: their time counts as "
+                "training, so this run's ETT% is an upper bound", inside)
+    return len(accs), bounded
+
+
+def _accelerator_count(path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, gpus_override: int | None,
+                       fr: FileReport) -> tuple:
+    """(nodes, accelerators per node, model, source, accelerators, gpus) of one log.
+
+    The log's :::SYSJSON line and the published system description; when both exist and disagree, the published
+    description (reviewed with the submission) is used and the conflict is a warning.  ``gpus_override`` (--gpus)
+    replaces both.  A CPU-only system (0 accelerators per node) weighs as its number of nodes.
+    """
+    nodes = per_node = acc_model = acc_src = None
     if log.sysjson is not None:
         try:
             nodes, per_node, acc_model = _accelerators(log.sysjson, f"{src}, line {log.sysjson_row} (:::SYSJSON)")
             acc_src = "SYSJSON"
         except TraceError as exc:
             fr.note("dropped", ":::SYSJSON line", f"unusable: {exc}", [log.sysjson_row])
-    sys_file = _find_system_json(path, parts, Path(systems_dir) if systems_dir is not None else None)
+    sys_file, tried = _find_system_json(path, parts, Path(systems_dir) if systems_dir is not None else None)
     if sys_file is not None:
         try:
             desc = json.loads(sys_file.read_text(encoding="utf-8"))
@@ -650,53 +861,78 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport)
         if acc_src is None:
             nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model, f"system description {sys_file.name}"
         elif (d_nodes, d_per) != (nodes, per_node):
-            fr.note("info", "accelerators", f"SYSJSON says {nodes}x{per_node}, {sys_file.name} says {d_nodes}x{d_per}; SYSJSON is used")
+            fr.note("warning", "accelerators", f"SYSJSON says {nodes}x{per_node}, {sys_file.name} says {d_nodes}x{d_per}: the published system "
+                    f"description is used ({d_nodes * d_per} accelerators); pass --gpus to override", [log.sysjson_row])
+            nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model or acc_model, f"system description {sys_file.name}"
+    if gpus_override is not None:
+        before = f"{nodes * per_node} from {acc_src}" if acc_src is not None else "no accelerator count in the log or a system description"
+        fr.note("inferred", "gpus", f"--gpus {gpus_override} given: used instead of {before}")
+        return nodes, per_node, acc_model, "--gpus", gpus_override, gpus_override
     if acc_src is None:
         raise TraceError(Problem(src, log.sysjson_row, "accelerators",
-                                 "no :::SYSJSON line and no system description found; pass --systems DIR holding <round>/<submitter>/<system>.json"))
+                                 "no :::SYSJSON line and no system description found (tried: " + "; ".join(tried)
+                                 + "); pass --systems DIR holding <round>/<submitter>/<system>.json, or --gpus N"))
     accelerators = nodes * per_node
     gpus = accelerators
     if accelerators == 0:
         gpus = max(1, nodes)
         fr.note("inferred", "gpus", f"CPU-only system (0 accelerators per node); gpus set to number_of_nodes = {gpus} for weighting")
-    fr.job_ids.append(job_id)
-    fr.facts.update({
-        "job_id": job_id, "benchmark": benchmark, "round": rnd, "submitter": submitter, "system": system,
-        "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})",
-        "init_start": _iso(t0), "init_stop": _iso(init_stop), "run_start": _iso(run_start),
-        "run_stop": _iso(t1) if run_stops else None, "wall_s (run_stop - init_start)": round(t1 - t0, 3),
-        "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
-        "run_status": status, "end_reason": end_reason,
-        "evaluations": f"{len(eval_iv)} ({n_block} blocking overlaps, {n_conc} concurrent overlaps)",
-    })
-    attempt = dict(job_id=job_id, attempt=0, start=t0, end=t1, end_reason=end_reason)
-    job = dict(job_id=job_id, model=benchmark, gpus=int(gpus), benchmark=benchmark, round=rnd, submitter=submitter, system=system,
-               division=_first_value(ev_all, "submission_division"), accelerators=int(accelerators), nodes=int(nodes),
-               accelerators_per_node=int(per_node), accelerator_model=acc_model, accelerators_source=acc_src,
-               run_status=status, time_to_train_s=(t1 - run_start) if run_stops else None,
-               init_s=init_stop - t0, cursor_unit=unit, source_file=path.name, synthetic=False)
-    return attempt, spans, job
+    return nodes, per_node, acc_model, acc_src, accelerators, gpus
 
 
-def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = None) -> tuple[TraceFrames, ImportReport]:
-    """Import MLPerf result logs: one job a file.  Returns the trace frames and the import report.
+def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
+    """The log files named by ``paths``: a file as it is, a folder searched recursively for ``result_*.txt`` (its
+    ``systems`` folders skipped), in sorted order; a folder without any is an error naming it."""
+    out: list[Path] = []
+    problems = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(f for f in p.rglob("result_*.txt") if f.is_file() and "systems" not in f.relative_to(p).parts)
+            if not found:
+                problems.append(Problem(str(p), None, None, "folder holds no MLPerf result log (result_*.txt, searched recursively)"))
+            out += found
+        else:
+            out.append(p)
+    if problems:
+        raise TraceError(problems)
+    return list(dict.fromkeys(out))
+
+
+def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = None,
+                gpus: int | dict[str, int] | None = None) -> tuple[TraceFrames, ImportReport]:
+    """Import MLPerf result logs: one job a file (a folder: every ``result_*.txt`` below it).
+
+    Returns the trace frames and the import report.  ``gpus`` overrides the accelerator count: one number for every
+    log, or ``{log path: number}`` for some (``--gpus N`` / ``--gpus LOG=N``).
 
     The ``jobs`` frame carries what a notebook on the runs needs: ``benchmark``,
     ``round``, ``submitter``, ``system``, ``accelerators`` (and ``gpus``, the
     weight), ``accelerator_model``, ``run_status``, ``time_to_train_s``
-    (MLPerf's score, ``run_stop - run_start``) and ``init_s``.  Raises
+    (MLPerf's score, ``run_stop - run_start``), ``init_s``, ``after_run_stop_s``,
+    ``submission`` (round/submitter/system/benchmark: the runs of one submission)
+    and ``result`` (N of ``result_N.txt``).  Raises
     :class:`~ettcore.errors.TraceError` for a file that cannot be a run
     (unreadable, no events, no start, no accelerator count) or when two files
     give the same job id.
     """
+    for n in ([gpus] if not isinstance(gpus, dict) else gpus.values()):
+        if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+            raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {n!r}"))
+    logs = expand_logs(paths)
+    if isinstance(gpus, dict):
+        by_path = {Path(k).resolve(): v for k, v in gpus.items()}
+        unknown = [k for k in gpus if Path(k).resolve() not in {p.resolve() for p in logs}]
+        if unknown:
+            raise TraceError([Problem("--gpus", None, "gpus", f"{k} is not one of the logs imported") for k in unknown])
     report = ImportReport("mlperf")
     attempts, spans, jobs = [], [], []
     problems: list[Problem] = []
     seen: dict[str, str] = {}
-    for p in paths:
+    for p in logs:
         fr = report.add_file(str(p))
+        override = by_path.get(p.resolve()) if isinstance(gpus, dict) else gpus
         try:
-            a, s, j = import_log(p, systems_dir, fr)
+            a, s, j = import_log(p, systems_dir, fr, override)
         except TraceError as exc:
             problems.extend(exc.problems)
             continue
@@ -710,5 +946,24 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
     if problems:
         raise TraceError(problems)
     metadata = {"synthetic": False, "source": "MLPerf Training result logs (MLLOG)", "importer": "ettcore.importers.mlperf",
-                "source_files": [str(p) for p in paths]}
+                "source_files": [str(p) for p in logs]}
     return TraceFrames.from_rows(attempts, spans, jobs, metadata), report
+
+
+def submission_spread(summary: pl.DataFrame) -> pl.DataFrame:
+    """One row a submission with several runs (the ``submission`` label of :func:`import_logs`): how many runs, and
+    the smallest, median and largest ETT%, time to train and wall time, with the spread (max - min)."""
+    runs = summary.filter(pl.col("submission").is_not_null())
+    return (
+        runs.group_by("submission", "benchmark")
+        .agg(pl.len().alias("runs"), pl.col("gpus").first(),
+             pl.col("ett_pct").min().alias("ett_min_pct"), pl.col("ett_pct").median().alias("ett_median_pct"),
+             pl.col("ett_pct").max().alias("ett_max_pct"),
+             pl.col("time_to_train_s").min().alias("time_to_train_min_s"), pl.col("time_to_train_s").median().alias("time_to_train_median_s"),
+             pl.col("time_to_train_s").max().alias("time_to_train_max_s"),
+             pl.col("wall_s").min().alias("wall_min_s"), pl.col("wall_s").max().alias("wall_max_s"))
+        .filter(pl.col("runs") > 1)
+        .with_columns((pl.col("ett_max_pct") - pl.col("ett_min_pct")).alias("ett_spread_pct"),
+                      (pl.col("time_to_train_max_s") - pl.col("time_to_train_min_s")).alias("time_to_train_spread_s"))
+        .sort("submission")
+    )
