@@ -7,7 +7,7 @@ SELECT
     CASE WHEN t.bucket = 'productive' THEN 'effective_training' ELSE p.component END AS component,
     CASE WHEN t.bucket = 'productive' THEN '(effective training)' ELSE p.owner END AS owner,
     sum(t.ms) / 1000.0 AS seconds
-FROM attributed_time AS t
+FROM measured_time AS t
 JOIN ett_phases AS p ON p.phase_id = t.phase_id
 JOIN metric_jobs AS j ON j.job_key = t.job_key
 GROUP BY ALL
