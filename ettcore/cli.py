@@ -34,6 +34,8 @@ PLUGINS: tuple[str, ...] = (
     "ettcore.recorder",
     "ettcore.demo.live_job",
     "ettcore.report",
+    "ettcore.stalls",
+    "ettcore.exporters",
 )
 
 JOB_KEYS = (

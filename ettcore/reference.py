@@ -733,3 +733,48 @@ def reference_rolling(
             row[f"{c}_gpu_h"] = sum(r[c] for r in inside) / 3600
         out.append(row)
     return out
+
+
+def reference_stalls(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    as_of: int | None = None,
+    *,
+    stall_after: float | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
+) -> dict[str, dict[str, Any]]:
+    """Stalls per listed job (reporting only; no metric figure uses them).
+
+    Pace: the median, over the job's (as-of clipped) train spans with ``end > start`` and ``cursor_end >
+    cursor_start``, of cursor units per second.  Stalled time of a train span of ``d`` seconds advancing ``dc``:
+    ``d`` when ``dc <= 0`` or the job has no pace, else ``max(0, d - dc / pace)``.  Threshold: ``stall_after``, else
+    ``max(60, 10 / pace)`` (60 without a pace).  A stall is a span whose stalled time exceeds the threshold and
+    whose start lies in ``[since, until)`` and in no exclusion that applies to the job.  Returns ``{job_id: {"pace",
+    "threshold", "stalls": [(start_ms, stalled_s), ...]}}`` for the jobs :func:`reference_metrics` lists.
+    """
+    import statistics
+
+    exclusions = list(exclusions)
+    res = reference_metrics(jobs, attempts, spans, as_of, since=since, until=until, exclusions=exclusions)
+    _, sps = clip_to_as_of(attempts, spans, res["as_of"])
+    rows = _job_rows(jobs)
+    out = {}
+    for job_id in res["jobs"]:
+        trains = sorted((s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"]))
+        rates = [(s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000) for s in trains
+                 if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]]
+        pace = statistics.median(rates) if rates else None
+        threshold = stall_after if stall_after is not None else max(60.0, 10.0 / pace if pace else 0.0)
+        excl = job_exclusions(job_id, rows.get(job_id), exclusions)
+        found = []
+        for s in trains:
+            d = (s["end"] - s["start"]) / 1000
+            dc = s["cursor_end"] - s["cursor_start"]
+            stalled = d if dc <= 0 or pace is None else max(0.0, d - dc / pace)
+            if stalled > threshold and is_counted(s["start"], since, until, excl):
+                found.append((s["start"], stalled))
+        out[job_id] = {"pace": pace, "threshold": threshold, "stalls": found}
+    return out

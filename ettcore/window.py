@@ -109,8 +109,10 @@ def parse_instant(value: Any, file: str, field_name: str, row: int | None = None
     def bad(message: str) -> TraceError:
         return TraceError(Problem(file, row, field_name, message))
 
-    if isinstance(value, bool) or value is None or (isinstance(value, str) and not value.strip()):
+    if value is None or (isinstance(value, str) and not value.strip()):
         raise bad("missing time")
+    if isinstance(value, bool):
+        raise bad(f"not a time: {value!r}")
     if isinstance(value, (int, float)):
         if not math.isfinite(float(value)):
             raise bad(f"not a finite time: {value!r}")
@@ -216,10 +218,12 @@ def _rows_of(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if suffix == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
-        missing = [c for c in _REQUIRED if c not in header]
-        if missing:
-            raise TraceError([Problem(file, None, c, "missing column (an exclusion file has start, end, reason; job and label are optional)")
-                              for c in missing])
+        problems = [Problem(file, None, c, "missing column (an exclusion file has start, end, reason; job and label are optional)")
+                    for c in _REQUIRED if c not in header]
+        problems += [Problem(file, None, c, f"unknown column; an exclusion file has {', '.join(EXCLUSION_FIELDS)}")
+                     for c in header if c not in EXCLUSION_FIELDS]
+        if problems:
+            raise TraceError(problems)
         rows = []
         for i, rec in enumerate(reader, start=1):
             if None in rec:
