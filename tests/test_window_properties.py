@@ -18,6 +18,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
@@ -209,3 +210,70 @@ def test_windows_partition_the_whole(trace_cuts, every):
             d.num(f"trend {every} {r['bucket_start']} {f} summed", buckets[r["bucket_start"]][f], r[f], gtol)
     d.check(set(buckets) == {r["bucket_start"] for r in whole["trend"][every]}, "trend buckets of the windows differ from the whole's")
     d.raise_if_any()
+
+
+# --------------------------------------------------------------------------- the held traces
+
+LIVE_JOB = Path(__file__).resolve().parent.parent / "data" / "live-job" / "trace"
+
+
+def held_as_reference(t) -> dict:
+    """A loaded trace's clean rows (what the loader typed and checked) as the reference's plain-Python input."""
+    jobs = t.sql("SELECT * EXCLUDE (_file, _row, gpus_raw) FROM clean_jobs").to_dicts() if t.labels is not None else None
+    attempts = t.sql("SELECT job_id, attempt, start_ms AS start, end_ms AS \"end\", end_reason FROM clean_attempts").to_dicts()
+    spans = t.sql("SELECT job_id, attempt, phase, start_ms AS start, end_ms AS \"end\", cursor_start, cursor_end FROM clean_spans").to_dicts()
+    return {"jobs": jobs or None, "attempts": attempts, "spans": spans}
+
+
+def _iso_ms(text: str) -> int:
+    from ettcore.window import parse_instant
+
+    return parse_instant(text, "test", "t")
+
+
+HELD = {
+    # the bundled sample (SYNTHETIC): hour marks through the worked example and the preempted job, exclusions for all
+    # jobs, for a label and for one job, overlapping the failure at 00:50 and the running job's midnight
+    "sample": (None, ["2026-01-05T00:30:00Z", "2026-01-05T01:00:00Z", "2026-01-05T04:30:00Z", "2026-01-05T23:00:00Z"],
+               [("2026-01-05T00:40:00Z", "2026-01-05T01:20:00Z", None, None), ("2026-01-05T01:00:00Z", "2026-01-05T04:00:00Z", None, ("team", "feed")),
+                ("2026-01-05T22:00:00Z", "2026-01-06T01:00:00Z", "sample-running", None)]),
+    # the live PyTorch job (measured on a CPU machine): minute marks through its restarts
+    "live-job": (LIVE_JOB, ["2026-11-29T10:11:00Z", "2026-11-29T10:13:20Z", "2026-11-29T10:15:00.5Z", "2026-11-29T10:17:30Z"],
+                 [("2026-11-29T10:13:00Z", "2026-11-29T10:14:00Z", None, None), ("2026-11-29T10:16:00Z", "2026-11-29T10:16:30Z", "live-optimized", None)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HELD))
+def test_held_traces_over_windows_equal_the_reference_and_add_up(name):
+    from ettcore.config import SAMPLE_TRACE
+
+    path, marks, excl = HELD[name]
+    cuts = [_iso_ms(m) for m in marks]
+    exclusions = [{"start": _iso_ms(a), "end": _iso_ms(b), "reason": "held", "job": j, "label": lab} for a, b, j, lab in excl]
+    t = load_trace(path or SAMPLE_TRACE)
+    trace = held_as_reference(t)
+    bounds = [None, *cuts, None]
+    windows = [{"since": a, "until": b, "exclusions": ex} for ex in ([], exclusions) for a, b in zip(bounds, bounds[1:])]
+    windows += [{"since": cuts[0], "until": cuts[-1], "exclusions": exclusions}, {"exclusions": exclusions}]
+    by = ("model", "team") if trace["jobs"] and "team" in trace["jobs"][0] else ("model",)
+    results = []
+    for w in windows:
+        metric.set_window(t, **sql_window(w))
+        got = measure_trace(t, by=by, everys=("day",))
+        want, trend = reference_all(trace, everys=("day",), window=w)
+        compare_all(got, want, trend)
+        results.append(got)
+    # the partitions (with and without the exclusions) add up to their whole
+    n = len(bounds) - 1
+    d = Diffs()
+    for part, whole in ((results[:n], None), (results[n:2 * n], results[-1])):
+        whole = whole if whole is not None else measure_whole(t)
+        for job_id, w in whole["jobs"].items():
+            for f in ADDITIVE:
+                d.num(f"{name} {job_id} {f}", sum(p["jobs"][job_id][f] for p in part if job_id in p["jobs"]), w[f], SECONDS_TOL * n)
+    d.raise_if_any()
+
+
+def measure_whole(t) -> dict:
+    metric.set_window(t)
+    return measure_trace(t, by=(), everys=())
