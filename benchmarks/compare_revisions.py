@@ -8,9 +8,10 @@ into a temporary folder and imported from there (``PYTHONPATH`` comes before the
 measurement runs in its own child process, alternating base and head, so the machine's drift hits both alike.
 A child loads the trace (``load_trace``: typing and every data check), then times, on that one loaded trace,
 ``summarize`` (``metric.job_summary`` and ``metric.fleet_summary``) and ``trend`` (``metric.trend``, day) with
-``time.perf_counter``; no window, no exclusions: the default path. The table gives, per step, the fastest and
-the median round of each revision and head / base of both (the fastest round is the one least disturbed by other
-work on a shared machine). Only APIs both revisions have are used.
+``time.perf_counter`` (wall, ``*_s``) and ``time.process_time`` (CPU time of all the process's threads,
+``*_cpu_s``: less disturbed than wall time when other work shares the machine); no window, no exclusions: the
+default path. The table gives, per step, the fastest and the median round of each revision and head / base of
+both. Only APIs both revisions have are used.
 """
 
 from __future__ import annotations
@@ -33,13 +34,16 @@ import json, sys, time
 from ettcore import metric
 from ettcore.trace import load_trace
 path, limit = sys.argv[1], (sys.argv[2] or None)
-t0 = time.perf_counter(); t = load_trace(path, memory_limit=limit); t1 = time.perf_counter()
-jobs = metric.job_summary(t); fleet = metric.fleet_summary(t); t2 = time.perf_counter()
-trend = metric.trend(t, every="day"); t3 = time.perf_counter()
-print(json.dumps({"load_s": t1 - t0, "summarize_s": t2 - t1, "trend_s": t3 - t2, "metric_s": t3 - t1,
-                  "jobs": jobs.height, "ett_pct": fleet["ett_pct"][0], "buckets": trend.height}))
+clock = lambda: (time.perf_counter(), time.process_time())
+t0 = clock(); t = load_trace(path, memory_limit=limit); t1 = clock()
+jobs = metric.job_summary(t); fleet = metric.fleet_summary(t); t2 = clock()
+trend = metric.trend(t, every="day"); t3 = clock()
+out = {"jobs": jobs.height, "ett_pct": fleet["ett_pct"][0], "buckets": trend.height}
+for i, kind in enumerate(("s", "cpu_s")):
+    out.update({f"load_{kind}": t1[i] - t0[i], f"summarize_{kind}": t2[i] - t1[i], f"trend_{kind}": t3[i] - t2[i], f"metric_{kind}": t3[i] - t1[i]})
+print(json.dumps(out))
 """
-STEPS = ("load_s", "summarize_s", "trend_s", "metric_s")
+STEPS = ("load_s", "summarize_s", "trend_s", "metric_s", "load_cpu_s", "summarize_cpu_s", "trend_cpu_s", "metric_cpu_s")
 
 
 def export(rev: str, into: Path) -> Path:
@@ -79,12 +83,12 @@ def main(argv: list[str] | None = None) -> int:
     same = {(m["jobs"], round(m["ett_pct"], 9), m["buckets"]) for m in runs["base"] + runs["head"]}
     print(f"trace {args.trace}: {runs['head'][0]['jobs']} jobs; base {args.base}, head {args.head or 'working tree'}; "
           f"{args.rounds} rounds, memory limit {args.memory_limit}; same answers: {len(same) == 1}")
-    print(f"{'step':<12} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
+    print(f"{'step':<16} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
     for step in STEPS:
         b = [m[step] for m in runs["base"]]
         h = [m[step] for m in runs["head"]]
         bm, hm, bd, hd = min(b), min(h), statistics.median(b), statistics.median(h)
-        print(f"{step:<12} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
+        print(f"{step:<16} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
     return 0
 
 
