@@ -7,9 +7,15 @@ compare against is :mod:`ettcore.reference`.
 
 The views are built once per trace, in this order::
 
-    clean_* --> metric_jobs, metric_attempts, metric_spans --> attributed_time (materialized)
-        --> job_summary (materialized as job_metrics), job_l2_matrix, phase_busy
-        --> group_summary / owner_gpu_hours (through job_groups), fleet_trend
+    clean_* --> metric_jobs, metric_attempts, metric_spans
+        ett_window, ett_exclusions --> ett_exclusion_jobs --> job_exclusions; analysis_cuts
+    --> attributed_time (materialized; every instant of every job, per cell)
+    --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
+        --> job_summary (materialized as job_metrics), job_l2_matrix, exclusion_summary, phase_busy
+        --> group_summary / owner_gpu_hours (through job_groups), fleet_slots --> fleet_trend, fleet_rolling
+
+A trace measures every instant by default; ``load_trace(..., since=, until=, exclude=)`` or :func:`set_window`
+choose a window and exclusion windows (:mod:`ettcore.window`).
 """
 
 from __future__ import annotations

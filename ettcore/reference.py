@@ -621,8 +621,9 @@ def reference_trend(
     """
     acc: dict[int, dict[str, float]] = {}
     empty = lambda: {"wall": 0.0, "productive": 0.0, **{c: 0.0 for c in ALL_COMPONENTS}}  # noqa: E731
-    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, phase_order, component_of, since, until, exclusions,
-                                               lambda t0, t1: _calendar(t0, t1, every)):
+    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: _calendar(t0, t1, every),
+                                               phase_order=phase_order, component_of=component_of, since=since, until=until,
+                                               exclusions=exclusions):
         g = job["gpus"]
         for t in stops:  # a bucket where an interruption happens is a row even if no wall time lies in it
             acc.setdefault(bucket_floor(t, every), empty())
@@ -661,7 +662,9 @@ def _calendar(t0: int, t1: int, every: str) -> list[int]:
     return cal
 
 
-def _measured_pieces(jobs, attempts, spans, as_of, phase_order, component_of, since, until, exclusions, marks):
+def _measured_pieces(jobs, attempts, spans, as_of, marks, *, phase_order: tuple[str, ...] = PHASE_ORDER,
+                     component_of: dict[str, str] = COMPONENT_OF, since: int | None = None, until: int | None = None,
+                     exclusions: Iterable[dict] = ()):
     """Per listed job: (job figures, measured pieces cut also at ``marks(T0, T1)``, counted interruption instants)."""
     exclusions = list(exclusions)
     res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of,
@@ -691,14 +694,12 @@ def reference_rolling(
     every: str,
     window_ms: int,
     as_of: int | None = None,
-    *,
-    phase_order: tuple[str, ...] = PHASE_ORDER,
-    component_of: dict[str, str] = COMPONENT_OF,
-    since: int | None = None,
-    until: int | None = None,
-    exclusions: Iterable[dict] = (),
+    **measure: Any,
 ) -> list[dict[str, Any]]:
     """Rolling trend: at the end of each ``every`` bucket (hour or day, UTC), the fleet over the trailing ``window_ms``.
+
+    ``measure``: the keyword arguments of :func:`reference_trend` (``phase_order``, ``component_of``, ``since``,
+    ``until``, ``exclusions``).
 
     One row a bucket from the first to the last that holds measured time or a counted interruption:
     ``bucket_start_ms``, ``window_start_ms = bucket end - window_ms``, ``window_end_ms`` (the bucket's end),
@@ -709,8 +710,8 @@ def reference_rolling(
     if window_ms <= 0 or window_ms % step:
         raise ValueError("window_ms must be a positive multiple of the bucket")
     slots: dict[int, dict[str, float]] = defaultdict(lambda: {"wall": 0.0, "productive": 0.0, "nof": 0, **{c: 0.0 for c in ALL_COMPONENTS}})
-    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, phase_order, component_of, since, until, exclusions,
-                                               lambda t0, t1: list(range((t0 // step + 1) * step, t1, step))):
+    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: list(range((t0 // step + 1) * step, t1, step)),
+                                               **measure):
         for a, b, _bucket, _phase, comp in pieces:
             row = slots[a - a % step]
             gs = job["gpus"] * (b - a) / 1000

@@ -329,14 +329,19 @@ def test_sql_equals_reference_with_explicit_as_of(trace_as_of, every):
     compare_all(sql, want, trend)
 
 
-def test_the_comparison_can_fail():
-    """Guard against a vacuous harness: a one-millisecond change to a span must be caught."""
-    trace = {
+def tiny_trace(end_reason: str = "completed") -> dict[str, Any]:
+    """One job of one 10-minute attempt that trains for its first 5 minutes."""
+    return {
         "jobs": None,
-        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason="completed")],
+        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason=end_reason)],
         "spans": [dict(job_id="j", attempt=0, phase="train", start=1_769_900_000_000, end=1_769_900_300_000,
                        cursor_start=0, cursor_end=10, stage=None)],
     }
+
+
+def test_the_comparison_can_fail():
+    """Guard against a vacuous harness: a one-millisecond change to a span must be caught."""
+    trace = tiny_trace()
     want, _ = reference_all(trace)
     trace["spans"][0]["end"] += 1  # 1 ms more training than the reference saw
     with tempfile.TemporaryDirectory(prefix="ett-prop-") as tmp:

@@ -178,3 +178,25 @@ def test_overlapping_exclusions_count_once(tmp_path):
     assert r["productive_s"] == (50 - 24) * MIN and r["tts_s"] == 0
     per = metric.exclusion_summary(t)
     assert per["wall_gpu_h"].to_list() == pytest.approx([128 * 30 / 60, 128 * 20 / 60, 128 * 5 / 60])
+
+
+def test_window_values_never_reach_sql_text(tmp_path, monkeypatch):
+    """Exclusion reasons, job ids and label values, and the window's times, are bound: no SQL text holds them."""
+    import duckdb
+
+    from test_injection import MARK, RecordingConnection
+
+    log: list[str] = []
+    real = duckdb.connect
+    monkeypatch.setattr(duckdb, "connect", lambda *a, **k: RecordingConnection(real(*a, **k), log))
+    ex = _write(tmp_path / "ex.json", json.dumps([
+        {"start": "2026-01-05T00:40:00Z", "end": "2026-01-05T01:20:00Z", "reason": f"x'); DROP TABLE spans; --{MARK}"},
+        {"start": "2026-01-05T01:00:00Z", "end": "2026-01-05T04:00:00Z", "reason": "r", "job": f"{MARK}' OR '1'='1"},
+        {"start": "2026-01-05T01:00:00Z", "end": "2026-01-05T04:00:00Z", "reason": "r", "label": f"team={MARK}\"; --"},
+    ]))
+    t = load_trace(SAMPLE_TRACE, since="2026-01-05T00:30:00Z", until="2026-01-06T00:00:00Z", exclude=ex)
+    metric.job_summary(t)
+    metric.trend(t, "hour", window="6h")
+    listed = metric.exclusion_summary(t)
+    assert listed["reason"][0].endswith(MARK) and listed["jobs"].to_list() == [1, 0, 0]
+    assert log and not [q for q in log if MARK in q or "1767573000" in q]

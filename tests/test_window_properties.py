@@ -27,7 +27,7 @@ from ettcore import reference as ref
 from ettcore.trace import load_trace
 from test_metric_properties import (
     L1_COUNTS, L1_SECONDS, SECONDS_TOL, Diffs, _gpu_h_tol, _group_keys, _ms, _settings, compare_all, measure, measure_trace,
-    reference_all, sql_window,
+    reference_all, sql_window, tiny_trace,
 )
 from trace_strategies import traces, write_trace_folder
 
@@ -141,12 +141,7 @@ def test_window_equals_reference(trace_window, every, rolling):
 
 def test_a_window_changes_the_answer():
     """Guard against a vacuous harness: the reference's own window must disagree with another window's SQL."""
-    trace = {
-        "jobs": None,
-        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason="failure")],
-        "spans": [dict(job_id="j", attempt=0, phase="train", start=1_769_900_000_000, end=1_769_900_300_000,
-                       cursor_start=0, cursor_end=10, stage=None)],
-    }
+    trace = tiny_trace("failure")
     want, _ = reference_all(trace, window={"since": 1_769_900_100_000, "until": None})
     with tempfile.TemporaryDirectory(prefix="ett-win-") as tmp:
         sql = measure(write_trace_folder(trace, Path(tmp) / "t"), by=(), everys=(), window={"since": 1_769_900_100_001})

@@ -1,5 +1,5 @@
 -- One row a group of jobs (a model, any label, or the whole fleet): GPU-time-weighted ETT%, the unweighted mean,
--- and GPU-hours of wall time, productive time and each component.
+-- and GPU-hours of measured wall time, productive time, each component and the time exclusion windows left out.
 SELECT
     g.group_key,
     CAST(count(*) AS BIGINT) AS jobs,

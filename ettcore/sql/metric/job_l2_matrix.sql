@@ -1,4 +1,4 @@
--- The Level 2 matrix of each job, long: seconds per (L1 bucket, phase), with the phase's component and owner.
+-- The Level 2 matrix of each job, long: measured seconds per (L1 bucket, phase), with the phase's component and owner.
 -- Productive time is its own component, effective_training (the seventh bucket of the spec's L2 table).
 SELECT
     j.job_id,

@@ -1,4 +1,4 @@
--- GPU-hours lost per group, component and owner (non-productive time only), largest first.
+-- GPU-hours lost per group, component and owner (measured non-productive time only), largest first.
 WITH lost AS (
     SELECT g.group_key, p.component, p.owner, sum(t.ms * j.gpus) / 3.6e6 AS gpu_h
     FROM measured_time AS t
