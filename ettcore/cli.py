@@ -25,6 +25,7 @@ from . import __version__, engines, metric
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
+from .window import iso as _iso_ms
 
 # Modules that add subcommands: each defines register(subparsers).
 PLUGINS: tuple[str, ...] = (
@@ -55,10 +56,6 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def _iso_ms(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _finite(name: str, dtype: pl.DataType) -> pl.Expr:

@@ -26,6 +26,7 @@ import io
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -54,15 +55,6 @@ class Exclusion:
     def label_text(self) -> str | None:
         return None if self.label is None else f"{self.label[0]}={self.label[1]}"
 
-    def applies_to(self, job: dict[str, Any]) -> bool:
-        """Whether the exclusion applies to a job given as ``{"job_id", "model", "gpus", <labels>}`` (the plain-Python rule)."""
-        if self.job_id is not None and job.get("job_id") != self.job_id:
-            return False
-        if self.label is not None:
-            value = job.get(self.label[0])
-            return value is not None and str(value) == self.label[1]
-        return True
-
 
 @dataclass(frozen=True)
 class Window:
@@ -77,26 +69,18 @@ class Window:
         """True when every instant is measured (no window bound, no exclusion): the default path."""
         return self.since_ms is None and self.until_ms is None and not self.exclusions
 
-    def contains(self, t_ms: int) -> bool:
-        """Whether the instant is inside ``[since, until)``."""
-        return (self.since_ms is None or t_ms >= self.since_ms) and (self.until_ms is None or t_ms < self.until_ms)
-
     def as_dict(self) -> dict[str, Any]:
-        """The window as ``summarize --json`` and the reports list it (times as ISO-8601 UTC)."""
+        """The window as plain data: bounds and exclusions, times as ISO-8601 UTC (``None``: open)."""
         return {"since": iso(self.since_ms), "until": iso(self.until_ms),
                 "exclusions": [{"start": iso(x.start_ms), "end": iso(x.end_ms), "reason": x.reason, "job": x.job_id,
                                 "label": x.label_text()} for x in self.exclusions]}
 
 
 def iso(ms: int | None) -> str | None:
-    """ISO-8601 UTC text of an instant in ms (``...Z``, milliseconds only when present)."""
+    """ISO-8601 UTC text of an instant in ms (``...Z``), as every JSON output of ``ett`` writes instants."""
     if ms is None:
         return None
-    from datetime import datetime, timezone
-
-    d = datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
-    text = d.isoformat(timespec="milliseconds" if ms % 1000 else "seconds")
-    return text.replace("+00:00", "Z")
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def parse_instant(value: Any, file: str, field_name: str, row: int | None = None) -> int:

@@ -220,7 +220,7 @@ def held_as_reference(t) -> dict:
     return {"jobs": jobs or None, "attempts": attempts, "spans": spans}
 
 
-def _iso_ms(text: str) -> int:
+def _ms_of(text: str) -> int:
     from ettcore.window import parse_instant
 
     return parse_instant(text, "test", "t")
@@ -243,8 +243,8 @@ def test_held_traces_over_windows_equal_the_reference_and_add_up(name):
     from ettcore.config import SAMPLE_TRACE
 
     path, marks, excl = HELD[name]
-    cuts = [_iso_ms(m) for m in marks]
-    exclusions = [{"start": _iso_ms(a), "end": _iso_ms(b), "reason": "held", "job": j, "label": lab} for a, b, j, lab in excl]
+    cuts = [_ms_of(m) for m in marks]
+    exclusions = [{"start": _ms_of(a), "end": _ms_of(b), "reason": "held", "job": j, "label": lab} for a, b, j, lab in excl]
     t = load_trace(path or SAMPLE_TRACE)
     trace = held_as_reference(t)
     bounds = [None, *cuts, None]
