@@ -25,6 +25,7 @@ from . import __version__, engines, metric
 from .errors import Problem, TraceError, summarize_problems
 from .phases import ALL_COMPONENTS
 from .trace import Trace, load_trace
+from .window import iso as _iso_ms
 
 # Modules that add subcommands: each defines register(subparsers).
 PLUGINS: tuple[str, ...] = (
@@ -34,6 +35,8 @@ PLUGINS: tuple[str, ...] = (
     "ettcore.recorder",
     "ettcore.demo.live_job",
     "ettcore.report",
+    "ettcore.stalls",
+    "ettcore.exporters",
 )
 
 JOB_KEYS = (
@@ -53,10 +56,6 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def _iso_ms(ms: int | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def _finite(name: str, dtype: pl.DataType) -> pl.Expr:
@@ -72,12 +71,13 @@ def _iso(name: str) -> pl.Expr:
             .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
 
 
-def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = ()):
-    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job.
+def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
+    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job
+    (``extra``: more top-level keys).
 
     Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
     """
-    fields = [_finite(k, jobs.schema[k]) for k in JOB_KEYS]
+    fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
     fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
     if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
         fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
@@ -86,7 +86,8 @@ def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str
         yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
 
 
-def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = ()) -> None:
+def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (),
+                       extra: Sequence[str] = ()) -> None:
     """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys."""
     out = out or sys.stdout
     out.write("{\n")
@@ -94,7 +95,7 @@ def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, lab
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
     sep = "\n    "
-    for line in job_json_lines(jobs, labels=labels):
+    for line in job_json_lines(jobs, labels=labels, extra=extra):
         out.write(sep + line)
         sep = ",\n    "
     out.write("\n  ]" if sep != "\n    " else "]")
@@ -104,11 +105,13 @@ def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, lab
     out.write("\n}\n")
 
 
-def group_records(groups: pl.DataFrame, key: str | None) -> list[dict]:
+def group_records(groups: pl.DataFrame, key: str | None, extra: Sequence[str] = ()) -> list[dict]:
+    """Fleet or group rows as ``summarize --json`` writes them (``extra``: ``("excluded_s",)`` adds ``excluded_gpu_h``)."""
     out = []
     for r in groups.iter_rows(named=True):
         rec = {key: _jsonable(r[key])} if key else {}
         rec.update({k: _jsonable(r[k]) for k in FLEET_KEYS})
+        rec.update({f"{k[:-2]}_gpu_h": _jsonable(r[f"{k[:-2]}_gpu_h"]) for k in extra})
         rec["components_gpu_h"] = {c: r[f"{c}_gpu_h"] for c in ALL_COMPONENTS}
         rec["l1_gpu_h"] = {b: r[f"{b}_gpu_h"] for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail")}
         out.append(rec)
@@ -132,11 +135,12 @@ def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> s
     return "\n".join(lines)
 
 
-def _open(args: argparse.Namespace) -> Trace:
+def open_checked(args: argparse.Namespace) -> Trace:
     """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines)."""
     trace = engines.open_trace(
-        args.trace, args.engine, args.spark_master, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid,
-        memory_limit=args.memory_limit, temp_directory=args.temp_directory,
+        args.trace, getattr(args, "engine", "duckdb"), getattr(args, "spark_master", engines.DEFAULT_MASTER), mapping=args.mapping,
+        as_of=args.as_of, skip_invalid=args.skip_invalid, memory_limit=args.memory_limit, temp_directory=args.temp_directory,
+        since=args.since, until=args.until, exclude=args.exclude,
     )
     if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
         print(skip_report(trace), file=sys.stderr)
@@ -164,27 +168,59 @@ def skip_report(trace: Trace) -> str:
     return "\n".join(lines)
 
 
+def exclusion_records(exclusions: pl.DataFrame) -> list[dict]:
+    """The exclusion windows as ``summarize --json`` lists them: file order, times ISO-8601, what each left out."""
+    return [{k: _jsonable(v) for k, v in r.items() if k != "exclusion_id"} for r in exclusions.iter_rows(named=True)]
+
+
+def window_head(trace: Trace, m: Any) -> dict[str, Any]:
+    """The ``window`` and ``exclusions`` keys of a JSON output: present only when a window or an exclusion is set."""
+    w = trace.window
+    if w.whole:
+        return {}
+    head: dict[str, Any] = {"window": {"since": _iso_ms(w.since_ms), "until": _iso_ms(w.until_ms)}}
+    if w.exclusions:
+        head["exclusions"] = exclusion_records(m.exclusion_summary(trace))
+    return head
+
+
+def print_window(trace: Trace, m: Any, out=None) -> None:
+    """The measured window and the exclusion windows, as lines of text (nothing for the default whole trace)."""
+    out = out or sys.stdout
+    w = trace.window
+    if w.since_ms is not None or w.until_ms is not None:
+        print(f"Measured from {_iso_ms(w.since_ms) or 'the start'} to {_iso_ms(w.until_ms) or 'the end'} (each job's time clipped to it).", file=out)
+    if w.exclusions:
+        ex = m.exclusion_summary(trace)
+        print(f"Exclusion windows (left out of wall time, every bucket and NoF; {ex.height}):", file=out)
+        print(format_table(ex, ["start", "end", "reason", "job", "label", "jobs", "wall_gpu_h", "productive_gpu_h", "nof"], digits=2), file=out)
+    if not w.whole:
+        print(file=out)
+
+
 def cmd_summarize(args: argparse.Namespace) -> int:
-    trace = _open(args)
+    trace = open_checked(args)
     m = engines.metric_for(args.engine, args.spark_master)
     jobs = m.job_summary(trace)
     fleet = m.fleet_summary(trace)
     groups = m.fleet_summary(trace, by=args.by) if args.by else None
+    extra = ("excluded_s",) if trace.window.exclusions else ()
     if args.json:
-        head = {"trace": str(args.trace), "synthetic": trace.synthetic, "as_of": _iso_ms(trace.as_of_ms)}
+        head = {"trace": str(args.trace), "synthetic": trace.synthetic, "as_of": _iso_ms(trace.as_of_ms), **window_head(trace, m)}
         tail: dict[str, Any] = {
-            "fleet": group_records(fleet, None)[0] if fleet.height else None,
+            "fleet": group_records(fleet, None, extra)[0] if fleet.height else None,
             "accounting": trace.accounting,
             "not_started_by_as_of": trace.not_started,
         }
         if groups is not None:
-            tail["groups"] = group_records(groups, args.by)
-        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns])
+            tail["groups"] = group_records(groups, args.by, extra)
+        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns], extra=extra)
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
         if trace.synthetic:
             print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
+        print_window(trace, m)
         cols = ["job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof", "ttr_total_s",
                 "in_training_loss_s", "shutdown_tail_s"]
         print(format_table(jobs, cols))
@@ -202,20 +238,24 @@ def cmd_summarize(args: argparse.Namespace) -> int:
             print(format_table(groups, [args.by, *FLEET_KEYS], digits=2))
             print()
         print("Fleet (GPU-time weighted):")
-        print(format_table(fleet, list(FLEET_KEYS), digits=2))
+        print(format_table(fleet, list(FLEET_KEYS) + ["excluded_gpu_h"] * bool(extra), digits=2))
     return 0
 
 
 def cmd_trend(args: argparse.Namespace) -> int:
-    trace = _open(args)
-    df = engines.metric_for(args.engine, args.spark_master).trend(trace, every=args.every)
+    trace = open_checked(args)
+    m = engines.metric_for(args.engine, args.spark_master)
+    df = m.trend(trace, every=args.every, window=args.window)
+    if args.json or args.csv:
+        print_window(trace, m, out=sys.stderr)  # the output itself stays one list / one table
     if args.json:
         print(json.dumps([{k: _jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)], indent=2))
     elif args.csv:
-        print(df.write_csv(), end="")
+        print(df.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%SZ")).write_csv(), end="")
     else:
         if trace.synthetic:
             print("SYNTHETIC trace")
+        print_window(trace, m)
         print(format_table(df, df.columns, digits=2))
     return 0
 
@@ -240,7 +280,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 2 if trace.problems else 0
 
 
-def _trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = True) -> None:
+def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = True) -> None:
+    """The trace argument and the options every measuring command shares (as-of, window, exclusions, limits)."""
     where = "trace folder (jobs/attempts/spans as Parquet, CSV, JSONL or Parquet folders) or DuckDB file"
     if uri:
         where += "; with --engine spark also a URI of a Parquet trace (s3a://, hdfs://, gs://, abfss://, file:///)"
@@ -248,6 +289,11 @@ def _trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = True
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
     if as_of:
         p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
+        p.add_argument("--since", metavar="T", help="measure only from T on (ISO-8601, Z allowed, or epoch seconds); jobs that started "
+                       "earlier keep their attribution")
+        p.add_argument("--until", metavar="T", help="measure only before T (as --since); the window is [since, until)")
+        p.add_argument("--exclude", metavar="FILE", help="exclusion windows (CSV or JSON: start, end, reason, optional job or label=value) "
+                       "left out of wall time, every bucket and NoF, and listed in the output")
         p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
         p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 3GB); a trace too large for it is attributed in batches of jobs "
                        "and other work spills to disk, with the same answers (not used for a URI)")
@@ -261,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
-    _trace_args(p)
+    add_trace_args(p)
     engines.add_engine_args(p)
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
@@ -269,17 +315,19 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")
     p.set_defaults(func=cmd_summarize)
 
-    p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant)")
-    _trace_args(p)
+    p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window")
+    add_trace_args(p)
     engines.add_engine_args(p)
-    p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC)")
+    p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC); hour rolls over --window (default 1h)")
+    p.add_argument("--window", metavar="DURATION", help="trailing window at each bucket end (24h, 7d, ...; a whole number of hours or days, "
+                   "with --every hour or day)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")
     fmt.add_argument("--csv", action="store_true", help="CSV, one row a bucket")
     p.set_defaults(func=cmd_trend)
 
     p = sub.add_parser("validate", help="list every problem of a trace with file, row and field (exit 2 if any)")
-    _trace_args(p, as_of=False, uri=False)
+    add_trace_args(p, as_of=False, uri=False)
     p.add_argument("--json", action="store_true", help="problems and row accounting as JSON")
     p.set_defaults(func=cmd_validate)
 

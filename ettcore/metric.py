@@ -7,9 +7,15 @@ compare against is :mod:`ettcore.reference`.
 
 The views are built once per trace, in this order::
 
-    clean_* --> metric_jobs, metric_attempts, metric_spans --> attributed_time (materialized)
-        --> job_summary (materialized as job_metrics), job_l2_matrix, phase_busy
-        --> group_summary / owner_gpu_hours (through job_groups), fleet_trend
+    clean_* --> metric_jobs, metric_attempts, metric_spans
+        ett_window, ett_exclusions --> ett_exclusion_jobs --> job_exclusions; analysis_cuts
+    --> attributed_time (materialized; every instant of every job, per cell)
+    --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
+        --> job_summary (materialized as job_metrics), job_l2_matrix, exclusion_summary, phase_busy
+        --> group_summary / owner_gpu_hours (through job_groups), fleet_slots --> fleet_trend, fleet_rolling
+
+A trace measures every instant by default; ``load_trace(..., since=, until=, exclude=)`` or :func:`set_window`
+choose a window and exclusion windows (:mod:`ettcore.window`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 import re
 import shutil
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import duckdb
@@ -26,9 +33,12 @@ import polars as pl
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .queries import sql
+from . import window
 from .trace import Trace, damaged_file, quote_ident
+from .window import DAY_MS, HOUR_MS, parse_duration
 
-TREND_BUCKETS = ("day", "week", "month")
+TREND_BUCKETS = ("hour", "day", "week", "month")
+ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
 COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
 
 
@@ -115,36 +125,73 @@ def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
         raise TraceError(Problem(where, None, "job_id", f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them"))
 
 
-def prepare(trace: Trace, batches: int | None = None) -> None:
+def _attribute(trace: Trace, n: int) -> None:
+    """Materialize ``attributed_time`` for the trace's grid and analysis cuts (in ``n`` batches of jobs when n > 1)."""
+    con = trace.con
+    if n <= 1:
+        # materialized once: the attribution reads spans twice
+        con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
+    else:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
+        spill = trace.temp_directory  # DuckDB reads the batch files by name: a folder with glob characters is not used
+        _attribute_in_batches(con, n, str(spill) if spill is not None and not set(str(spill)) & set("*?[]{}") else None)
+
+
+def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None) -> None:
     """Create the metric views and materialize the per-instant attribution, once.
 
     ``batches`` (default: :func:`attribution_batches`) > 1 computes the attribution one batch of jobs at a time, so
     a trace larger than DuckDB's memory limit is processed without the sorts spilling; the answer is the same.
+    ``grid_ms`` (default: a UTC day) is the regular cut of the attribution: the hourly trend asks for an hour, and a
+    trace already cut finer keeps its finer grid (every coarser bucket is a union of its cells).
     """
+    grid = DAY_MS if grid_ms is None else int(grid_ms)
     if trace._cache.get("prepared"):
+        if grid >= trace._cache["grid_ms"]:
+            return
+        _regrid(trace, grid)
         return
     con = trace.con
     n = attribution_batches(trace) if batches is None else int(batches)
     try:
+        con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid})
         con.execute(f"CREATE OR REPLACE TEMP TABLE metric_jobs AS {sql('metric/metric_jobs')}")
         check_job_keys(con, str(trace.path))
         con.execute(f"CREATE OR REPLACE TEMP TABLE metric_attempts AS {sql('metric/metric_attempts')}")
-        if n <= 1:
-            # materialized once: the attribution reads spans twice
-            con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")
-            con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
-        else:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
-            spill = trace.temp_directory  # DuckDB reads the batch files by name: a folder with glob characters is not used
-            _attribute_in_batches(con, n, str(spill) if spill is not None and not set(str(spill)) & set("*?[]{}") else None)
+        window.check_labels(trace.window, group_columns(trace))
+        window.match_jobs(con, trace.window, quote_ident)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE job_exclusions AS {sql('metric/job_exclusions')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW analysis_cuts AS {sql('metric/analysis_cuts')}")
+        _attribute(trace, n)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW fleet_slots AS {sql('metric/fleet_slots')}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
     except duckdb.Error as exc:
         bad = damaged_file(trace.sources)  # a damaged column the checks never read (e.g. a label) shows up here
         if bad is None:
             raise
         raise TraceError(Problem(bad, None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
-    trace._cache["prepared"] = True
-    trace._cache["batches"] = n
+    trace._cache.update(prepared=True, batches=n, grid_ms=grid)
+
+
+def _regrid(trace: Trace, grid: int) -> None:
+    """Attribute again on a finer grid (the per-job results do not depend on the grid, so job_metrics stays)."""
+    trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
+    _attribute(trace, trace._cache["batches"])
+    trace._cache["grid_ms"] = grid
+
+
+def set_window(trace: Trace, since=None, until=None, exclude=None) -> None:
+    """Measure ``trace`` over another window: ``[since, until)`` minus the exclusions (see :mod:`ettcore.window`).
+
+    The attribution is computed again on the next metric call; ``set_window(trace)`` measures every instant again.
+    """
+    trace.window = window.make_window(since, until, exclude)
+    window.register(trace.con, trace.window)
+    trace._cache.pop("prepared", None)
+    trace._cache.pop("exclusion_summary", None)
 
 
 def group_columns(trace: Trace) -> list[str]:
@@ -160,9 +207,27 @@ def check_by(trace, by: str) -> None:
 
 
 def check_every(every: str) -> None:
-    """Refuse a trend bucket other than day, week or month (on either engine)."""
+    """Refuse a trend bucket other than hour, day, week or month (on either engine)."""
     if every not in TREND_BUCKETS:
         raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)}"))
+
+
+def trend_window(every: str, window: str | timedelta | None = None) -> int | None:
+    """The trailing window of a trend in ms, or ``None`` for plain calendar buckets (day, week, month).
+
+    ``--every hour`` always rolls (a window of one hour unless given); a window needs ``--every hour`` or ``day``
+    and must be a whole number of them (``24h``, ``7d``; ``90m`` with hours is refused).
+    """
+    check_every(every)
+    if window is None:
+        return HOUR_MS if every == "hour" else None
+    if every not in ROLLING_BUCKETS:
+        raise TraceError(Problem("--window", None, "window", f"a trailing window needs --every hour or day, not {every!r}"))
+    ms = int(window.total_seconds() * 1000) if isinstance(window, timedelta) else parse_duration(window)
+    step = ROLLING_BUCKETS[every]
+    if ms <= 0 or ms % step:
+        raise TraceError(Problem("--window", None, "window", f"the window {window!s} is not a whole number of {every}s"))
+    return ms
 
 
 def name_groups(df: pl.DataFrame, by: str | None) -> pl.DataFrame:
@@ -212,8 +277,25 @@ def owner_gpu_hours(trace: Trace, by: str | None = None) -> pl.DataFrame:
     return name_groups(trace.sql(sql("metric/owner_gpu_hours")), by)
 
 
-def trend(trace: Trace, every: str = "day") -> pl.DataFrame:
-    """GPU-time-weighted ETT% and component GPU-hours per UTC calendar bucket, prorated per instant."""
-    check_every(every)
+def exclusion_summary(trace: Trace) -> pl.DataFrame:
+    """One row an exclusion window (file order): its filter, and the jobs, wall and productive GPU-hours and
+    interruptions it took out of the measurement (inside the analysis window; overlapping exclusions count in each)."""
     prepare(trace)
-    return trace.sql(sql("metric/fleet_trend"), {"every": every})
+    return trace.sql(sql("metric/exclusion_summary"))
+
+
+def trend(trace: Trace, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
+    """GPU-time-weighted ETT% and component GPU-hours per UTC bucket, prorated per instant.
+
+    Calendar buckets (``every`` day, week or month): ``fleet_trend``, one row a bucket with measured time or an
+    interruption.  ``every="hour"``, or a trailing ``window`` (``"24h"``, ``"7d"``, a timedelta) with hour or day
+    buckets: ``fleet_rolling``, one row a bucket from the first to the last, each over the window ending with it
+    (columns ``bucket_start``, ``window_start``, ``window_end``, then the same figures).
+    """
+    window_ms = trend_window(every, window)
+    if window_ms is None:
+        prepare(trace)
+        return trace.sql(sql("metric/fleet_trend"), {"every": every})
+    step = ROLLING_BUCKETS[every]
+    prepare(trace, grid_ms=step)
+    return trace.sql(sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})

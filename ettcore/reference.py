@@ -64,6 +64,24 @@ Conventions (decisions where the spec is silent, shared with the SQL):
 * **Trend**: every elementary interval is additionally cut at UTC calendar
   boundaries (day; ISO week starting Monday; month) and credited to the bucket
   it lies in.
+* **Windows and exclusions** (``since``, ``until``, ``exclusions``): the job's
+  pieces are computed on the whole (clipped) job exactly as above, additionally
+  cut at ``since``, ``until`` and the bounds of the exclusions that apply to it;
+  a piece is *measured* when its doubled midpoint lies in ``[2 since, 2 until)``
+  and in no applicable exclusion ``[2 start, 2 end)``.  Every figure sums
+  measured pieces only (``wall_s`` too); an interruption counts when its instant
+  lies in ``[since, until)`` and in no applicable exclusion.  ``t0``/``t1`` are
+  ``T0``/``T1`` clipped to the window and ``excluded_s = t1 - t0 - wall``.  A job
+  is listed when ``[T0, T1)`` overlaps the window, ``T0`` lies in it, or it has a
+  counted interruption.  An exclusion is a dict ``{"start", "end", "reason",
+  "job": id | None, "label": (column, value) | None}``; it applies to a job when
+  the id matches (if given) and the job's column, as text, equals the value (if
+  given; ``model`` and ``gpus`` default as above).
+* **Rolling trend** (``every`` hour or day, trailing window ``W`` a multiple of
+  it): pieces are also cut at every UTC hour (or day) mark; the row of the bucket
+  starting at ``B`` sums the measured pieces and counted interruptions in
+  ``[B + every - W, B + every)``; rows run from the first to the last bucket that
+  holds measured time or a counted interruption.
 
 Productive instants carry bucket ``productive``, phase ``train`` and the
 pseudo-component :data:`PRODUCTIVE` in the L2 matrices.
@@ -315,6 +333,40 @@ def job_pieces(
     return pieces
 
 
+def is_measured(a: int, b: int, since: int | None, until: int | None, excluded: Iterable[tuple[int, int]]) -> bool:
+    """Whether the elementary interval ``[a, b)`` (no window bound inside it) is measured, by its doubled midpoint."""
+    m2 = a + b
+    if (since is not None and m2 < 2 * since) or (until is not None and m2 >= 2 * until):
+        return False
+    return not any(2 * s <= m2 < 2 * e for s, e in excluded)
+
+
+def is_counted(t: int, since: int | None, until: int | None, excluded: Iterable[tuple[int, int]]) -> bool:
+    """Whether the instant ``t`` lies in ``[since, until)`` and in no excluded ``[start, end)``."""
+    if (since is not None and t < since) or (until is not None and t >= until):
+        return False
+    return not any(s <= t < e for s, e in excluded)
+
+
+def job_row(job_id: str, row: dict | None) -> dict[str, Any]:
+    """A job as exclusion filters see it: ``job_id``, ``model`` (default the id), ``gpus`` (default 1) and its labels."""
+    row = dict(row or {})
+    row["job_id"] = job_id
+    row["model"] = row.get("model") if row.get("model") is not None else job_id
+    row["gpus"] = int(row.get("gpus") or 1)
+    return row
+
+
+def applies(exclusion: dict, job: dict) -> bool:
+    """Whether an exclusion applies to a job (see :func:`job_row`): same id if one is given, same label text if given."""
+    if exclusion.get("job") is not None and exclusion["job"] != job["job_id"]:
+        return False
+    if exclusion.get("label") is not None:
+        column, value = exclusion["label"]
+        return job.get(column) is not None and str(job[column]) == value
+    return True
+
+
 def job_metrics(
     attempts: list[dict],
     spans: list[dict],
@@ -325,8 +377,14 @@ def job_metrics(
     labels: dict | None = None,
     phase_order: tuple[str, ...] = PHASE_ORDER,
     component_of: dict[str, str] = COMPONENT_OF,
-) -> dict[str, Any]:
+    since: int | None = None,
+    until: int | None = None,
+    excluded: list[tuple[int, int]] = (),
+) -> dict[str, Any] | None:
     """Every per-job figure for one job whose attempts and spans are already clipped.
+
+    ``since``/``until``/``excluded`` (the ``[start, end)`` of the exclusions that apply to this job): only measured
+    pieces and counted interruptions count (module docstring); ``None`` when the job is not listed in the window.
 
     Returns L1 seconds (``wall_s = T1 - T0``, ``productive_s``, ``ett_pct =
     100 * productive / wall`` or ``None`` for zero wall, ``tts_s``, ``nof`` and
@@ -337,8 +395,16 @@ def job_metrics(
     plain sum of span lengths}`` and ``pieces`` (ms).
     """
     atts = sorted(attempts, key=lambda a: (a["attempt"], a["start"]))
-    pieces = job_pieces(atts, spans, phase_order=phase_order, component_of=component_of)
-    t0, t1 = atts[0]["start"], atts[-1]["end"]
+    cuts = [t for t in (since, until) if t is not None] + [t for iv in excluded for t in iv]
+    pieces = [p for p in job_pieces(atts, spans, cuts, phase_order=phase_order, component_of=component_of)
+              if is_measured(p[0], p[1], since, until, excluded)]
+    T0, T1 = atts[0]["start"], atts[-1]["end"]
+    t0 = T0 if since is None else max(T0, since)
+    t1 = max(t0, T1 if until is None else min(T1, until))
+    counted = [a for a in atts if a["end_reason"] in INTERRUPTIONS and is_counted(a["end"], since, until, excluded)]
+    starts_inside = is_counted(T0, since, until, ())
+    if not (t1 > t0 or starts_inside or counted):
+        return None
     l1_ms: dict[str, int] = {b: 0 for b in L1_BUCKETS}
     comp_ms: dict[str, int] = {c: 0 for c in ALL_COMPONENTS}
     l2_ms: dict[tuple[str, str], int] = defaultdict(int)
@@ -353,10 +419,10 @@ def job_metrics(
     busy_ms: dict[str, int] = defaultdict(int)
     for s in spans:
         busy_ms[s["phase"]] += s["end"] - s["start"]
-    nof_failure = sum(1 for a in atts if a["end_reason"] == "failure")
-    nof_preemption = sum(1 for a in atts if a["end_reason"] == "preemption")
+    nof_failure = sum(1 for a in counted if a["end_reason"] == "failure")
+    nof_preemption = sum(1 for a in counted if a["end_reason"] == "preemption")
     nof = nof_failure + nof_preemption
-    wall = t1 - t0
+    wall = sum(b - a for a, b, *_ in pieces)
     return {
         "job_id": job_id,
         "model": job_id if model is None else model,
@@ -376,6 +442,7 @@ def job_metrics(
         "ttr_mean_s": l1_ms["recovery"] / 1000 / nof if nof else None,
         "in_training_loss_s": l1_ms["in_training_loss"] / 1000,
         "shutdown_tail_s": l1_ms["shutdown_tail"] / 1000,
+        "excluded_s": (t1 - t0 - wall) / 1000,
         "components": {c: v / 1000 for c, v in comp_ms.items()},
         "l2": {k: v / 1000 for k, v in l2_ms.items()},
         "l2_phase": {k: v / 1000 for k, v in l2p_ms.items()},
@@ -399,12 +466,17 @@ def reference_metrics(
     *,
     phase_order: tuple[str, ...] = PHASE_ORDER,
     component_of: dict[str, str] = COMPONENT_OF,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
 ) -> dict[str, Any]:
-    """Per-job reference figures for a whole trace.
+    """Per-job reference figures for a whole trace (measured over ``[since, until)`` minus ``exclusions``).
 
     Returns ``{"as_of": ms | None, "jobs": {job_id: job_metrics(...)}}``; the
-    effective as-of is the given one, else :func:`default_as_of`.
+    effective as-of is the given one, else :func:`default_as_of`.  Jobs not
+    listed in the window are absent.
     """
+    exclusions = list(exclusions)
     eff = as_of if as_of is not None else default_as_of(attempts, spans)
     atts, sps = clip_to_as_of(attempts, spans, eff)
     rows = _job_rows(jobs)
@@ -418,7 +490,7 @@ def reference_metrics(
     for job_id in sorted(a_by):
         row = rows.get(job_id, {})
         labels = {k: v for k, v in row.items() if k not in ("job_id", "model", "gpus")}
-        out[job_id] = job_metrics(
+        got = job_metrics(
             a_by[job_id],
             s_by[job_id],
             job_id=job_id,
@@ -427,8 +499,19 @@ def reference_metrics(
             labels=labels,
             phase_order=phase_order,
             component_of=component_of,
+            since=since,
+            until=until,
+            excluded=job_exclusions(job_id, row, exclusions),
         )
+        if got is not None:
+            out[job_id] = got
     return {"as_of": eff, "jobs": out}
+
+
+def job_exclusions(job_id: str, row: dict | None, exclusions: Iterable[dict]) -> list[tuple[int, int]]:
+    """``[start, end)`` of each exclusion that applies to the job."""
+    job = job_row(job_id, row)
+    return [(x["start"], x["end"]) for x in exclusions if applies(x, job)]
 
 
 def _group_key(job: dict, by: str | None) -> Any:
@@ -448,7 +531,8 @@ def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[
     out), ``wall_gpu_h``, ``productive_gpu_h``, ``nof`` and
     ``<component>_gpu_h = sum(gpus * seconds) / 3600`` for all seven components
     and the same for the L1 buckets (``tts_gpu_h``, ``ttr_total_gpu_h``,
-    ``in_training_loss_gpu_h``, ``shutdown_tail_gpu_h``).
+    ``in_training_loss_gpu_h``, ``shutdown_tail_gpu_h``) and for the time
+    exclusion windows left out (``excluded_gpu_h``).
     Rows are sorted by key (``str`` of the key).
     """
     groups: dict[Any, list[dict]] = defaultdict(list)
@@ -471,7 +555,7 @@ def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[
         }
         for c in ALL_COMPONENTS:
             row[f"{c}_gpu_h"] = sum(j["gpus"] * j["components"][c] for j in js) / 3600
-        for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail"):
+        for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail", "excluded"):
             row[f"{b}_gpu_h"] = sum(j["gpus"] * j[f"{b}_s"] for j in js) / 3600
         rows.append(row)
     return rows
@@ -523,37 +607,29 @@ def reference_trend(
     *,
     phase_order: tuple[str, ...] = PHASE_ORDER,
     component_of: dict[str, str] = COMPONENT_OF,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
 ) -> list[dict[str, Any]]:
-    """Fleet trend: each job's per-instant attribution prorated into UTC calendar buckets.
+    """Fleet trend: each job's per-instant (measured) attribution prorated into UTC calendar buckets.
 
-    One row per bucket that some job's wall time overlaps, in time order:
+    One row per bucket that some job's measured time overlaps or where a counted interruption happens, in time order:
     ``bucket_start`` (aware UTC ``datetime``), ``bucket_start_ms``,
     ``ett_pct = 100 * productive_gpu_h / wall_gpu_h``, ``wall_gpu_h``,
     ``productive_gpu_h`` and ``<component>_gpu_h`` for all seven components
     (``gpus * seconds / 3600`` of the part of each job inside the bucket).
     """
-    res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of)
-    eff = res["as_of"]
-    atts, sps = clip_to_as_of(attempts, spans, eff)
     acc: dict[int, dict[str, float]] = {}
-    for job_id, job in res["jobs"].items():
-        t0, t1 = job["t0"], job["t1"]
-        cal = []
-        b = bucket_floor(t0, every)
-        while b <= t1:
-            cal.append(b)
-            b = bucket_next(b, every)
-        pieces = job_pieces(
-            [a for a in atts if a["job_id"] == job_id],
-            [s for s in sps if s["job_id"] == job_id],
-            extra_bounds=cal,
-            phase_order=phase_order,
-            component_of=component_of,
-        )
+    empty = lambda: {"wall": 0.0, "productive": 0.0, **{c: 0.0 for c in ALL_COMPONENTS}}  # noqa: E731
+    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: _calendar(t0, t1, every),
+                                               phase_order=phase_order, component_of=component_of, since=since, until=until,
+                                               exclusions=exclusions):
         g = job["gpus"]
+        for t in stops:  # a bucket where an interruption happens is a row even if no wall time lies in it
+            acc.setdefault(bucket_floor(t, every), empty())
         for a, b, _bucket, _phase, comp in pieces:
             start = bucket_floor(a, every)
-            row = acc.setdefault(start, {"wall": 0.0, "productive": 0.0, **{c: 0.0 for c in ALL_COMPONENTS}})
+            row = acc.setdefault(start, empty())
             gs = g * (b - a) / 1000
             row["wall"] += gs
             if comp == PRODUCTIVE:
@@ -573,4 +649,133 @@ def reference_trend(
         for c in ALL_COMPONENTS:
             row[f"{c}_gpu_h"] = r[c] / 3600
         out.append(row)
+    return out
+
+
+def _calendar(t0: int, t1: int, every: str) -> list[int]:
+    """Starts of the UTC calendar buckets from the one holding ``t0`` to the one holding ``t1``."""
+    cal = []
+    b = bucket_floor(t0, every)
+    while b <= t1:
+        cal.append(b)
+        b = bucket_next(b, every)
+    return cal
+
+
+def _measured_pieces(jobs, attempts, spans, as_of, marks, *, phase_order: tuple[str, ...] = PHASE_ORDER,
+                     component_of: dict[str, str] = COMPONENT_OF, since: int | None = None, until: int | None = None,
+                     exclusions: Iterable[dict] = ()):
+    """Per listed job: (job figures, measured pieces cut also at ``marks(T0, T1)``, counted interruption instants)."""
+    exclusions = list(exclusions)
+    res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of,
+                            since=since, until=until, exclusions=exclusions)
+    atts, sps = clip_to_as_of(attempts, spans, res["as_of"])
+    rows = _job_rows(jobs)
+    for job_id, job in res["jobs"].items():
+        j_atts = [a for a in atts if a["job_id"] == job_id]
+        excl = job_exclusions(job_id, rows.get(job_id), exclusions)
+        T0 = min(a["start"] for a in j_atts)
+        T1 = max(a["end"] for a in j_atts)
+        cuts = marks(T0, T1) + [t for t in (since, until) if t is not None] + [t for iv in excl for t in iv]
+        pieces = [p for p in job_pieces(j_atts, [s for s in sps if s["job_id"] == job_id], cuts,
+                                        phase_order=phase_order, component_of=component_of)
+                  if is_measured(p[0], p[1], since, until, excl)]
+        stops = [a["end"] for a in j_atts if a["end_reason"] in INTERRUPTIONS and is_counted(a["end"], since, until, excl)]
+        yield job, pieces, stops
+
+
+ROLLING_EVERY: dict[str, int] = {"hour": 3_600_000, "day": 86_400_000}
+
+
+def reference_rolling(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    every: str,
+    window_ms: int,
+    as_of: int | None = None,
+    **measure: Any,
+) -> list[dict[str, Any]]:
+    """Rolling trend: at the end of each ``every`` bucket (hour or day, UTC), the fleet over the trailing ``window_ms``.
+
+    ``measure``: the keyword arguments of :func:`reference_trend` (``phase_order``, ``component_of``, ``since``,
+    ``until``, ``exclusions``).
+
+    One row a bucket from the first to the last that holds measured time or a counted interruption:
+    ``bucket_start_ms``, ``window_start_ms = bucket end - window_ms``, ``window_end_ms`` (the bucket's end),
+    ``ett_pct``, ``wall_gpu_h``, ``productive_gpu_h``, ``<component>_gpu_h`` and ``nof`` of the measured time
+    and counted interruptions in ``[window_start, window_end)``.
+    """
+    step = ROLLING_EVERY[every]
+    if window_ms <= 0 or window_ms % step:
+        raise ValueError("window_ms must be a positive multiple of the bucket")
+    slots: dict[int, dict[str, float]] = defaultdict(lambda: {"wall": 0.0, "productive": 0.0, "nof": 0, **{c: 0.0 for c in ALL_COMPONENTS}})
+    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: list(range((t0 // step + 1) * step, t1, step)),
+                                               **measure):
+        for a, b, _bucket, _phase, comp in pieces:
+            row = slots[a - a % step]
+            gs = job["gpus"] * (b - a) / 1000
+            row["wall"] += gs
+            row["productive" if comp == PRODUCTIVE else comp] += gs
+        for t in stops:
+            slots[t - t % step]["nof"] += 1
+    if not slots:
+        return []
+    out = []
+    for start in range(min(slots), max(slots) + step, step):
+        end = start + step
+        inside = [slots[k] for k in slots if end - window_ms <= k < end]
+        wall = sum(r["wall"] for r in inside)
+        prod = sum(r["productive"] for r in inside)
+        row = {"bucket_start_ms": start, "window_start_ms": end - window_ms, "window_end_ms": end,
+               "ett_pct": 100 * prod / wall if wall > 0 else None, "wall_gpu_h": wall / 3600, "productive_gpu_h": prod / 3600,
+               "nof": sum(r["nof"] for r in inside)}
+        for c in ALL_COMPONENTS:
+            row[f"{c}_gpu_h"] = sum(r[c] for r in inside) / 3600
+        out.append(row)
+    return out
+
+
+def reference_stalls(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    as_of: int | None = None,
+    *,
+    stall_after: float | None = None,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
+) -> dict[str, dict[str, Any]]:
+    """Stalls per listed job (reporting only; no metric figure uses them).
+
+    Pace: the median, over the job's (as-of clipped) train spans with ``end > start`` and ``cursor_end >
+    cursor_start``, of cursor units per second.  Stalled time of a train span of ``d`` seconds advancing ``dc``:
+    ``d`` when ``dc <= 0`` or the job has no pace, else ``max(0, d - dc / pace)``.  Threshold: ``stall_after``, else
+    ``max(60, 10 / pace)`` (60 without a pace).  A stall is a span whose stalled time exceeds the threshold and
+    whose start lies in ``[since, until)`` and in no exclusion that applies to the job.  Returns ``{job_id: {"pace",
+    "threshold", "stalls": [(start_ms, stalled_s), ...]}}`` for the jobs :func:`reference_metrics` lists.
+    """
+    import statistics
+
+    exclusions = list(exclusions)
+    res = reference_metrics(jobs, attempts, spans, as_of, since=since, until=until, exclusions=exclusions)
+    _, sps = clip_to_as_of(attempts, spans, res["as_of"])
+    rows = _job_rows(jobs)
+    out = {}
+    for job_id in res["jobs"]:
+        trains = sorted((s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"]))
+        rates = [(s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000) for s in trains
+                 if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]]
+        pace = statistics.median(rates) if rates else None
+        threshold = stall_after if stall_after is not None else max(60.0, 10.0 / pace if pace else 0.0)
+        excl = job_exclusions(job_id, rows.get(job_id), exclusions)
+        found = []
+        for s in trains:
+            d = (s["end"] - s["start"]) / 1000
+            dc = s["cursor_end"] - s["cursor_start"]
+            stalled = d if dc <= 0 or pace is None else max(0.0, d - dc / pace)
+            if stalled > threshold and is_counted(s["start"], since, until, excl):
+                found.append((s["start"], stalled))
+        out[job_id] = {"pace": pace, "threshold": threshold, "stalls": found}
     return out

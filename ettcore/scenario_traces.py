@@ -47,3 +47,23 @@ def display_path(path: str | Path) -> str:
         return str(p.relative_to(PROJECT_ROOT))
     except ValueError:
         return str(p)
+
+
+def change_exclusion(scenario: str, change: str):
+    """The period of a scenario's dated change (``changes[].from`` .. ``until``) as an exclusion window.
+
+    For the notebooks: a known incident of a SYNTHETIC fleet (the ``fleet`` scenario's ``preemption_episode``) left
+    out of the measurement, to show ETT% with and without it.  The dates come from the scenario file.
+    """
+    from .errors import Problem, TraceError
+    from .scenario import load_scenario
+    from .window import Exclusion
+
+    sc = load_scenario(scenario)
+    found = next((c for c in sc.changes if c.name == change), None)
+    if found is None or found.until is None:
+        names = ", ".join(c.name for c in sc.changes if c.until is not None)
+        raise TraceError(Problem(str(sc.path), None, "changes", f"no dated change {change!r} with an end; changes with one: {names}"))
+    start = min(found.starts.values())
+    return Exclusion(int(start.timestamp() * 1000), int(found.until.timestamp() * 1000), f"known incident: {change} ({sc.name} scenario)",
+                     file=str(sc.path))

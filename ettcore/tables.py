@@ -52,7 +52,7 @@ def label_of(column: str, labels: Mapping[str, str] | None = None, units: Mappin
     if units and column in units:
         unit = units[column]
     text = (labels or {}).get(column) or BASE_LABELS.get(base) or base.replace("_", " ")
-    if unit == "%" and text.endswith("%"):  # "ETT%" already says its unit: not "ETT% (%)"
+    if unit in ("%", "GPU-h") and unit in text:  # "ETT%" or "per 1,000 GPU-h" already say their unit: not "ETT% (%)"
         return text
     return f"{text} ({unit})" if unit else text
 

@@ -30,7 +30,6 @@ import csv
 import difflib
 import io
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +43,8 @@ import pyarrow.parquet as pq
 from . import checks
 from .errors import Problem, TraceError
 from .phases import PhaseMap, load_phase_map
+from .window import Window, make_window, parse_instant
+from .window import register as register_window
 
 TABLES = ("jobs", "attempts", "spans")
 REQUIRED_TABLES = ("attempts", "spans")
@@ -81,9 +82,9 @@ TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that 
 # Names a jobs label may not take: columns of the metric's per-job and per-group results, and internal keys.
 COMPUTED_COLUMNS = frozenset(
     ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct", "nof", "nof_failure", "nof_preemption"]
-    + [f"{c}_s" for c in ("wall", "productive", "tts", "ttr_total", "ttr_mean", "in_training_loss", "shutdown_tail",
+    + [f"{c}_s" for c in ("wall", "productive", "tts", "ttr_total", "ttr_mean", "in_training_loss", "shutdown_tail", "excluded",
                           "scheduling", "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
-    + [f"{c}_gpu_h" for c in ("wall", "productive", "tts", "ttr_total", "in_training_loss", "shutdown_tail", "scheduling",
+    + [f"{c}_gpu_h" for c in ("wall", "productive", "tts", "ttr_total", "in_training_loss", "shutdown_tail", "excluded", "scheduling",
                               "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
 )
 
@@ -172,6 +173,7 @@ class CheckedTrace:
     accounting: dict = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     not_started: dict = field(default_factory=dict)  # rows/jobs starting at or after an explicit as-of (not measured)
+    window: Window = field(default_factory=Window)  # the measured part of time: --since/--until minus exclusion windows
     sources: list = field(default_factory=list, repr=False)
     metadata: dict = field(default_factory=dict)
     _cache: dict = field(default_factory=dict, repr=False)
@@ -535,28 +537,7 @@ def damaged_file(sources: list[Source]) -> str | None:
 
 def parse_as_of(value: str | int | float | None) -> int | None:
     """An as-of time given by a user: ISO-8601 (zone-less = UTC) or epoch seconds -> ms."""
-    if value is None:
-        return None
-    con = duckdb.connect()
-    con.execute("SET TimeZone = 'UTC'")
-    if isinstance(value, (int, float)):
-        if not math.isfinite(float(value)):
-            raise TraceError(Problem("--as-of", None, "as_of", f"not a finite time: {value!r}"))
-        ms = round(float(value) * 1000)
-    else:
-        try:
-            num = float(value)
-            if not math.isfinite(num):
-                raise TraceError(Problem("--as-of", None, "as_of", f"not a finite time: {value!r}"))
-            ms = round(num * 1000)
-        except ValueError:
-            got = con.execute("SELECT epoch_ms(TRY_CAST(trim($v) AS TIMESTAMPTZ))", {"v": value}).fetchall()[0][0]
-            if got is None:
-                raise TraceError(Problem("--as-of", None, "as_of", f"not a timestamp: {value!r}")) from None
-            ms = int(got)
-    if not TS_MIN_MS <= ms <= TS_MAX_MS:
-        raise TraceError(Problem("--as-of", None, "as_of", f"timestamp out of the plausible range 1990..2100: {value!r}"))
-    return ms
+    return None if value is None else parse_instant(value, "--as-of", "as_of")
 
 
 def jobs_to_leave_out(problems: list[Problem], skip_invalid: bool) -> list[str]:
@@ -594,6 +575,7 @@ def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
         "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
     ).fetchall()[0][0]
     trace.accounting = checks.accounting(con, trace.problems)
+    register_window(con, trace.window)
 
 
 def load_trace(
@@ -603,6 +585,9 @@ def load_trace(
     skip_invalid: bool = False,
     memory_limit: str | None = None,
     temp_directory: str | Path | None = None,
+    since: str | int | float | None = None,
+    until: str | int | float | None = None,
+    exclude: Any = None,
 ) -> Trace:
     """Open a trace, check it, and prepare the views the metric reads.
 
@@ -611,10 +596,14 @@ def load_trace(
     ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
     (unreadable, corrupt, missing table) always raise.  ``memory_limit`` (e.g.
     ``"2GB"``) caps DuckDB's memory; beyond it DuckDB spills to ``temp_directory``.
+    ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
+    :class:`~ettcore.window.Exclusion`) set the measured part of time (:mod:`ettcore.window`); the default
+    measures every instant.
     """
     path = Path(path)
     phase_map = load_phase_map(mapping)
     as_of_ms = parse_as_of(as_of)
+    window = make_window(since, until, exclude)
     sources = discover(path)
     con = _connect(sources, memory_limit, temp_directory)
     present = set()
@@ -643,7 +632,7 @@ def load_trace(
             raise TraceError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
 
     trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources,
-                  temp_directory=None if temp_directory is None else Path(temp_directory))
+                  temp_directory=None if temp_directory is None else Path(temp_directory), window=window)
     try:
         trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
         _prepare_clean(trace, skip_invalid)

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from ettcore import metric
 from ettcore import reference as ref
 from ettcore.trace import load_trace
+from ettcore.window import Exclusion
 from trace_strategies import TS_MODES, traces, write_trace_folder
 
 SCALE = float(os.environ.get("ETT_PROPERTY_EXAMPLES", "1"))
@@ -63,16 +64,34 @@ def _ms(value: Any) -> int:
 
 
 def measure(
-    folder: Path, as_of_ms: int | None = None, by: tuple[str, ...] = ("model",), everys: tuple[str, ...] = ref.EVERY
+    folder: Path, as_of_ms: int | None = None, by: tuple[str, ...] = ("model",), everys: tuple[str, ...] = ref.EVERY,
+    window: dict | None = None,
 ) -> dict[str, Any]:
-    """Every SQL figure for one trace folder, as plain Python structures."""
+    """Every SQL figure for one trace folder, as plain Python structures.
+
+    ``window``: ``{"since": ms | None, "until": ms | None, "exclusions": [reference exclusion dicts]}``.
+    """
     t = load_trace(folder, as_of=None if as_of_ms is None else as_of_ms / 1000)
+    if window is not None:
+        metric.set_window(t, **sql_window(window))
+    return measure_trace(t, by, everys)
+
+
+def sql_window(window: dict) -> dict:
+    """``metric.set_window`` arguments for a reference window (times in ms become epoch seconds; exact to the ms)."""
+    secs = lambda ms: None if ms is None else ms / 1000  # noqa: E731
+    exclusions = [Exclusion(x["start"], x["end"], x["reason"], x.get("job"), x.get("label")) for x in window.get("exclusions", ())]
+    return {"since": secs(window.get("since")), "until": secs(window.get("until")), "exclude": exclusions}
+
+
+def measure_trace(t, by: tuple[str, ...] = ("model",), everys: tuple[str, ...] = ref.EVERY) -> dict[str, Any]:
+    """Every SQL figure for one loaded trace."""
     out: dict[str, Any] = {
         "jobs": {r["job_id"]: r for r in metric.job_summary(t).iter_rows(named=True)},
         "l2": {},
         "l2_phase": {},
         "busy": {},
-        "fleet": metric.fleet_summary(t).row(0, named=True),
+        "fleet": next(metric.fleet_summary(t).iter_rows(named=True), None),  # None: no job in the window
         "groups": {k: {r[k]: r for r in metric.fleet_summary(t, by=k).iter_rows(named=True)} for k in by},
         "trend": {e: list(metric.trend(t, every=e).iter_rows(named=True)) for e in everys},
     }
@@ -118,7 +137,7 @@ class Diffs(list):
             raise AssertionError(f"{len(self)} disagreement(s):\n  " + "\n  ".join(self[:40]))
 
 
-L1_SECONDS = ("wall_s", "productive_s", "tts_s", "ttr_total_s", "ttr_mean_s", "in_training_loss_s", "shutdown_tail_s")
+L1_SECONDS = ("wall_s", "productive_s", "tts_s", "ttr_total_s", "ttr_mean_s", "in_training_loss_s", "shutdown_tail_s", "excluded_s")
 L1_COUNTS = ("nof", "nof_failure", "nof_preemption")
 
 
@@ -158,15 +177,17 @@ def _fleet_row(g: dict, w: dict, want: dict, tag: str, d: Diffs) -> None:
     d.num(f"{tag} ett_pct", g["ett_pct"], w["ett_pct"], PCT_TOL)
     d.num(f"{tag} ett_mean_pct", g["ett_mean_pct"], w["ett_mean_pct"], PCT_TOL)
     cols = ["wall_gpu_h", "productive_gpu_h"] + [f"{c}_gpu_h" for c in ref.ALL_COMPONENTS]
-    cols += [f"{b}_gpu_h" for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail")]
+    cols += [f"{b}_gpu_h" for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail", "excluded")]
     for c in cols:
         d.num(f"{tag} {c}", g[c], w[c], tol)
 
 
 def compare_fleet(sql: dict[str, Any], want: dict[str, Any], d: Diffs) -> None:
     """Fleet row and every group row (by model, and by the label ``team``)."""
-    (fleet,) = ref.reference_fleet(want)
-    _fleet_row(sql["fleet"], fleet, want, "fleet", d)
+    fleet = ref.reference_fleet(want)
+    d.check((sql["fleet"] is None) == (not fleet), f"fleet row: SQL {sql['fleet']} != reference {fleet}")
+    if fleet and sql["fleet"] is not None:
+        _fleet_row(sql["fleet"], fleet[0], want, "fleet", d)
     for by, rows in sql["groups"].items():
         wrows = {r["key"]: r for r in ref.reference_fleet(want, by=by)}
         d.check(set(rows) == set(wrows), f"groups by {by}: SQL {sorted(rows)} != reference {sorted(wrows)}")
@@ -213,11 +234,13 @@ def _group_keys(trace: dict[str, Any]) -> tuple[str, ...]:
     return ("model", "team") if trace["jobs"] is not None else ("model",)
 
 
-def reference_all(trace: dict[str, Any], as_of_ms: int | None = None, everys: tuple[str, ...] = ref.EVERY) -> tuple[dict, dict]:
-    """Reference per-job figures and trend rows (for the calendar units ``everys``)."""
+def reference_all(trace: dict[str, Any], as_of_ms: int | None = None, everys: tuple[str, ...] = ref.EVERY,
+                  window: dict | None = None) -> tuple[dict, dict]:
+    """Reference per-job figures and trend rows (for the calendar units ``everys``), over ``window`` if given."""
     args = (trace["jobs"], trace["attempts"], trace["spans"])
-    want = ref.reference_metrics(*args, as_of_ms)
-    trend = {e: ref.reference_trend(*args, e, as_of_ms) for e in everys}
+    kw = {} if window is None else {"since": window.get("since"), "until": window.get("until"), "exclusions": window.get("exclusions", ())}
+    want = ref.reference_metrics(*args, as_of_ms, **kw)
+    trend = {e: ref.reference_trend(*args, e, as_of_ms, **kw) for e in everys}
     return want, trend
 
 
@@ -306,14 +329,19 @@ def test_sql_equals_reference_with_explicit_as_of(trace_as_of, every):
     compare_all(sql, want, trend)
 
 
-def test_the_comparison_can_fail():
-    """Guard against a vacuous harness: a one-millisecond change to a span must be caught."""
-    trace = {
+def tiny_trace(end_reason: str = "completed") -> dict[str, Any]:
+    """One job of one 10-minute attempt that trains for its first 5 minutes."""
+    return {
         "jobs": None,
-        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason="completed")],
+        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason=end_reason)],
         "spans": [dict(job_id="j", attempt=0, phase="train", start=1_769_900_000_000, end=1_769_900_300_000,
                        cursor_start=0, cursor_end=10, stage=None)],
     }
+
+
+def test_the_comparison_can_fail():
+    """Guard against a vacuous harness: a one-millisecond change to a span must be caught."""
+    trace = tiny_trace()
     want, _ = reference_all(trace)
     trace["spans"][0]["end"] += 1  # 1 ms more training than the reference saw
     with tempfile.TemporaryDirectory(prefix="ett-prop-") as tmp:

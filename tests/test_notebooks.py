@@ -53,6 +53,9 @@ def check_trace_overview(card: dict) -> None:
     assert h["fleet ETT% (GPU-time weighted)"] == approx(fleet, abs=0.01)
     assert h["jobs"] == 4
     assert h["ETT% of worked-example"] == approx(100 * 50 / 120, abs=0.01)  # the spec's 41.67
+    # every train span of a sample job advances at that job's own pace (worked-example 10 units a minute, sample-preempted
+    # 100), and the other two jobs have one span each: no span is slower than its job's pace, so no stall
+    assert h["stalls"] == 0
     assert card["synthetic"] is True
 
 
@@ -159,6 +162,12 @@ def check_fleet_trends(card: dict) -> None:
     assert v["fleet_ett", "after"] > 90
     h = _headlines(card)
     assert h["fleet ETT%"] == "80.6 -> 92.0"
+    # the rolling 7-day window tells the same story: about 80% in the first week, above 90% in the last
+    first, last = (float(x) for x in str(h["rolling 7d fleet ETT%, first -> last full window"]).split(" -> "))
+    assert first == approx(80, abs=2.0) and last > 90
+    # the preemption episode (preemptions x3, queue wait x2.5) lowered ETT%: leaving it out raises the fleet's
+    whole, without = (float(x) for x in str(h["fleet ETT% with every instant -> without the exclusion windows"]).split(" -> "))
+    assert whole < without < 100
 
 
 def check_scheduling(card: dict) -> None:

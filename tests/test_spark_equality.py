@@ -12,6 +12,8 @@ millisecond, numbers within 1e-9 relative.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import polars as pl
 from polars.testing import assert_frame_equal
@@ -77,8 +79,10 @@ def test_materialized_hint_is_dropped():
 def test_every_metric_query_translates_to_valid_spark_sql(path):
     out = spark_sql(f"metric/{path.stem}")
     sqlglot.parse_one(out, read="spark")  # Spark-dialect SQL that parses back
-    for duckdb_only in ("recursive :=", "MATERIALIZED", " HASH(", "::", "//", "EXCLUDE"):
+    for duckdb_only in ("recursive :=", "MATERIALIZED", " HASH(", "::", "//"):
         assert duckdb_only not in out.upper().replace("XXHASH64(", ""), duckdb_only
+    assert not re.search(r"\bEXCLUDE\s*\(", out.upper()), "EXCLUDE (...)"  # the keyword, not a column such as excluded_s
+    assert "LAMBDA " not in out.upper()  # DuckDB's lambda syntax becomes Spark's x -> ...
 
 
 # ----------------------------------------------------------------------------- equality on Spark
@@ -167,3 +171,27 @@ def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
     got = engines.job_summary(folder, engine="spark", spark_master="local[2]", skip_invalid=True)
     assert got["job_id"].to_list() == ["j1"]
     assert_same(duck, got)
+
+
+@needs_spark
+@spark_group
+def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
+    """--since/--until, exclusion windows (all jobs, a label, one job, overlapping) and rolling trends (issue 17)."""
+    from ettcore.engines import spark as sp
+
+    ex = tmp_path / "ex.csv"
+    ex.write_text("start,end,reason,job,label\n2026-01-05T00:40:00Z,2026-01-05T01:20:00Z,maintenance,,\n"
+                  "2026-01-05T01:00:00Z,2026-01-05T04:00:00Z,incident,,team=feed\n"
+                  "2026-01-05T22:00:00Z,2026-01-06T01:00:00Z,freeze,sample-running,\n", encoding="utf-8")
+    trace = load_trace(SAMPLE_TRACE, since="2026-01-05T00:30:00Z", until="2026-01-06T02:00:00Z", exclude=ex)
+    st = sp.open_trace(trace, session)
+    jobs = metric.job_summary(trace)
+    assert jobs["excluded_s"].sum() > 0
+    assert_same(jobs, sp.job_summary(st))
+    assert_same(metric.fleet_summary(trace, by="team"), sp.fleet_summary(st, by="team"))
+    assert_same(metric.l2_matrix(trace), sp.l2_matrix(st))
+    assert_same(metric.exclusion_summary(trace), sp.exclusion_summary(st))
+    assert_same(metric.trend(trace, "day"), sp.trend(st, "day"))
+    assert_same(metric.trend(trace, "day", window="48h"), sp.trend(st, "day", window="48h"))
+    assert_same(metric.trend(trace, "hour", window="6h"), sp.trend(st, "hour", window="6h"))
+    assert_same(metric.job_summary(trace), sp.job_summary(st))  # the hourly grid changes no per-job figure

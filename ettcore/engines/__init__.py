@@ -84,10 +84,10 @@ class SparkMetric:
 
         return spark.fleet_summary(self.on_spark(trace), by)
 
-    def trend(self, trace: Trace, every: str = "day") -> pl.DataFrame:
+    def trend(self, trace: Trace, every: str = "day", window: Any = None) -> pl.DataFrame:
         from . import spark
 
-        return spark.trend(self.on_spark(trace), every)
+        return spark.trend(self.on_spark(trace), every, window)
 
     def l2_matrix(self, trace: Trace) -> pl.DataFrame:
         from . import spark
@@ -98,6 +98,16 @@ class SparkMetric:
         from . import spark
 
         return spark.phase_busy(self.on_spark(trace))
+
+    def exclusion_summary(self, trace: Trace) -> pl.DataFrame:
+        from . import spark
+
+        return spark.exclusion_summary(self.on_spark(trace))
+
+    def owner_gpu_hours(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
+        from . import spark
+
+        return spark.owner_gpu_hours(self.on_spark(trace), by)
 
 
 def _check_engine(engine: str) -> None:
@@ -113,13 +123,15 @@ def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark
 
 def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, mapping: Any = None,
                as_of: Any = None, skip_invalid: bool = False, memory_limit: str | None = None,
-               temp_directory: str | Path | None = None, spark_conf: dict[str, str] | None = None) -> Any:
+               temp_directory: str | Path | None = None, spark_conf: dict[str, str] | None = None,
+               since: Any = None, until: Any = None, exclude: Any = None) -> Any:
     """Load and check the trace at ``path`` for ``engine``.
 
     A local path: :func:`ettcore.trace.load_trace` (DuckDB), for either engine.
     A URI (``scheme://...``): read and checked by Spark
     (:func:`ettcore.engines.spark_load.open_uri`; ``memory_limit`` and
-    ``temp_directory`` are DuckDB settings and do not apply); the result is a
+    ``temp_directory`` are DuckDB settings and do not apply); ``since``, ``until`` and ``exclude`` set the
+    measured window (:mod:`ettcore.window`) on either engine; the result is a
     :class:`~ettcore.engines.spark_load.UriTrace`, which :func:`metric_for` ``("spark")``
     computes on.  A URI with ``engine="duckdb"`` is refused with a
     :class:`TraceError` saying to use the Spark engine.
@@ -127,7 +139,7 @@ def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEF
     _check_engine(engine)
     if not is_uri(path):
         return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
-                          memory_limit=memory_limit, temp_directory=temp_directory)
+                          memory_limit=memory_limit, temp_directory=temp_directory, since=since, until=until, exclude=exclude)
     if engine != "spark":
         raise TraceError(
             Problem(str(path), None, None, "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark")
@@ -135,7 +147,8 @@ def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEF
     from . import spark, spark_load
 
     session = spark.get_session(spark_master, spark_conf)
-    return spark_load.open_uri(str(path), session, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid).trace
+    return spark_load.open_uri(str(path), session, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
+                               since=since, until=until, exclude=exclude).trace
 
 
 def job_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,

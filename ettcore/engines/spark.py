@@ -43,6 +43,7 @@ session registers its views again.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import os
@@ -56,7 +57,8 @@ from typing import TYPE_CHECKING, Any, Iterator
 import polars as pl
 
 from ..errors import Problem, TraceError
-from ..metric import check_by, check_every, name_groups
+from ..metric import ROLLING_BUCKETS, check_by, group_columns, name_groups, trend_window
+from ..window import DAY_MS, EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
 from ..trace import SCHEMA, TABLES, TS_MAX_MS, TS_MIN_MS, Trace, discover, schema_columns
 from .transpile import duckdb_to_spark, spark_sql
 
@@ -319,6 +321,7 @@ class SparkTrace:
     spark: "SparkSession"
     trace: Any
     verify: bool = True
+    grid_ms: int = DAY_MS  # the attribution's regular cut (an hour once an hourly trend was asked for)
     ident: int = field(default_factory=lambda: next(_ids))
     _cached: list = field(default_factory=list, repr=False)
 
@@ -428,17 +431,45 @@ def register_phases(spark: "SparkSession", phase_map: Any) -> None:
     )
 
 
+def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None:
+    """``ett_window``, ``ett_exclusions`` and ``ett_grid``: the measured part of time and the attribution's grid."""
+    spark.createDataFrame([(window.since_ms, window.until_ms)], "since_ms bigint, until_ms bigint").createOrReplaceTempView("ett_window")
+    schema = EXCLUSION_COLUMNS.replace("BIGINT", "bigint").replace("VARCHAR", "string")
+    spark.createDataFrame(exclusion_rows(window), schema).createOrReplaceTempView("ett_exclusions")
+    spark.createDataFrame([(grid_ms,)], "grid_ms bigint").createOrReplaceTempView("ett_grid")
+
+
+def register_exclusion_jobs(st: SparkTrace) -> None:
+    """``ett_exclusion_jobs``: for each exclusion, the keys of the jobs it applies to (label columns checked, values bound)."""
+    window = st.trace.window
+    check_labels(window, group_columns(st.trace))
+    parts = []
+    for i, x in enumerate(window.exclusions):
+        where, params = match_conditions(x, _q, "STRING", lambda n: f":{n}")
+        parts.append(st.spark.sql(f"SELECT CAST(:id AS BIGINT) AS exclusion_id, job_key FROM metric_jobs WHERE {where}", args={"id": i, **params}))
+    df = functools.reduce(lambda a, b: a.unionAll(b), parts) if parts else st.spark.createDataFrame([], "exclusion_id bigint, job_key bigint")
+    df.createOrReplaceTempView("ett_exclusion_jobs")
+
+
 def register_metric_views(st: SparkTrace) -> None:
     """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
+    register_window(st.spark, st.trace.window, st.grid_ms)
     # cached: the per-job and per-attempt views (small: a row a job or attempt, read by several queries), the
     # per-instant attribution and the per-job metric; metric_spans (a row a span) is read once and not kept
     for view, name, keep in (
         ("metric_jobs", "metric/metric_jobs", True),
         ("metric_attempts", "metric/metric_attempts", True),
+        ("job_exclusions", "metric/job_exclusions", True),
+        ("analysis_cuts", "metric/analysis_cuts", False),
         ("metric_spans", "metric/metric_spans", False),
         ("attributed_time", "metric/attributed_time", True),
+        ("measured_time", "metric/measured_time", False),
+        ("measured_interruptions", "metric/measured_interruptions", False),
+        ("fleet_slots", "metric/fleet_slots", False),
         ("job_metrics", "metric/job_summary", True),
     ):
+        if view == "job_exclusions":
+            register_exclusion_jobs(st)
         df = st.spark.sql(spark_sql(name))
         if keep:
             df = df.persist()
@@ -491,7 +522,18 @@ def owner_gpu_hours(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
     return name_groups(st.sql(spark_sql("metric/owner_gpu_hours")), by)
 
 
-def trend(st: SparkTrace, every: str = "day") -> pl.DataFrame:
-    """Fleet ETT% per UTC calendar bucket, as :func:`ettcore.metric.trend`."""
-    check_every(every)
-    return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
+def exclusion_summary(st: SparkTrace) -> pl.DataFrame:
+    """One row an exclusion window, as :func:`ettcore.metric.exclusion_summary`."""
+    return st.sql(spark_sql("metric/exclusion_summary"))
+
+
+def trend(st: SparkTrace, every: str = "day", window: Any = None) -> pl.DataFrame:
+    """Fleet ETT% per UTC bucket (calendar, or rolling over a trailing window), as :func:`ettcore.metric.trend`."""
+    window_ms = trend_window(every, window)
+    if window_ms is None:
+        return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
+    step = ROLLING_BUCKETS[every]
+    if step < st.grid_ms:  # a finer grid: attribute again (as ettcore.metric.prepare does)
+        st.grid_ms = step
+        register_trace(st)
+    return st.sql(spark_sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})

@@ -56,6 +56,7 @@ from ..phases import PhaseMap, load_phase_map
 from ..queries import check_names
 from ..trace import (REQUIRED_TABLES, TRAIN_COLUMNS, CheckedTrace, SUFFIXES, TABLES, _refuse_reserved, jobs_to_leave_out, label_columns,
                      missing_columns, parse_as_of, schema_columns)
+from ..window import make_window
 from . import is_uri
 from . import spark as sp
 from .transpile import spark_sql
@@ -352,6 +353,9 @@ def open_uri(
     mapping: Any = None,
     as_of: str | int | float | None = None,
     skip_invalid: bool = False,
+    since: Any = None,
+    until: Any = None,
+    exclude: Any = None,
 ) -> UriSparkTrace:
     """Read, check and prepare the Parquet trace at ``uri`` on ``spark`` (see the module docstring).
 
@@ -363,6 +367,7 @@ def open_uri(
         raise TraceError(Problem(str(uri), None, None, "not a URI (scheme://...); a local path is loaded by ettcore.trace.load_trace"))
     phase_map = load_phase_map(mapping)
     as_of_ms = parse_as_of(as_of)
+    window = make_window(since, until, exclude)
     sp.forget_active(spark)  # the views below replace those of any trace opened before in this session
     with sp.input_errors(uri):
         sources, meta_uri = discover_uri(spark, uri)
@@ -371,7 +376,8 @@ def open_uri(
         labels = label_columns(raw["jobs"].columns[:-2], jobs.files[0]) if jobs is not None else []
         _register_inputs(spark, raw, labels, phase_map)
         metadata = read_metadata(spark, meta_uri) if meta_uri is not None else {}
-        trace = UriTrace(path=uri, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, sources=sources, metadata=metadata)
+        trace = UriTrace(path=uri, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, sources=sources, metadata=metadata,
+                         window=window)
 
         # the checks and the accounting read each typed table many times: parse the files once, keep the result meanwhile
         typed = [spark.table(f"typed_{t}").persist() for t in TABLES]

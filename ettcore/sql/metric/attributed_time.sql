@@ -1,17 +1,22 @@
--- Every instant of every job's wall time, attributed exactly once: milliseconds per (job, UTC day, L1 bucket, phase).
+-- Every instant of every job's wall time, attributed exactly once: milliseconds per (job, cell, L1 bucket, phase).
 --
 -- How (see docs/metric.md): one start event per attempt, covering span and productive part, one event per
--- interruption, at the job's end and at each UTC midnight inside the job.  Four functions over one window sorted
--- per job give, between two consecutive events: the next event's time, the end of the attempt in force, the
--- covering span that ends last (its end and phase packed in one key) and the productive part in force (its end
--- and its stretch's L1 flags packed in one key).  Each elementary segment therefore splits into at most four
--- pieces: productive, covered (that span's phase), unattributed (inside an attempt) and scheduling (between
--- attempts).  The L1 flags of each productive part are found beforehand on the small per-attempt table: whether
--- the non-productive stretch after it holds an interruption, and whether it is the job's last productive part.
+-- interruption, at the job's end and at each cut inside the job: each grid mark (UTC midnights, or hours for an
+-- hourly trend: ett_grid) and each instant where the analysis window or an exclusion window starts or ends
+-- (analysis_cuts).  Four functions over one window sorted per job give, between two consecutive events: the next
+-- event's time, the end of the attempt in force, the covering span that ends last (its end and phase packed in one
+-- key) and the productive part in force (its end and its stretch's L1 flags packed in one key).  Each elementary
+-- segment therefore splits into at most four pieces: productive, covered (that span's phase), unattributed (inside
+-- an attempt) and scheduling (between attempts).  The L1 flags of each productive part are found beforehand on the
+-- small per-attempt table: whether the non-productive stretch after it holds an interruption, and whether it is the
+-- job's last productive part.  No segment crosses a cut, so each lies in one cell: cell_ms is the latest cut at or
+-- before it (the grid mark, or a later analysis cut); measured_time keeps the cells inside the windows.
 WITH ids AS (
     SELECT
         (SELECT phase_id FROM ett_phases WHERE is_train) AS train_id,
-        (SELECT phase_id FROM ett_phases WHERE phase = 'scheduling') AS scheduling_id
+        (SELECT phase_id FROM ett_phases WHERE phase = 'scheduling') AS scheduling_id,
+        (SELECT grid_ms FROM ett_grid) AS grid_ms,
+        (SELECT list(t) FROM analysis_cuts) AS cuts  -- NULL when there is no analysis cut (the default)
 ),
 train AS (
     -- train spans in time order (they never overlap within a job): the replay high-water mark and an ordinal
@@ -59,12 +64,16 @@ last_parts AS (
 job_span AS (
     SELECT job_key, min(start_ms) AS t0, max(end_ms) AS t1 FROM metric_attempts GROUP BY job_key
 ),
-midnights AS (
-    -- the number of each UTC day that starts strictly inside the job
-    SELECT job_key, unnest(range(t0 // 86400000 + 1, (t1 - 1) // 86400000 + 1)) AS day_no FROM job_span
+grid_marks AS (
+    -- the number of each grid cell (UTC day, or hour) that starts strictly inside the job
+    SELECT job_key, ids.grid_ms AS g, unnest(range(t0 // ids.grid_ms + 1, (t1 - 1) // ids.grid_ms + 1)) AS mark_no FROM job_span, ids
+),
+window_marks AS (
+    -- each analysis cut strictly inside the job
+    SELECT j.job_key, c.t FROM job_span AS j JOIN analysis_cuts AS c ON c.t > j.t0 AND c.t < j.t1
 ),
 events AS (
-    -- kind 0: interruption, 1: attempt start, 2: covering span start, 3: productive part start, 4: job end, 5: midnight.
+    -- kind 0: interruption, 1: attempt start, 2: covering span start, 3: productive part start, 4: job end, 5: cut.
     -- p_key: a productive part's end * 4 + 2 (last part) + 1 (an interruption follows); an interruption's is 1, so
     -- before any productive part the running maximum tells whether an interruption has happened (TTS vs recovery).
     SELECT job_key, end_ms AS t, 0 AS kind, NULL::BIGINT AS a_end, NULL::BIGINT AS c_key, 1::BIGINT AS p_key
@@ -87,7 +96,9 @@ events AS (
     UNION ALL
     SELECT job_key, t1, 4, NULL, NULL, NULL FROM job_span
     UNION ALL
-    SELECT job_key, day_no * 86400000, 5, NULL, NULL, NULL FROM midnights
+    SELECT job_key, mark_no * g, 5, NULL, NULL, NULL FROM grid_marks
+    UNION ALL
+    SELECT job_key, t, 5, NULL, NULL, NULL FROM window_marks
 ),
 running AS (
     SELECT job_key, t,
@@ -101,12 +112,16 @@ running AS (
 bounds AS (
     SELECT job_key, t, t_next, coalesce(pk % 4, 0) AS flags, coalesce(pk >= 4, false) AS started,
            greatest(t, coalesce(pk // 4, t)) AS pe, greatest(t, coalesce(ck // 1024, t)) AS ce,
-           coalesce(ck % 1024, 0) AS c_phase, coalesce(ae, t) AS ae
-    FROM running
+           coalesce(ck % 1024, 0) AS c_phase, coalesce(ae, t) AS ae,
+           CASE
+               WHEN ids.cuts IS NULL THEN t - t % ids.grid_ms
+               ELSE greatest(t - t % ids.grid_ms, coalesce(list_max(list_filter(ids.cuts, lambda x: x <= t)), 0))
+           END AS cell_ms
+    FROM running, ids
     WHERE t_next > t
 ),
 pieces AS (
-    SELECT job_key, flags, started,
+    SELECT job_key, cell_ms, flags, started,
            unnest([
                {'a': t, 'b': least(pe, t_next), 'phase_id': ids.train_id, 'productive': true},
                {'a': least(pe, t_next), 'b': least(greatest(pe, ce), t_next), 'phase_id': c_phase, 'productive': false},
@@ -117,7 +132,7 @@ pieces AS (
 )
 SELECT
     job_key,
-    CAST(DATE '1970-01-01' + CAST(a // 86400000 AS INTEGER) AS DATE) AS day,
+    cell_ms,
     CASE
         WHEN productive THEN 'productive'
         WHEN NOT started THEN CASE WHEN flags = 1 THEN 'recovery' ELSE 'tts' END

@@ -1,5 +1,5 @@
 -- One row a group of jobs (a model, any label, or the whole fleet): GPU-time-weighted ETT%, the unweighted mean,
--- and GPU-hours of wall time, productive time and each component.
+-- and GPU-hours of measured wall time, productive time, each component and the time exclusion windows left out.
 SELECT
     g.group_key,
     CAST(count(*) AS BIGINT) AS jobs,
@@ -18,7 +18,8 @@ SELECT
     sum(m.gpus * m.pt2_compile_s) / 3600.0 AS pt2_compile_gpu_h,
     sum(m.gpus * m.wasted_training_s) / 3600.0 AS wasted_training_gpu_h,
     sum(m.gpus * m.shutdown_s) / 3600.0 AS shutdown_gpu_h,
-    sum(m.gpus * m.unattributed_s) / 3600.0 AS unattributed_gpu_h
+    sum(m.gpus * m.unattributed_s) / 3600.0 AS unattributed_gpu_h,
+    sum(m.gpus * m.excluded_s) / 3600.0 AS excluded_gpu_h
 FROM job_metrics AS m
 JOIN job_groups AS g ON g.job_id = m.job_id
 GROUP BY g.group_key

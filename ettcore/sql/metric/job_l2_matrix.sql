@@ -1,4 +1,4 @@
--- The Level 2 matrix of each job, long: seconds per (L1 bucket, phase), with the phase's component and owner.
+-- The Level 2 matrix of each job, long: measured seconds per (L1 bucket, phase), with the phase's component and owner.
 -- Productive time is its own component, effective_training (the seventh bucket of the spec's L2 table).
 SELECT
     j.job_id,
@@ -7,7 +7,7 @@ SELECT
     CASE WHEN t.bucket = 'productive' THEN 'effective_training' ELSE p.component END AS component,
     CASE WHEN t.bucket = 'productive' THEN '(effective training)' ELSE p.owner END AS owner,
     sum(t.ms) / 1000.0 AS seconds
-FROM attributed_time AS t
+FROM measured_time AS t
 JOIN ett_phases AS p ON p.phase_id = t.phase_id
 JOIN metric_jobs AS j ON j.job_key = t.job_key
 GROUP BY ALL

@@ -1,20 +1,44 @@
 -- One row a job: Level 1 (wall, productive, ETT%, TTS, NoF, TTR, in-training loss, shutdown tail) and the
--- non-productive seconds of each Level 2 component, plus the job's labels.
+-- non-productive seconds of each Level 2 component, plus the job's labels.  Everything counts measured time only
+-- (measured_time, measured_interruptions): inside the analysis window and outside the job's exclusion windows;
+-- t0 and t1 are the job's wall time clipped to the window, and excluded_s is the time exclusions took out of it,
+-- so wall_s = t1 - t0 - excluded_s.  A job is listed when its wall time overlaps the window, it started inside
+-- the window, or one of its measured interruptions happened there.  Status and attempts are the whole job's.
 WITH attempts AS (
     SELECT job_key,
            min(start_ms) AS t0_ms,
            max(end_ms) AS t1_ms,
            CAST(count(*) AS BIGINT) AS attempts,
-           CAST(count_if(end_reason IN ('failure', 'preemption')) AS BIGINT) AS nof,
-           CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure,
-           CAST(count_if(end_reason = 'preemption') AS BIGINT) AS nof_preemption,
            arg_max(end_reason, attempt) AS status  -- the highest attempt (numbers increase with start; a zero-length attempt can share its start)
     FROM metric_attempts
     GROUP BY job_key
 ),
+clipped AS (
+    SELECT a.*,
+           greatest(a.t0_ms, coalesce(w.since_ms, a.t0_ms)) AS w0_ms,
+           least(a.t1_ms, coalesce(w.until_ms, a.t1_ms)) AS w1_ms,
+           (w.since_ms IS NULL OR a.t0_ms >= w.since_ms) AND (w.until_ms IS NULL OR a.t0_ms < w.until_ms) AS starts_inside
+    FROM attempts AS a
+    CROSS JOIN ett_window AS w
+),
+interruptions AS (
+    SELECT job_key,
+           CAST(count(*) AS BIGINT) AS nof,
+           CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure,
+           CAST(count_if(end_reason = 'preemption') AS BIGINT) AS nof_preemption
+    FROM measured_interruptions
+    GROUP BY job_key
+),
+excluded AS (
+    -- the job's excluded time inside its clipped wall time (the intervals are disjoint)
+    SELECT c.job_key, sum(greatest(0, least(x.end_ms, c.w1_ms) - greatest(x.start_ms, c.w0_ms))) AS excluded_ms
+    FROM clipped AS c
+    JOIN job_exclusions AS x ON x.job_key = c.job_key
+    GROUP BY c.job_key
+),
 attributed AS (
     SELECT t.job_key, t.bucket, p.component, sum(t.ms) AS ms
-    FROM attributed_time AS t
+    FROM measured_time AS t
     JOIN ett_phases AS p ON p.phase_id = t.phase_id
     GROUP BY ALL
 ),
@@ -34,6 +58,14 @@ per_job AS (
            coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'unattributed'), 0) AS unattributed_ms
     FROM attributed
     GROUP BY job_key
+),
+measured AS (
+    SELECT c.*, greatest(c.w1_ms, c.w0_ms) - c.w0_ms - coalesce(e.excluded_ms, 0) AS wall_ms, coalesce(e.excluded_ms, 0) AS excluded_ms,
+           coalesce(i.nof, 0) AS nof, coalesce(i.nof_failure, 0) AS nof_failure, coalesce(i.nof_preemption, 0) AS nof_preemption
+    FROM clipped AS c
+    LEFT JOIN excluded AS e ON e.job_key = c.job_key
+    LEFT JOIN interruptions AS i ON i.job_key = c.job_key
+    WHERE c.w1_ms > c.w0_ms OR c.starts_inside OR i.nof IS NOT NULL
 )
 SELECT
     j.job_id,
@@ -41,11 +73,11 @@ SELECT
     j.gpus,
     a.status,
     a.attempts,
-    epoch_ms(a.t0_ms) AS t0,
-    epoch_ms(a.t1_ms) AS t1,
-    (a.t1_ms - a.t0_ms) / 1000.0 AS wall_s,
+    epoch_ms(a.w0_ms) AS t0,
+    epoch_ms(greatest(a.w1_ms, a.w0_ms)) AS t1,
+    a.wall_ms / 1000.0 AS wall_s,
     coalesce(p.productive_ms, 0) / 1000.0 AS productive_s,
-    100.0 * coalesce(p.productive_ms, 0) / nullif(a.t1_ms - a.t0_ms, 0) AS ett_pct,
+    100.0 * coalesce(p.productive_ms, 0) / nullif(a.wall_ms, 0) AS ett_pct,
     coalesce(p.tts_ms, 0) / 1000.0 AS tts_s,
     a.nof,
     a.nof_failure,
@@ -61,8 +93,9 @@ SELECT
     coalesce(p.wasted_training_ms, 0) / 1000.0 AS wasted_training_s,
     coalesce(p.shutdown_ms, 0) / 1000.0 AS shutdown_s,
     coalesce(p.unattributed_ms, 0) / 1000.0 AS unattributed_s,
+    a.excluded_ms / 1000.0 AS excluded_s,
     j.* EXCLUDE (job_key, job_id, model, gpus)
 FROM metric_jobs AS j
-JOIN attempts AS a ON a.job_key = j.job_key
+JOIN measured AS a ON a.job_key = j.job_key
 LEFT JOIN per_job AS p ON p.job_key = j.job_key
 ORDER BY j.job_id

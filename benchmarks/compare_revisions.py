@@ -1,0 +1,96 @@
+"""Time the default metric path of two revisions of ettcore on one trace, in one run, as ratios.
+
+    .venv/bin/ett synth fleet --jobs 100000 --seed 0 --out /tmp/fleet     # SYNTHETIC fleet
+    .venv/bin/python benchmarks/compare_revisions.py /tmp/fleet --base main --rounds 5
+
+``--base`` (and ``--head``, default: the working tree) name git revisions; each is exported with ``git archive``
+into a temporary folder and imported from there (``PYTHONPATH`` comes before the editable install). Every
+measurement runs in its own child process, alternating base and head, so the machine's drift hits both alike.
+A child loads the trace (``load_trace``: typing and every data check), then times, on that one loaded trace,
+``summarize`` (``metric.job_summary`` and ``metric.fleet_summary``) and ``trend`` (``metric.trend``, day) with
+``time.perf_counter`` (wall, ``*_s``) and ``time.process_time`` (CPU time of all the process's threads,
+``*_cpu_s``: less disturbed than wall time when other work shares the machine); no window, no exclusions: the
+default path. The table gives, per step, the fastest and the median round of each revision and head / base of
+both. Only APIs both revisions have are used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from io import BytesIO
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import json, sys, time
+from ettcore import metric
+from ettcore.trace import load_trace
+path, limit = sys.argv[1], (sys.argv[2] or None)
+clock = lambda: (time.perf_counter(), time.process_time())
+t0 = clock(); t = load_trace(path, memory_limit=limit); t1 = clock()
+jobs = metric.job_summary(t); fleet = metric.fleet_summary(t); t2 = clock()
+trend = metric.trend(t, every="day"); t3 = clock()
+out = {"jobs": jobs.height, "ett_pct": fleet["ett_pct"][0], "buckets": trend.height}
+for i, kind in enumerate(("s", "cpu_s")):
+    out.update({f"load_{kind}": t1[i] - t0[i], f"summarize_{kind}": t2[i] - t1[i], f"trend_{kind}": t3[i] - t2[i], f"metric_{kind}": t3[i] - t1[i]})
+print(json.dumps(out))
+"""
+STEPS = ("load_s", "summarize_s", "trend_s", "metric_s", "load_cpu_s", "summarize_cpu_s", "trend_cpu_s", "metric_cpu_s")
+
+
+def export(rev: str, into: Path) -> Path:
+    """The ``ettcore`` package of git revision ``rev``, written under ``into``."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "ettcore"], check=True, capture_output=True).stdout
+    into.mkdir(parents=True)
+    with tarfile.open(fileobj=BytesIO(data)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def measure(tree: Path, trace: str, memory_limit: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    out = subprocess.run([sys.executable, "-c", CHILD, trace, memory_limit], env=env, cwd=tempfile.gettempdir(),
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("trace")
+    ap.add_argument("--base", required=True, help="git revision measured as 'before'")
+    ap.add_argument("--head", default=None, help="git revision measured as 'after' (default: the working tree)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory limit of every measurement (as make bench)")
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="ett-revs-") as tmp:
+        trees = {"base": export(args.base, Path(tmp) / "base"),
+                 "head": export(args.head, Path(tmp) / "head") if args.head else ROOT}
+        runs: dict[str, list[dict]] = {"base": [], "head": []}
+        for r in range(args.rounds):
+            for name in (("base", "head") if r % 2 == 0 else ("head", "base")):
+                runs[name].append(measure(trees[name], args.trace, args.memory_limit))
+    for name in runs:
+        answers = {(m["jobs"], round(m["ett_pct"], 9), m["buckets"]) for m in runs[name]}
+        assert len(answers) == 1, f"{name} gave different answers across rounds: {answers}"
+    same = {(m["jobs"], round(m["ett_pct"], 9), m["buckets"]) for m in runs["base"] + runs["head"]}
+    print(f"trace {args.trace}: {runs['head'][0]['jobs']} jobs; base {args.base}, head {args.head or 'working tree'}; "
+          f"{args.rounds} rounds, memory limit {args.memory_limit}; same answers: {len(same) == 1}")
+    print(f"{'step':<16} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
+    for step in STEPS:
+        b = [m[step] for m in runs["base"]]
+        h = [m[step] for m in runs["head"]]
+        bm, hm, bd, hd = min(b), min(h), statistics.median(b), statistics.median(h)
+        print(f"{step:<16} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
