@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: setup test report bench lab live-job clean
+.PHONY: setup test report bench lab live-job slurm-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -32,6 +32,15 @@ bench: setup
 live-job: setup
 	$(BIN)/python -m pip install --quiet -e '.[torch]'
 	$(BIN)/python -m ettcore.demo.live_job
+
+# The real Slurm campaign (data/slurm-fleet): a fresh cluster of its own (tools/slurm), about an hour.
+SLURM_FLEET_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-fleet
+SLURM_FLEET_ENV   := ETT_SLURM_DIR=$(SLURM_FLEET_STATE) ETT_SLURM_PORT=16917
+slurm-fleet: setup
+	$(BIN)/python -m pip install --quiet -e '.[torch]'
+	$(SLURM_FLEET_ENV) tools/slurm/start.sh --fresh
+	$(SLURM_FLEET_ENV) SLURM_CONF=$(SLURM_FLEET_STATE)/etc/slurm.conf $(BIN)/python -m ettcore.demo.slurm_fleet \
+	  --work $(SLURM_FLEET_STATE)-work; rc=$$?; $(SLURM_FLEET_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/
