@@ -515,7 +515,8 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
 
     ``attempt_ends`` maps ``(job_id, attempt)`` to the attempt's end known from
     elsewhere (a scheduler's accounting, epoch seconds): a non-train span still
-    open in such an attempt is closed there rather than at the attempt's last record.
+    open in such an attempt without an ``attempt_end`` record is closed there
+    rather than at the attempt's last record.
 
     With ``split_train`` (the default) every ``progress`` record also splits
     its train span into consecutive pieces, so the data cursor is piecewise
@@ -658,7 +659,7 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
         else:
             close_t = end_of.get(o["key"])
             how = "the attempt's end"
-            if close_t is None and attempt_ends and o["key"] in attempt_ends:
+            if attempt_ends and o["key"] in attempt_ends and o["key"] not in ends:
                 close_t, how = float(attempt_ends[o["key"]]), "the attempt's end in the scheduler's records"
             if close_t is None:
                 close_t, how = last_t[o["key"]], "the attempt's last record"

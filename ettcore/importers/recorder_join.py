@@ -68,6 +68,7 @@ def join_recorder(
     jobs_known = set(frames.jobs["job_id"].to_list()) if frames.jobs.height else set()
     kept: list[dict] = []
     clipped: list[str] = []
+    clipped_away: list[str] = []
     dropped_outside: list[str] = []
     dropped_run: dict[tuple[str, int], int] = {}
     dropped_job: dict[str, int] = {}
@@ -91,8 +92,8 @@ def join_recorder(
             dropped_outside.append(f"{label} ({before:.3f} s before the run's start, {after:.3f} s after its end)")
             continue
         c0, c1 = max(t0, r0), min(t1, hi)
-        if c1 <= c0 and t1 > t0:
-            clipped.append(label + " (to nothing: dropped)")
+        if c1 < c0 or (c1 == c0 and t1 > t0):
+            clipped_away.append(label)
             continue
         out = dict(s, start=c0, end=c1)
         if s["phase"] == "train" and s["cursor_start"] is not None and t1 > t0:
@@ -105,6 +106,11 @@ def join_recorder(
         fr.note("clipped", "span sticking out of its run by at most the clock tolerance", f"cut to the run (tolerance "
                 f"{tol:g} s: the accounting's times are whole seconds): {'; '.join(clipped[:10])}"
                 f"{' ...' if len(clipped) > 10 else ''}", count=len(clipped))
+    if clipped_away:
+        fr.note("dropped", "span wholly outside its run but within the clock tolerance",
+                "nothing of it is left inside the run (the accounting's end is cut to whole seconds, so a run's last "
+                f"moments fall after it): {'; '.join(clipped_away[:10])}{' ...' if len(clipped_away) > 10 else ''}",
+                count=len(clipped_away))
     if dropped_outside:
         fr.note("dropped", "span outside its run beyond the clock tolerance", "not moved into the run: "
                 + "; ".join(dropped_outside[:10]) + (" ..." if len(dropped_outside) > 10 else ""), count=len(dropped_outside))
@@ -131,7 +137,11 @@ def join_recorder(
                 f"added ({', '.join(label_cols) or 'none new'}); GPUs from the accounting"
                 + (f" ({gpu_diff.height} job(s) where the recorder says otherwise)" if gpu_diff.height else ""))
     fr.facts.update({"recorder spans": spans.height, "kept": len(kept), "clipped": len(clipped),
-                     "dropped": spans.height - len(kept), "jobs with spans": len({s["job_id"] for s in kept})})
+                     "outside their run within the tolerance (dropped)": len(clipped_away),
+                     "outside their run beyond the tolerance (dropped)": len(dropped_outside),
+                     "in a run the accounting lacks (dropped)": sum(dropped_run.values()),
+                     "of a job the accounting lacks (dropped)": sum(dropped_job.values()),
+                     "jobs with spans": len({s["job_id"] for s in kept})})
 
     extra = pl.DataFrame(kept, schema=frames.spans.schema, orient="row") if kept else pl.DataFrame(schema=frames.spans.schema)
     merged = pl.concat([frames.spans, extra.select(frames.spans.columns)]).sort("job_id", "attempt", "start", "phase")

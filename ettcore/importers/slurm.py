@@ -159,6 +159,7 @@ class Run:
     db_index: int | None = None
     array_job_id: str | None = None
     array_task_id: str | None = None
+    allocated: bool | None = None      # False: no node was allocated (NodeList "None assigned"); None: not known
     fields: dict[str, str] = field(default_factory=dict)  # field name in the source, for messages
 
     def where(self, name: str) -> str:
@@ -233,6 +234,11 @@ def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
     if untyped is not None:
         return untyped
     return typed or None
+
+
+def _allocated(nodes: str) -> bool:
+    """Whether a NodeList names allocated nodes (a job that never ran has ``None assigned``)."""
+    return nodes.strip().lower() not in ("", "none assigned", "(null)", "none")
 
 
 def _exit_status(text: str, src: str, row: int, fld: str) -> int | None:
@@ -318,6 +324,7 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
             gpus=_gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES"),
             exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
             db_index=int(db) if db is not None else None, array_job_id=array_job, array_task_id=array_task,
+            allocated=None if "NodeList" not in d else _allocated(d["NodeList"]),
         ))
     if steps:
         fr.note("dropped", "job step rows (JobID with a '.')", "the allocation row carries the run; export with --allocations", steps)
@@ -419,6 +426,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
             name=text_or_none(j.get("name")), partition=text_or_none(j.get("partition")),
             account=text_or_none(j.get("account")), qos=text_or_none(j.get("qos")), user=text_or_none(j.get("user")),
             gpus=gpus, batch_failed=batch_failed, array_job_id=array_job_id, array_task_id=array_task_id,
+            allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
             fields={"Submit": f["Submission"], "Start": f["Start"], "End": f["End"], "State": f"{pre}.state.current",
                     "JobIDRaw": f"{pre}.job_id", "AllocTRES": f"{pre}.tres.allocated"},
         ))
@@ -635,6 +643,15 @@ def import_sacct(
     if not runs:
         raise TraceError(Problem(report.files[0].file, None, None, "no job allocation rows in the export(s)"))
     _check_duplicates(runs)
+    unallocated: dict[str, list[int]] = {}
+    for r in runs:
+        if r.allocated is False and r.start is not None:
+            # sacct gives a job cancelled while pending a Start equal to its End, but no node: it never started
+            r.start = None
+            unallocated.setdefault(r.src, []).append(r.row)
+    for src, rows in unallocated.items():
+        fr_of[src].note("inferred", "a Start time but no node allocated (NodeList 'None assigned')",
+                        "sacct gives a job cancelled while waiting a Start equal to its End: it never started", rows)
     jobs = _group(runs)
 
     latest = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
@@ -653,6 +670,9 @@ def import_sacct(
     no_gpus: list[Run] = []
     for job in jobs:
         if all(r.start is None for r in job.runs):
+            for r in job.runs:
+                if r.state not in QUEUE_ONLY_STATES:
+                    raise TraceError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
             never_ran.append(job)
             continue
         a, s = _build_job(job, timeout_as=timeout_as, as_of=as_of, odd=odd, bounds=bounds)
