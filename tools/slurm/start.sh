@@ -46,6 +46,10 @@ if alive "$DIR/run/slurmd.pid" && alive "$DIR/run/slurmctld.pid" && sinfo -h >/d
 fi
 
 t_start=$(date +%s.%N)
+mkdir -p "$DIR"; chmod 755 "$DIR"
+for u in munge mysql; do  # both daemons run as their own users: every folder above $DIR must let them through
+  runuser -u "$u" -- test -x "$DIR" || die "user $u cannot reach $DIR (a parent folder is not searchable by others); set ETT_SLURM_DIR elsewhere"
+done
 HOST="$(hostname -s)"
 USER_NAME="$(id -un)"
 mkdir -p "$DIR"/{etc,state,spool,run,log,dev}
