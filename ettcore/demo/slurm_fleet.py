@@ -229,7 +229,8 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
     events: list[dict[str, Any]] = []
 
     def event(kind: str, **kw: Any) -> None:
-        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind, **kw}
+        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind,
+             "load_1min": os.getloadavg()[0], **kw}
         events.append(e)
         print(f"[slurm-fleet] {e['utc']} {kind} {json.dumps(kw)}", flush=True)
 
@@ -272,18 +273,9 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
         time.sleep(2.0)
     event("all_jobs_done", elapsed_s=time.time() - t0)
 
-    # accounting reaches slurmdbd shortly after the controller: wait until sacct has every job ended
     raw = work / "raw"
     raw.mkdir(exist_ok=True)
-    env = dict(os.environ, SLURM_TIME_FORMAT="%s")
-    cmds = export_commands(export_start)
-    for _ in range(60):
-        text = _run(cmds["sacct.txt"], env=env)
-        if _all_ended(text):
-            break
-        time.sleep(2.0)
-    (raw / "sacct.txt").write_text(text)
-    (raw / "sacct.json").write_text(_run(cmds["sacct.json"], env=env))
+    export(raw, export_start)
     version = _run(["sinfo", "-V"]).strip()
 
     campaign = {
@@ -291,8 +283,8 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
         "started_utc": started.isoformat(),
         "elapsed_s": time.time() - t0,
         "slurm_version": version,
-        "sacct_commands": {k: ("SLURM_TIME_FORMAT=%s " if k == "sacct.txt" else "") + " ".join(
-            a if " " not in a else repr(a) for a in v) for k, v in cmds.items()},
+        "sacct_commands": {k: ("SLURM_TIME_FORMAT=%s " if k == "sacct.txt" else "") + " ".join(v)
+                           for k, v in export_commands(export_start).items()},
         "machine": _machine(),
         "slurm_config": _slurm_config(conf),
         "node_failure": {"at_s": NODE_FAILURE_AT_S, "down_for_s": NODE_DOWN_FOR_S},
@@ -303,6 +295,32 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
     }
     bundle(work, out_dir, campaign)
     return campaign
+
+
+def export(raw: Path, start: str, *, settle_s: float = 10.0, timeout_s: float = 300.0) -> None:
+    """Both exports into ``raw``, once the accounting has settled.
+
+    Records reach slurmdbd a while after the controller, and a job's exit code and
+    final state are completed later still (a cancelled job's ``0:0`` becomes ``0:15``):
+    wait until no row is active and the text export has not changed for ``settle_s``.
+    The JSON export runs without ``SLURM_TIME_FORMAT`` (sacct --json then refuses its
+    own --starttime).
+    """
+    cmds = export_commands(start)
+    text_env = dict(os.environ, SLURM_TIME_FORMAT="%s")
+    t0, last, since = time.time(), None, time.time()
+    while True:
+        text = _run(cmds["sacct.txt"], env=text_env)
+        if text != last:
+            last, since = text, time.time()
+        elif _all_ended(text) and time.time() - since >= settle_s:
+            break
+        if time.time() - t0 > timeout_s:
+            raise SystemExit(f"sacct did not settle within {timeout_s:.0f} s")
+        time.sleep(2.0)
+    env = {k: v for k, v in os.environ.items() if k != "SLURM_TIME_FORMAT"}
+    (raw / "sacct.txt").write_text(text)
+    (raw / "sacct.json").write_text(_run(cmds["sacct.json"], env=env))
 
 
 def ground_truth(work: Path) -> dict[str, Any]:
