@@ -227,6 +227,8 @@ def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
             n = int(count)
         except ValueError:
             raise TraceError(_problem(src, row, fld, f"gres/gpu count is not an integer: {part!r}")) from None
+        if n < 0:
+            raise TraceError(_problem(src, row, fld, f"negative gres/gpu count: {part!r}"))
         if name == "gres/gpu":
             untyped = n
         else:
@@ -351,8 +353,9 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise TraceError(_problem(src, exc.lineno, None, f"not valid JSON (a truncated export?): {exc.msg} "
-                                                         f"at line {exc.lineno} column {exc.colno}")) from None
+        line = min(exc.lineno, max(1, len(text.splitlines())))  # the end of a file ending in a newline is its last line
+        raise TraceError(_problem(src, line, None, f"not valid JSON (a truncated export?): {exc.msg} "
+                                                   f"at line {exc.lineno} column {exc.colno}")) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise TraceError(_problem(src, None, "jobs", "not a sacct --json export: no 'jobs' list"))
     errors = doc.get("errors") or []
@@ -378,9 +381,17 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         raw = g("job_id")
         if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
             raise TraceError(_problem(src, i, f"{pre}.job_id", f"not a job id: {raw!r}"))
-        array_job = g("array", "job_id", required=False) or 0
-        task = g("array", "task_id", required=False)
-        het_job, het_off = g("het", "job_id", required=False) or 0, g("het", "job_offset", required=False)
+        def whole(path: tuple[str, ...], none_ok: bool = True) -> int | None:
+            v = g(*path, required=False)
+            if v is None and none_ok:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TraceError(_problem(src, i, f"{pre}.{'.'.join(path)}", f"not a whole number >= 0: {v!r}"))
+            return v
+
+        array_job = whole(("array", "job_id")) or 0
+        task = whole(("array", "task_id"))
+        het_job, het_off = whole(("het", "job_id")) or 0, whole(("het", "job_offset"))
         if array_job and task is None:
             pending_arrays.append(i)
             continue
@@ -396,11 +407,14 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         if submit is None:
             raise TraceError(_problem(src, i, f["Submission"], "no submit time", job_id))
         untyped, typed = None, 0
-        for t in g("tres", "allocated", required=False) or []:
+        allocated_tres = g("tres", "allocated", required=False) or []
+        if not isinstance(allocated_tres, list):
+            raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id))
+        for t in allocated_tres:
             if isinstance(t, dict) and t.get("type") == "gres" and isinstance(t.get("name"), str) \
                     and (t["name"] == "gpu" or t["name"].startswith("gpu:")):
                 n = t.get("count")
-                if isinstance(n, bool) or not isinstance(n, int):
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
                     raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id))
                 if t["name"] == "gpu":
                     untyped = n
@@ -409,7 +423,9 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         gpus = untyped if untyped is not None else (typed or None)
         batch_failed = None
         steps = j.get("steps")
-        if isinstance(steps, list) and steps:
+        if steps is not None and not isinstance(steps, list):
+            raise TraceError(_problem(src, i, f"{pre}.steps", f"not a list of steps: {steps!r}"[:200], job_id))
+        if steps:
             for s in steps:
                 name = ((s or {}).get("step") or {}).get("name") if isinstance(s, dict) else None
                 if name == "batch":
@@ -417,14 +433,19 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
                     batch_failed = isinstance(st, str) and st.split()[0].upper() in ("FAILED", "OUT_OF_MEMORY")
         elif state in REQUEUE_STATES:
             steps_missing.append(i)
-        text_or_none = lambda v: v.strip() or None if isinstance(v, str) else None  # noqa: E731
+        def text_or_none(key: str) -> str | None:
+            v = j.get(key)
+            if v is None or isinstance(v, str):
+                return (v or "").strip() or None
+            raise TraceError(_problem(src, i, f"{pre}.{key}", f"not a text: {v!r}"[:200], job_id))
+
         runs.append(Run(
             src=src, row=i, raw_id=str(raw), job_id=job_id, state=state, submit=submit,
             start=_parse_time(g("time", "start", required=False), src, i, f["Start"], tz, zoneless),
             end=_parse_time(g("time", "end", required=False), src, i, f["End"], tz, zoneless),
             eligible=_parse_time(g("time", "eligible", required=False), src, i, f["Eligible"], tz, zoneless),
-            name=text_or_none(j.get("name")), partition=text_or_none(j.get("partition")),
-            account=text_or_none(j.get("account")), qos=text_or_none(j.get("qos")), user=text_or_none(j.get("user")),
+            name=text_or_none("name"), partition=text_or_none("partition"),
+            account=text_or_none("account"), qos=text_or_none("qos"), user=text_or_none("user"),
             gpus=gpus, batch_failed=batch_failed, array_job_id=array_job_id, array_task_id=array_task_id,
             allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
             fields={"Submit": f["Submission"], "Start": f["Start"], "End": f["End"], "State": f"{pre}.state.current",
