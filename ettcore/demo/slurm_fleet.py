@@ -35,20 +35,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path, write_text
+from ..atomic import atomic_path
 from ..config import DATA_DIR, PROJECT_ROOT
 from ..importers.slurm import export_commands
 from .conditions import BASELINE, OPTIMIZED, RunConditions
@@ -181,20 +179,16 @@ def _all_ended(parsable: str) -> bool:
 
 
 def _machine() -> dict[str, Any]:
+    """The live job's machine description, with the CPU model."""
+    from .live_job import _machine as live_job_machine
+
+    m = live_job_machine()
     try:
-        torch_version = importlib_metadata.version("torch")
-    except importlib_metadata.PackageNotFoundError:
-        torch_version = None
-    cpu = None
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+        m["cpu"] = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("model name")), None)
     except OSError:
-        pass
-    return {"platform": platform.platform(), "cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch_version, "device": "cpu"}
+        m["cpu"] = None
+    return m
 
 
 def _slurm_config(conf: Path) -> dict[str, str]:
