@@ -178,3 +178,15 @@ def format_table(table: dict[str, tuple[int, int]]) -> str:
     lines = ["| field | jobs compared | equal |", "|---|---|---|"]
     lines += [f"| {f} | {n} | {k} |" for f, (n, k) in table.items()]
     return "\n".join(lines)
+
+
+def reference_input(trace_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
+    """The trace's tables as :mod:`ettcore.reference` takes them (plain dicts, integer milliseconds), read by the loader."""
+    from ettcore.trace import load_trace
+
+    t = load_trace(trace_dir)
+    jobs = t.sql("SELECT * FROM clean_jobs").to_dicts()
+    attempts = t.sql("SELECT job_id, attempt, start_ms AS start, end_ms AS \"end\", end_reason FROM clean_attempts").to_dicts()
+    spans = t.sql("SELECT job_id, attempt, phase, start_ms AS start, end_ms AS \"end\", cursor_start, cursor_end "
+                  "FROM clean_spans").to_dicts()
+    return jobs, attempts, spans

@@ -363,6 +363,30 @@ def rebuild(out_dir: Path = FLEET_DIR) -> Path:
     return write_import(out_dir / "trace", frames, report)
 
 
+@dataclass(frozen=True)
+class Campaign:
+    """The bundled campaign (no Slurm, no PyTorch): where its files are, and what was run and injected."""
+
+    trace_dir: Path
+    sacct: Path
+    slurm_version: str
+    started_utc: str
+    elapsed_s: float
+    machine: dict[str, Any]
+    plan: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+    ground_truth: dict[str, Any]
+
+
+def load_campaign(directory: str | Path = FLEET_DIR) -> Campaign:
+    """Read ``campaign.json`` of a bundled campaign."""
+    directory = Path(directory)
+    c = json.loads((directory / "campaign.json").read_text(encoding="utf-8"))
+    return Campaign(trace_dir=directory / "trace", sacct=directory / "sacct.txt", slurm_version=c["slurm_version"],
+                    started_utc=c["started_utc"], elapsed_s=c["elapsed_s"], machine=c["machine"], plan=c["plan"],
+                    events=c["events"], ground_truth=c["ground_truth"])
+
+
 def _cli(args: argparse.Namespace) -> int:
     if args.rebuild:
         out = rebuild(args.out)

@@ -771,3 +771,30 @@ def import_sacct(
         frames = join_recorder(frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s,
                                name=name)
     return frames, report
+
+
+def runs_table(paths: Iterable[str | Path], *, timezone: str = "UTC") -> "pl.DataFrame":
+    """Every run of the exports as the import numbers them: ``job_id``, ``attempt``, ``slurm_state``, ``exit_status``
+    (text exports only), ``submit``, ``start``, ``end`` (epoch seconds); rows that never started have no attempt.
+
+    For what the trace does not carry: the Slurm state behind each attempt's end reason
+    (``NODE_FAIL`` or ``TIMEOUT`` are both ``failure``).
+    """
+    import polars as pl
+
+    report = ImportReport("slurm")
+    runs: list[Run] = []
+    for p in paths:
+        runs.extend(read_sacct(p, report.add_file(str(p)), timezone=timezone))
+    _check_duplicates(runs)
+    for r in runs:
+        if r.allocated is False:
+            r.start = None
+    rows = []
+    for job in _group(runs):
+        for k, r in enumerate(job.runs):
+            if r.start is not None:
+                rows.append({"job_id": job.job_id, "attempt": k, "slurm_state": r.state, "exit_status": r.exit_status,
+                             "submit": r.submit, "start": r.start, "end": r.end})
+    return pl.DataFrame(rows, schema={"job_id": pl.String, "attempt": pl.Int64, "slurm_state": pl.String,
+                                      "exit_status": pl.Int64, "submit": pl.Float64, "start": pl.Float64, "end": pl.Float64})
