@@ -12,9 +12,9 @@ One scenario, about two minutes, exercising what the importer maps (each job is
 - ``crash``: exits with the RequeueExit status at step 10, Slurm requeues it
   (``REQUEUED``), the second run resumes from its checkpoint and completes;
 - ``arr``: a job array of two tasks;
-- ``long``: preempted by a high-priority job that needs the whole node
-  (``PREEMPTED``), requeued, then on the node when it is set ``DOWN``
-  (``NODE_FAIL``), requeued again, and completes;
+- ``long``: trains until the test releases it; preempted by a high-priority job
+  that needs the whole node (``PREEMPTED``), requeued, then on the node when it
+  is set ``DOWN`` (``NODE_FAIL``), requeued again, released, and completes;
 - ``norq``: ``--no-requeue``, on the node when it goes down: ``NODE_FAIL``, ends there;
 - ``held``: submitted to start in an hour and cancelled: never ran (left out, reported).
 
@@ -68,7 +68,7 @@ def _sinfo_ok(env: dict) -> bool:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
+def cluster():
     """Environment (SLURM_CONF) of a running cluster: the one in the environment, else one started here."""
     env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
     if env.get("SLURM_CONF") and _sinfo_ok(env):
@@ -82,8 +82,9 @@ def cluster(tmp_path_factory):
     state.chmod(0o755)
     env.update(ETT_SLURM_DIR=str(state), ETT_SLURM_PORT="16717")
     t = time.time()
-    out = subprocess.run([str(START), "--fresh"], env=env, capture_output=True, text=True, timeout=300)
-    if out.returncode != 0:
+    out = subprocess.run([str(START), "--fresh"], env=env, capture_output=True, text=True, timeout=1200)
+    if out.returncode != 0:  # start.sh has stopped what it started; the state folder goes too
+        subprocess.run([str(STOP), "--purge"], env=env, capture_output=True, timeout=300)
         pytest.fail(f"tools/slurm/start.sh failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     print(f"started a Slurm cluster in {time.time() - t:.1f} s: {out.stdout.strip().splitlines()[-2]}")
     env["SLURM_CONF"] = str(state / "etc" / "slurm.conf")
@@ -112,7 +113,7 @@ def _states(env: dict) -> dict[str, tuple[str, int]]:
     return jobs
 
 
-def _wait(cond, what: str, timeout: float = 240.0) -> None:
+def _wait(cond, what: str, timeout: float = 600.0) -> None:
     t = time.time()
     while not cond():
         if time.time() - t > timeout:
@@ -121,9 +122,10 @@ def _wait(cond, what: str, timeout: float = 240.0) -> None:
 
 
 @pytest.fixture(scope="module")
-def scenario(cluster, tmp_path_factory):
+def scenario(cluster):
     env = cluster
-    work = tmp_path_factory.mktemp("slurm-work")
+    # the jobs write here as root; kept out of pytest's folder, which other pytest runs may prune
+    work = Path(tempfile.mkdtemp(prefix="ett-slurm-work-"))
     (work / "logs").mkdir()
     py = sys.executable
     base = ["sbatch", "--parsable", "--cpus-per-task=1", "--gres=gpu:1", "--time=10", f"--output={work}/logs/%x-%j.out",
@@ -139,7 +141,7 @@ def scenario(cluster, tmp_path_factory):
         "done": submit("done", wrap="10 0.2"),
         "crash": submit("crash", wrap=f"20 0.2 10 {REQUEUE_EXIT}"),
         "arr": submit("arr", "--array=0-1", wrap="5 0.2"),
-        "long": submit("long", wrap="400 0.15"),
+        "long": submit("long", wrap=f"60 0.1 0 0 {work}/release-long"),  # trains until the test releases it
         "held": submit("held", "--begin=now+3600", wrap="1 0.1"),
     }
     _sh(env, "scancel", ids["held"])
@@ -153,11 +155,12 @@ def scenario(cluster, tmp_path_factory):
     _wait(lambda: ids["urgent"] not in _states(env), "urgent done")
     # `long` back on the node (second run) with `norq` beside it: the node fails under both
     _wait(lambda: _states(env).get(ids["long"], ("", 0))[0] == "RUNNING" and _states(env)[ids["long"]][1] >= 3, "long rerun")
-    ids["norq"] = submit("norq", "--no-requeue", wrap="200 0.2")
+    ids["norq"] = submit("norq", "--no-requeue", wrap=f"60 0.1 0 0 {work}/never")
     _wait(lambda: _states(env).get(ids["norq"], ("", 0))[0] == "RUNNING" and _states(env)[ids["norq"]][1] >= 2, "norq running")
     _sh(env, "scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=test node failure")
     time.sleep(2)
     _sh(env, "scontrol", "update", f"NodeName={node}", "State=RESUME")
+    (work / "release-long").write_text("")  # its third run may finish
     _wait(lambda: not any(j.split("_")[0] in ids.values() for j in _states(env)), "every job ended")
     # the accounting reaches slurmdbd a moment after the controller
     cmds = export_commands(export_start)
@@ -168,11 +171,12 @@ def scenario(cluster, tmp_path_factory):
         rows = slurm_oracle.read_sacct_text(_write(work / "sacct.txt", _sh(text_env, *cmds["sacct.txt"])))
         ours = [j for j in rows.values() if j.rows[0]["JobIDRaw"] in mine or j.job_id.split("_")[0] in mine]
         return len(ours) >= 6 and all(slurm_oracle.ended(j) for j in ours if j.job_id != ids["held"])
-    _wait(exported, "sacct to show every job ended", timeout=60)
+    _wait(exported, "sacct to show every job ended", timeout=120)
     _write(work / "sacct.json", _sh(env, *cmds["sacct.json"]))
     elapsed = time.time() - t0
     print(f"slurm scenario: {elapsed:.0f} s")
-    return {"work": work, "ids": ids, "elapsed_s": elapsed}
+    yield {"work": work, "ids": ids, "elapsed_s": elapsed}
+    shutil.rmtree(work, ignore_errors=True)
 
 
 def _write(p: Path, text: str) -> Path:

@@ -9,7 +9,9 @@
 # Settings (environment): ETT_SLURM_DIR state folder (default ${TMPDIR:-/tmp}/ett-slurm),
 # ETT_SLURM_CPUS job slots of the node (default 4), ETT_SLURM_GPUS gres/gpu count (default 4),
 # ETT_SLURM_REQUEUE_EXIT exit code that Slurm requeues (default 42), ETT_SLURM_PORT first of four
-# TCP ports on 127.0.0.1 (slurmctld, slurmd, slurmdbd, MariaDB; default 16817).
+# TCP ports on 127.0.0.1 (slurmctld, slurmd, slurmdbd, MariaDB; default 16817), ETT_SLURM_WAIT seconds to wait for
+# each daemon (default 180: a loaded 2-core machine needs them). On a failure it prints the logs' tails and stops
+# whatever it started.
 # There is no systemd here: every daemon runs in the foreground (-D) in the background of this
 # script, its PID in $ETT_SLURM_DIR/run/. tools/slurm/stop.sh stops them all.
 set -euo pipefail
@@ -25,8 +27,18 @@ CONF="$DIR/etc/slurm.conf"
 
 if [[ "${1:-}" == "--conf" ]]; then echo "$CONF"; exit 0; fi
 
+WAIT="${ETT_SLURM_WAIT:-180}"
 say() { echo "[slurm] $*"; }
-die() { echo "[slurm] error: $*" >&2; exit 3; }
+die() {
+  echo "[slurm] error: $*" >&2
+  if [[ -d "$DIR/log" ]]; then
+    for f in "$DIR"/log/* "$DIR"/munge/munged.log; do
+      [[ -s "$f" ]] && { echo "--- $f (last lines)" >&2; tail -n 8 "$f" >&2; }
+    done
+  fi
+  [[ -d "$DIR/run" ]] && "$HERE/stop.sh" >&2 || true
+  exit 3
+}
 
 [[ "$(id -u)" == 0 ]] || die "needs root (munge must run as the munge user, slurmd as root); run with sudo"
 for bin in munged mariadbd mariadb-install-db slurmdbd slurmctld slurmd sacctmgr sinfo; do
@@ -95,7 +107,7 @@ if ! alive "$DIR/run/munged.pid"; then
     >>"$DIR/log/munged.log" 2>&1 || die "munged did not start (see $DIR/log/munged.log and $MUNGE/munged.log)"
   cp "$MUNGE/munged.pid" "$DIR/run/munged.pid"
 fi
-wait_for 10 munge bash -c "munge -S '$MUNGE/munge.socket' -n </dev/null | unmunge -S '$MUNGE/munge.socket'"
+wait_for "$WAIT" munge bash -c "munge -S '$MUNGE/munge.socket' -n </dev/null | unmunge -S '$MUNGE/munge.socket'"
 
 # 2. MariaDB in its own data folder, TCP on 127.0.0.1 only
 mkdir -p "$DIR/mysql-run"; chown mysql:mysql "$DIR/mysql-run"
@@ -110,7 +122,7 @@ if ! alive "$DIR/run/mariadbd.pid"; then
     mariadbd --no-defaults --datadir="$DIR/mysql" --user=mysql --socket="$SOCK" \
       --pid-file="$DIR/mysql-run/mariadbd.pid" --port=$((PORT + 3)) --bind-address=127.0.0.1 --skip-name-resolve \
       --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --log-error="$DIR/log/mariadbd.err"
-  wait_for 30 MariaDB mariadb --no-defaults -S "$SOCK" -u root -e 'select 1'
+  wait_for "$WAIT" MariaDB mariadb --no-defaults -S "$SOCK" -u root -e 'select 1'
 fi
 mariadb --no-defaults -S "$SOCK" -u root <<SQL
 CREATE DATABASE IF NOT EXISTS slurm_acct_db;
@@ -125,7 +137,7 @@ SQL
 if ! alive "$DIR/run/slurmdbd.pid"; then
   background "$DIR/run/slurmdbd.pid" "$DIR/log/slurmdbd.out" slurmdbd -D
 fi
-wait_for 60 slurmdbd sacctmgr -n list cluster
+wait_for "$WAIT" slurmdbd sacctmgr -n list cluster
 sacctmgr -i -Q add cluster ett >/dev/null 2>&1 || true
 for acct in research production; do
   sacctmgr -i -Q add account "$acct" cluster=ett Description="$acct" Organization=ett >/dev/null 2>&1 || true
@@ -136,12 +148,12 @@ sacctmgr -i -Q add user "$USER_NAME" account=research,production DefaultAccount=
 if ! alive "$DIR/run/slurmctld.pid"; then
   background "$DIR/run/slurmctld.pid" "$DIR/log/slurmctld.out" slurmctld -D -i
 fi
-wait_for 30 slurmctld scontrol ping
+wait_for "$WAIT" slurmctld scontrol ping
 if ! alive "$DIR/run/slurmd.pid"; then
   background "$DIR/run/slurmd.pid" "$DIR/log/slurmd.out" slurmd -D -N "$NODE"
 fi
 node_idle() { [[ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1)" == idle* ]]; }
-wait_for 60 "node $NODE (idle in sinfo)" node_idle
+wait_for "$WAIT" "node $NODE (idle in sinfo)" node_idle
 t_end=$(date +%s.%N)
 say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu; state in $DIR"
 echo "export SLURM_CONF=$CONF"
