@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks test report bench lab live-job framework-run clean
+.PHONY: setup frameworks test report bench lab live-job framework-run slurm-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -46,6 +46,14 @@ live-job: setup
 
 framework-run: setup frameworks
 	$(BIN)/python -m ettcore.demo.framework_run
+
+# The real Slurm campaign (data/slurm-fleet): a fresh cluster of its own (tools/slurm), about half an hour on 2 cores.
+SLURM_FLEET_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-fleet
+SLURM_FLEET_ENV   := ETT_SLURM_DIR=$(SLURM_FLEET_STATE) ETT_SLURM_PORT=16917
+slurm-fleet: setup frameworks
+	$(SLURM_FLEET_ENV) tools/slurm/start.sh --fresh
+	$(SLURM_FLEET_ENV) SLURM_CONF=$(SLURM_FLEET_STATE)/etc/slurm.conf $(BIN)/python -m ettcore.demo.slurm_fleet \
+	  --work $(SLURM_FLEET_STATE)-work; rc=$$?; $(SLURM_FLEET_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

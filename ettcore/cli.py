@@ -318,9 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window")
     add_trace_args(p)
     engines.add_engine_args(p)
-    p.add_argument("--every", choices=metric.TREND_BUCKETS, default="day", help="bucket size (UTC); hour rolls over --window (default 1h)")
-    p.add_argument("--window", metavar="DURATION", help="trailing window at each bucket end (24h, 7d, ...; a whole number of hours or days, "
-                   "with --every hour or day)")
+    p.add_argument("--every", default="day", metavar="BUCKET",
+                   help="bucket (UTC): hour, day, week, month, or a duration that divides a day (5m, 15m, 2h); "
+                        "hour and durations roll over --window (default: one bucket)")
+    p.add_argument("--window", metavar="DURATION", help="trailing window at each bucket end (24h, 7d, ...; a whole number of buckets, "
+                   "with --every hour, day or a duration)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")
     fmt.add_argument("--csv", action="store_true", help="CSV, one row a bucket")

@@ -206,27 +206,43 @@ def check_by(trace, by: str) -> None:
         raise TraceError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
 
 
+def bucket_ms(every: str) -> int | None:
+    """The fixed length of a trend bucket in ms: an hour, a day, or a duration that divides a UTC day (``5m``,
+    ``15m``, ``2h``); ``None`` for the calendar buckets week and month.  Anything else is refused."""
+    if every in ROLLING_BUCKETS:
+        return ROLLING_BUCKETS[every]
+    if every in TREND_BUCKETS:
+        return None
+    try:
+        ms = parse_duration(every, "--every")
+    except TraceError:
+        ms = None
+    if ms is None or ms < 1000 or DAY_MS % ms:
+        raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)},"
+                                 " or a duration that divides a day (5m, 15m, 2h)"))
+    return ms
+
+
 def check_every(every: str) -> None:
-    """Refuse a trend bucket other than hour, day, week or month (on either engine)."""
-    if every not in TREND_BUCKETS:
-        raise TraceError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)}"))
+    """Refuse a trend bucket other than hour, day, week, month or a duration dividing a day (on either engine)."""
+    bucket_ms(every)
 
 
 def trend_window(every: str, window: str | timedelta | None = None) -> int | None:
     """The trailing window of a trend in ms, or ``None`` for plain calendar buckets (day, week, month).
 
-    ``--every hour`` always rolls (a window of one hour unless given); a window needs ``--every hour`` or ``day``
-    and must be a whole number of them (``24h``, ``7d``; ``90m`` with hours is refused).
+    ``--every hour`` or a duration (``5m``) always rolls (a window of one bucket unless given); a window needs
+    ``--every`` hour, day or a duration, and must be a whole number of buckets (``24h``, ``7d``; ``90m`` with hours
+    is refused).
     """
-    check_every(every)
+    step = bucket_ms(every)
     if window is None:
-        return HOUR_MS if every == "hour" else None
-    if every not in ROLLING_BUCKETS:
-        raise TraceError(Problem("--window", None, "window", f"a trailing window needs --every hour or day, not {every!r}"))
+        return None if every in TREND_BUCKETS and every != "hour" else step
+    if step is None:
+        raise TraceError(Problem("--window", None, "window", f"a trailing window needs --every hour, day or a duration, not {every!r}"))
     ms = int(window.total_seconds() * 1000) if isinstance(window, timedelta) else parse_duration(window)
-    step = ROLLING_BUCKETS[every]
     if ms <= 0 or ms % step:
-        raise TraceError(Problem("--window", None, "window", f"the window {window!s} is not a whole number of {every}s"))
+        raise TraceError(Problem("--window", None, "window", f"the window {window!s} is not a whole number of " + (f"{every}s" if every in ROLLING_BUCKETS else f"{every} buckets")))
     return ms
 
 
@@ -288,14 +304,14 @@ def trend(trace: Trace, every: str = "day", window: str | timedelta | None = Non
     """GPU-time-weighted ETT% and component GPU-hours per UTC bucket, prorated per instant.
 
     Calendar buckets (``every`` day, week or month): ``fleet_trend``, one row a bucket with measured time or an
-    interruption.  ``every="hour"``, or a trailing ``window`` (``"24h"``, ``"7d"``, a timedelta) with hour or day
-    buckets: ``fleet_rolling``, one row a bucket from the first to the last, each over the window ending with it
+    interruption.  ``every="hour"`` or a fixed duration that divides a day (``"5m"``, ``"15m"``), or a trailing
+    ``window`` (``"24h"``, ``"7d"``, a timedelta) with such buckets or days: ``fleet_rolling``, one row a bucket from the first to the last, each over the window ending with it
     (columns ``bucket_start``, ``window_start``, ``window_end``, then the same figures).
     """
     window_ms = trend_window(every, window)
     if window_ms is None:
         prepare(trace)
         return trace.sql(sql("metric/fleet_trend"), {"every": every})
-    step = ROLLING_BUCKETS[every]
+    step = bucket_ms(every)
     prepare(trace, grid_ms=step)
     return trace.sql(sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})

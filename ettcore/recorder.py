@@ -201,11 +201,32 @@ class TrainSpan:
         return False
 
 
+def _job_and_attempt(job_id: str | None, attempt: int | None) -> tuple[str, int]:
+    """The job id and attempt a recorder writes: as given, else from the scheduler's environment.
+
+    Inside a Slurm job (:func:`ettcore.integrations.slurm.job_from_environment`)
+    the job id is the one ``sacct`` shows and the attempt is ``SLURM_RESTART_COUNT``
+    (0 on a first run).  Outside any scheduler the attempt defaults to 0.
+    """
+    if job_id is None or attempt is None:
+        from .integrations.slurm import job_from_environment
+
+        found = job_from_environment()
+        if found is not None:
+            job_id = found.job_id if job_id is None else job_id
+            attempt = found.attempt if attempt is None else attempt
+    if job_id is None:
+        raise ValueError("Recorder needs a job_id: none given and none in the environment (SLURM_JOB_ID)")
+    return job_id, 0 if attempt is None else attempt
+
+
 class Recorder:
     """Append-only JSONL recorder for one writer of one attempt of one job.
 
     ``directory``: the run folder (created if missing).  ``job_id``, ``attempt``:
-    what every record belongs to.  ``writer``: a name for this writer's file
+    what every record belongs to; where not given, they come from the scheduler's
+    environment (:func:`_job_and_attempt`), else the attempt is 0 and a missing job
+    id is a :class:`ValueError`.  ``writer``: a name for this writer's file
     (e.g. ``"supervisor"``, ``"trainer"``).  ``clock``: seconds since the Unix
     epoch (``time.time`` by default; all writers of one run must share it).
     ``fsync``: force every record to disk (survives power loss; slower).
@@ -215,8 +236,8 @@ class Recorder:
     def __init__(
         self,
         directory: str | Path,
-        job_id: str,
-        attempt: int = 0,
+        job_id: str | None = None,
+        attempt: int | None = None,
         *,
         writer: str = "main",
         progress_interval_s: float = 1.0,
@@ -224,6 +245,7 @@ class Recorder:
         fsync: bool = False,
     ) -> None:
         self.directory = Path(directory)
+        job_id, attempt = _job_and_attempt(job_id, attempt)
         self.job_id = str(job_id)
         self.attempt = int(attempt)
         self.writer = writer
@@ -487,7 +509,8 @@ def _train_pieces(job_id: str, attempt: int, stage: str | None, points: list[tup
              "cursor_start": a[1], "cursor_end": b[1]} for a, b in zip(merged, merged[1:])]
 
 
-def collect(directory: str | Path, *, open_last_attempt: str = "running", split_train: bool = True) -> Conversion:
+def collect(directory: str | Path, *, open_last_attempt: str = "running", split_train: bool = True,
+            attempt_ends: dict[tuple[str, int], float] | None = None) -> Conversion:
     """Read every recorder file in ``directory`` into trace tables (no files written).
 
     Rules, each applied with a note in ``problems``:
@@ -502,6 +525,11 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
       ended in ``failure`` at its last record; the job's last attempt without
       an end is ``running`` (null end) or, with ``open_last_attempt="failure"``,
       a failure at its last record.
+
+    ``attempt_ends`` maps ``(job_id, attempt)`` to the attempt's end known from
+    elsewhere (a scheduler's accounting, epoch seconds): a non-train span still
+    open in such an attempt without an ``attempt_end`` record is closed there
+    rather than at the attempt's last record.
 
     With ``split_train`` (the default) every ``progress`` record also splits
     its train span into consecutive pieces, so the data cursor is piecewise
@@ -644,6 +672,8 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
         else:
             close_t = end_of.get(o["key"])
             how = "the attempt's end"
+            if attempt_ends and o["key"] in attempt_ends and o["key"] not in ends:
+                close_t, how = float(attempt_ends[o["key"]]), "the attempt's end in the scheduler's records"
             if close_t is None:
                 close_t, how = last_t[o["key"]], "the attempt's last record"
             cs = ce = None

@@ -1,8 +1,9 @@
-"""Fuzzing the importers: mangled MLPerf logs and goodput entries end in a trace or a clear error.
+"""Fuzzing the importers: mangled MLPerf logs, goodput entries and sacct exports end in a trace or a clear error.
 
 Starting points: two small bundled MLPerf Training result logs (real published
-logs, see ``data/mlperf/MANIFEST.csv``) and a SYNTHETIC timeline of
-ml-goodput-measurement recorder entries written out below.  Each case mutates
+logs, see ``data/mlperf/MANIFEST.csv``), a SYNTHETIC timeline of
+ml-goodput-measurement recorder entries written out below, and the real sacct
+exports of the bundled Slurm campaign (``data/slurm-fleet``).  Each case mutates
 lines (truncated or corrupt JSON, hostile values for times, keys, steps and
 metadata, deleted, duplicated and shuffled lines, non-UTF-8 bytes, huge
 lines, truncated files) and imports the result.  What a run may end in:
@@ -40,6 +41,7 @@ from ettcore.importers.frames import write_import
 from ettcore.importers.goodput import import_entries
 from ettcore.importers.import_report import REPORT_JSON, REPORT_MD
 from ettcore.importers.mlperf import import_logs
+from ettcore.importers.slurm import import_sacct
 from ettcore.trace import load_trace
 from test_fuzz_loaders import BAD_INPUTS, HOSTILE_BYTES, HOSTILE_TEXT, fuzz_settings, log_corpus_entries
 
@@ -361,3 +363,94 @@ def test_bad_log_corpus(entry):
     probs = [p for p in info.value.problems if entry["message"] in p.message]
     assert probs, f"expected {entry['message']!r} among {[p.line() for p in info.value.problems]}"
     assert any(p.file == str(path) and p.row == entry["row"] and p.field == entry["field"] for p in probs), [p.line() for p in probs]
+
+
+# ----------------------------------------------------------------------------- sacct exports (real, from data/slurm-fleet)
+
+SLURM_FLEET = DATA_DIR / "slurm-fleet"
+
+
+@st.composite
+def sacct_text_mutation(draw, lines: list[str]) -> tuple[bytes, set[int]]:
+    """(mutated export, 1-based lines made duplicates of another line: they must be refused)."""
+    lines = list(lines)
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    kind = draw(st.sampled_from(["hostile_field", "delete", "duplicate", "shuffle", "cut_line", "insert_bytes", "truncate",
+                                 "drop_column", "extra_pipe"]))
+    picked = sorted(draw(st.lists(st.integers(1, len(lines) - 1), min_size=1, max_size=4, unique=True)))
+    duplicated: set[int] = set()
+    head = lines[0].split("|")
+    if kind == "hostile_field":
+        for i in picked:
+            f = lines[i].split("|")
+            f[draw(st.integers(0, len(f) - 1))] = draw(st.sampled_from(HOSTILE_TEXT)).replace("|", "")
+            lines[i] = "|".join(f)
+    elif kind == "delete":
+        for i in reversed(picked):
+            del lines[i]
+    elif kind == "duplicate":
+        for i in reversed(picked):
+            lines.append(lines[i])
+            duplicated.add(len(lines))
+    elif kind == "shuffle":
+        body = lines[1:]
+        rng.shuffle(body)
+        lines = lines[:1] + body
+    elif kind == "cut_line":
+        for i in picked:
+            lines[i] = lines[i][: rng.randint(0, len(lines[i]))]
+    elif kind == "drop_column":
+        k = draw(st.integers(0, len(head) - 1))
+        lines = ["|".join(f for j, f in enumerate(l.split("|")) if j != k) for l in lines]
+    elif kind == "extra_pipe":
+        for i in picked:
+            lines[i] += "|x"
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    if kind == "insert_bytes":
+        k = draw(st.integers(0, len(data)))
+        return data[:k] + draw(st.sampled_from(HOSTILE_BYTES)) + data[k:], duplicated
+    if kind == "truncate":
+        return data[: draw(st.integers(0, len(data)))], duplicated
+    return data, duplicated
+
+
+@fuzz_settings(25)
+@given(data=st.data())
+def test_sacct_text_mutated(data):
+    original = (SLURM_FLEET / "sacct.txt").read_text(encoding="utf-8").splitlines()[:30]
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "sacct.txt"
+        raw, duplicated = data.draw(sacct_text_mutation(original))
+        src.write_bytes(raw)
+        n_lines = max(1, len(raw.decode("utf-8", "replace").splitlines()))
+        got, detail = _check_outcome(lambda: import_sacct([src], gpus=1), [src], Path(d) / "out", {src: n_lines})
+        if duplicated:
+            assert got == "error" and any("duplicated row" in p.message for p in detail.problems), "a duplicated row was imported"
+
+
+@fuzz_settings(15)
+@given(data=st.data())
+def test_sacct_json_mutated(data):
+    doc = json.loads((SLURM_FLEET / "sacct.json").read_text(encoding="utf-8"))
+    doc["jobs"] = doc["jobs"][:12]
+    kind = data.draw(st.sampled_from(["truncate", "hostile_value", "delete_key"]))
+    rng = random.Random(data.draw(st.integers(0, 2**32)))
+    if kind != "truncate":
+        job = rng.choice(doc["jobs"])
+        path = data.draw(st.sampled_from([("job_id",), ("state", "current"), ("time", "start"), ("time", "end"),
+                                          ("time", "submission"), ("array", "task_id"), ("tres", "allocated"), ("nodes",), ("steps",),
+                                          ("name",), ("user",), ("het", "job_offset")]))
+        holder = job
+        for k in path[:-1]:
+            holder = holder[k]
+        if kind == "delete_key":
+            holder.pop(path[-1], None)
+        else:
+            holder[path[-1]] = json.loads(data.draw(hostile_json_values()))
+    text = json.dumps(doc, indent=2)
+    if kind == "truncate":
+        text = text[: data.draw(st.integers(0, len(text) - 1))]
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "sacct.json"
+        src.write_text(text)
+        _check_outcome(lambda: import_sacct([src], gpus=1), [src], Path(d) / "out", {src: max(1, len(text.splitlines()))})

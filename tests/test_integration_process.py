@@ -193,6 +193,27 @@ def test_ids_come_from_the_arguments_then_the_environment_then_the_run_folder(tm
     assert process.resolve_run_dir(None) == run
 
 
+def test_inside_a_slurm_job_the_ids_are_slurms_unless_torchrun_or_the_caller_give_them(tmp_path: Path, monkeypatch) -> None:
+    for var in ("ETT_JOB_ID", "ETT_ATTEMPT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID",
+                "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT"):
+        monkeypatch.delenv(var, raising=False)
+    run = tmp_path / "run"
+    Recorder(run, "4242", 0, writer="x").close()  # an earlier attempt in the folder must not decide the attempt
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    assert (process.resolve_job_id(run), process.resolve_attempt(run, "4242")) == ("4242", 0)  # first run: count unset
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "2")
+    assert process.resolve_attempt(run, "4242") == 2
+    monkeypatch.setenv("SLURM_ARRAY_JOB_ID", "4200")
+    monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "7")
+    assert process.resolve_job_id(run) == "4200_7"  # as sacct's JobID shows an array task
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", "1")
+    assert process.resolve_attempt(run, "4200_7") == 1
+    assert process.resolve_job_id(run, "given") == "given"
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "abc")  # malformed: not Slurm's, the run folder decides
+    monkeypatch.delenv("TORCHELASTIC_RESTART_COUNT")
+    assert process.resolve_job_id(run) == "run"
+
+
 def test_process_start_time_is_the_kernels() -> None:
     before = time.time()
     p = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3); from ettcore.integrations.process import "

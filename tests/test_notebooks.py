@@ -216,6 +216,31 @@ def check_framework_run(card: dict) -> None:
     assert card["synthetic"] is False
 
 
+def check_slurm_fleet(card: dict) -> None:
+    """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
+    import slurm_oracle  # tests/slurm_oracle.py
+    from ettcore import reference as ref
+    from ettcore.config import DATA_DIR
+
+    fleet_dir = DATA_DIR / "slurm-fleet"
+    h = _headlines(card)
+    rows = slurm_oracle.read_sacct_text(fleet_dir / "sacct.txt")
+    runs = [r for j in rows.values() for r in j.runs]
+    state = lambda r: r["State"].split()[0]  # noqa: E731
+    assert h["jobs (measured)"] == len(rows) == 46
+    assert h["runs (measured)"] == len(runs)
+    assert h["preemptions (measured)"] == sum(state(r) == "PREEMPTED" for r in runs)
+    assert h["node failures (measured)"] == sum(state(r) == "NODE_FAIL" for r in runs)
+    assert h["crashes requeued by RequeueExit (measured)"] == sum(state(r) == "REQUEUED" and r["ExitCode"] != "0:0" for r in runs)
+    assert h["failures (measured)"] == sum(s == "failure" for j in rows.values() for s in j.end_states())
+    want = ref.reference_metrics(*slurm_oracle.reference_input(fleet_dir / "trace"))
+    by_variant = {r["key"]: r["ett_pct"] for r in ref.reference_fleet(want, by="variant")}
+    assert h["fleet ETT% (baseline, measured)"] == approx(by_variant["baseline"], abs=0.01)
+    assert h["fleet ETT% (optimized, measured)"] == approx(by_variant["optimized"], abs=0.01)
+    assert h["fleet ETT% (measured)"] == approx(ref.reference_fleet(want)[0]["ett_pct"], abs=0.01)
+    assert card["synthetic"] is False and card["checks"] == []
+
+
 PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "01-trace-overview": check_trace_overview,
     "02-time-breakdown": check_time_breakdown,
@@ -231,6 +256,7 @@ PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "12-mlperf-runs": check_mlperf_runs,
     "13-live-job": check_live_job,
     "15-framework-run": check_framework_run,
+    "14-slurm-fleet": check_slurm_fleet,
 }
 
 

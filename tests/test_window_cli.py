@@ -99,6 +99,27 @@ def test_trend_rolling_and_hourly(capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("bucket_start,window_start,window_end,ett_pct")
 
 
+def test_buckets_shorter_than_an_hour_partition_the_hours(capsys):
+    # 15-minute buckets: four of them add up to each hour, instant by instant (wall, productive, NoF)
+    quarter = metric.trend(load_trace(SAMPLE_TRACE), "15m")
+    hourly = metric.trend(load_trace(SAMPLE_TRACE), "hour")
+    assert (quarter["window_end"] - quarter["window_start"]).dt.total_minutes().unique().to_list() == [15]
+    by_hour = quarter.group_by(pl.col("bucket_start").dt.truncate("1h")).agg(
+        pl.col("wall_gpu_h").sum(), pl.col("productive_gpu_h").sum(), pl.col("nof").sum()).sort("bucket_start")
+    joined = hourly.join(by_hour, on="bucket_start", suffix="_q")
+    assert joined.height == hourly.height
+    for c in ("wall_gpu_h", "productive_gpu_h"):
+        assert joined[c].to_list() == pytest.approx(joined[f"{c}_q"].to_list(), abs=1e-9)
+    assert joined["nof"].to_list() == joined["nof_q"].to_list()
+    rolled = metric.trend(load_trace(SAMPLE_TRACE), "15m", window="1h")  # a trailing hour at each quarter's end
+    on_the_hour = rolled.filter(pl.col("window_end").dt.minute() == 0).join(
+        hourly.select(pl.col("window_end"), pl.col("wall_gpu_h").alias("h")), on="window_end")
+    assert on_the_hour.height > 0 and on_the_hour["wall_gpu_h"].to_list() == pytest.approx(on_the_hour["h"].to_list(), abs=1e-9)
+    capsys.readouterr()
+    assert main(["trend", str(SAMPLE_TRACE), "--every", "7m"]) == 2  # 7 minutes do not divide a day
+    assert "divides a day" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, field", [
     (["--since", "yesterday"], "since"),
     (["--until", "2026-01-05T25:00:00Z"], "until"),
@@ -114,7 +135,7 @@ def test_bad_windows_are_input_errors(capsys, argv, field):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--every", "week", "--window", "7d"], "needs --every hour or day"),
+    (["--every", "week", "--window", "7d"], "needs --every hour, day or a duration"),
     (["--every", "hour", "--window", "90m"], "not a whole number of hours"),
     (["--every", "day", "--window", "36h"], "not a whole number of days"),
     (["--every", "hour", "--window=-1h"], "not a positive duration"),

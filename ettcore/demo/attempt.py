@@ -4,6 +4,12 @@ Run as a process by :mod:`ettcore.demo.supervisor`::
 
     python -m ettcore.demo.attempt --conditions C.json --attempt N --work DIR --recorder DIR --spawn-t T
 
+and as a Slurm batch job's program (:mod:`ettcore.demo.slurm_fleet`), where the
+job id and the attempt come from Slurm's environment (the recorder picks up
+``SLURM_JOB_ID`` and ``SLURM_RESTART_COUNT``)::
+
+    python -m ettcore.demo.attempt --slurm --conditions C.json --work DIR --recorder DIR --spawn-t T
+
 What it records (phases and stages of the trace spec):
 
 - ``hardware_setup`` / ``process_launch``: from the supervisor's spawn time to
@@ -30,7 +36,9 @@ loads the checkpoint and compiles on a synthetic fast batch.
 
 The induced failure: after the step named in ``fail_at_steps`` for this
 attempt, the process sends itself SIGKILL (no cleanup, no final records), so
-the failure lands on an exact step.  Independently of the recorder the loop
+the failure lands on an exact step.  Under Slurm, after a step of
+``crash_at_steps`` not crashed at before, it exits with ``crash_exit`` (Slurm's
+``RequeueExit`` requeues the job for that status).  Independently of the recorder the loop
 writes a ground-truth step log (``steps-aNNNN.csv``: attempt, step, start,
 end, one unbuffered write per step).
 """
@@ -90,6 +98,7 @@ class Attempt:
         self.resume = found[-1] if found else None
         self.start_step = self.resume[0] if self.resume else 0
         self.fail_at = cond.fail_at_steps[attempt] if attempt < len(cond.fail_at_steps) else None
+        self.crash_at = {s for s in cond.crash_at_steps if not (work / f"crashed-at-{s}").exists()}
         self.pending = None  # async save future
         self.buffer: dict[int, tuple] = {}
         self.losses: list[float] = []
@@ -161,7 +170,7 @@ class Attempt:
     # ---- compile
     def compile(self, batch: tuple, mean: torch.Tensor, std: torch.Tensor) -> None:
         cache_dir = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
-        archive = self.work / CACHE_ARCHIVE
+        archive = Path(self.c.compile_cache_path) if self.c.compile_cache_path else self.work / CACHE_ARCHIVE
         use_cache = self.c.compile_cache == "megacache"
         warm = use_cache and archive.is_file()
         if warm:
@@ -215,6 +224,9 @@ class Attempt:
             self.losses.append(float(loss.detach()))
             if step == self.fail_at:
                 os.kill(os.getpid(), signal.SIGKILL)  # the induced failure
+            if step in self.crash_at:
+                os.close(os.open(self.work / f"crashed-at-{step}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+                os._exit(c.crash_exit)  # the induced crash, requeued by the scheduler
             if step % c.checkpoint_every == 0 and step < c.steps:
                 span.close()
                 with rec.phase("checkpoint_save", stage="async" if c.async_checkpoint else "sync"):
@@ -231,8 +243,16 @@ class Attempt:
         dist.destroy_process_group()
 
 
-def run(cond: RunConditions, attempt: int, work: Path, recorder_dir: Path, spawn_t: float) -> int:
-    rec = Recorder(recorder_dir, cond.job_id, attempt, writer="trainer", progress_interval_s=cond.progress_interval_s)
+def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path, spawn_t: float) -> int:
+    """Run one attempt; ``attempt=None``: inside a Slurm job, whose environment gives the job id and attempt."""
+    under_slurm = attempt is None
+    rec = Recorder(recorder_dir, None if under_slurm else cond.job_id, attempt, writer="trainer",
+                   progress_interval_s=cond.progress_interval_s)
+    attempt = rec.attempt
+    if under_slurm:  # no supervisor here to describe the job
+        from .supervisor import MODEL_NAME
+
+        rec.job(model=MODEL_NAME, gpus=1, variant=cond.variant, device="cpu", plan_job=cond.job_id)
     rec.span("hardware_setup", spawn_t, max(T_IMPORTED, spawn_t), stage="process_launch")
     a = Attempt(cond, attempt, work, rec)
     init = "trainer_init"
@@ -300,11 +320,14 @@ def run(cond: RunConditions, attempt: int, work: Path, recorder_dir: Path, spawn
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conditions", required=True, type=Path)
-    ap.add_argument("--attempt", required=True, type=int)
+    ap.add_argument("--attempt", type=int, default=None, help="attempt number (not with --slurm)")
+    ap.add_argument("--slurm", action="store_true", help="inside a Slurm batch job: job id and attempt from its environment")
     ap.add_argument("--work", required=True, type=Path)
     ap.add_argument("--recorder", required=True, type=Path)
     ap.add_argument("--spawn-t", required=True, type=float)
     args = ap.parse_args(argv)
+    if args.slurm == (args.attempt is not None):
+        ap.error("give exactly one of --attempt N and --slurm")
     cond = RunConditions.from_dict(json.loads(args.conditions.read_text()))
     return run(cond, args.attempt, args.work, args.recorder, args.spawn_t)
 

@@ -26,7 +26,15 @@ class RunConditions:
     attempt compiles from an empty cache) or ``"megacache"`` (after a cold
     compile the attempt saves PyTorch's portable compile-cache artifacts,
     Mega-Cache, plus the compiled C++ kernel files, and later attempts load
-    them into their own empty cache folder).
+    them into their own empty cache folder).  ``compile_cache_path``: where that
+    archive lives (default: the job's work folder; a fleet shares one across the
+    jobs of one model).
+
+    Under a scheduler (``python -m ettcore.demo.attempt --slurm``) the scheduler
+    restarts attempts, so failures are given by step instead: ``crash_at_steps``,
+    each a step at which the attempt exits with status ``crash_exit`` the first
+    time any attempt of the job reaches it (a marker in the work folder
+    remembers), abruptly (``os._exit``: no cleanup, no final records).
     """
 
     job_id: str
@@ -47,6 +55,9 @@ class RunConditions:
     threads: int = 1
     progress_interval_s: float = 0.25
     seed: int = 1234
+    crash_at_steps: tuple[int, ...] = ()
+    crash_exit: int = 42
+    compile_cache_path: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -56,16 +67,22 @@ class RunConditions:
             raise ValueError("steps and checkpoint_every must be >= 1")
         if list(self.fail_at_steps) != sorted(set(self.fail_at_steps)) or any(not 0 < s < self.steps for s in self.fail_at_steps):
             raise ValueError("fail_at_steps must be increasing and inside (0, steps)")
+        if list(self.crash_at_steps) != sorted(set(self.crash_at_steps)) or any(not 0 < s < self.steps for s in self.crash_at_steps):
+            raise ValueError("crash_at_steps must be increasing and inside (0, steps)")
+        if not 1 <= self.crash_exit <= 255:
+            raise ValueError("crash_exit must be an exit status 1..255")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["fail_at_steps"] = list(self.fail_at_steps)
+        d["crash_at_steps"] = list(self.crash_at_steps)
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "RunConditions":
         d = dict(d)
         d["fail_at_steps"] = tuple(d.get("fail_at_steps", ()))
+        d["crash_at_steps"] = tuple(d.get("crash_at_steps", ()))
         return cls(**d)
 
 

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import polars as pl
 
 from ..errors import Problem, TraceError
-from ..metric import ROLLING_BUCKETS, check_by, group_columns, name_groups, trend_window
+from ..metric import bucket_ms, check_by, group_columns, name_groups, trend_window
 from ..window import DAY_MS, EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
 from ..trace import SCHEMA, TABLES, TS_MAX_MS, TS_MIN_MS, Trace, discover, schema_columns
 from .transpile import duckdb_to_spark, spark_sql
@@ -532,7 +532,7 @@ def trend(st: SparkTrace, every: str = "day", window: Any = None) -> pl.DataFram
     window_ms = trend_window(every, window)
     if window_ms is None:
         return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
-    step = ROLLING_BUCKETS[every]
+    step = bucket_ms(every)
     if step < st.grid_ms:  # a finer grid: attribute again (as ettcore.metric.prepare does)
         st.grid_ms = step
         register_trace(st)

@@ -2,6 +2,8 @@
 
 - :mod:`ettcore.importers.mlperf`        MLPerf Training result logs (MLLOG)
 - :mod:`ettcore.importers.goodput`       entries written by ml-goodput-measurement's recorder
+- :mod:`ettcore.importers.slurm`         Slurm accounting (``sacct --parsable2`` or ``--json``)
+- :mod:`ettcore.importers.recorder_join` a recorder run folder's spans joined into a scheduler's runs
 - :mod:`ettcore.importers.import_report` what an import dropped, merged, inferred, and why
 - :mod:`ettcore.importers.frames`        the imported tables and how they are written
 
@@ -9,6 +11,7 @@ The ``ett import`` command::
 
     ett import mlperf LOG_OR_FOLDER... [--systems DIR] [--gpus N | --gpus LOG=N ...] --out TRACE
     ett import goodput ENTRIES --out TRACE [--gpus N]
+    ett import slurm SACCT... [--recorder RUN_DIR] --out TRACE
 
 Each writes the trace folder ``TRACE`` (``trace.json`` says ``"synthetic": false``
 and lists the source files) with ``import_report.json`` and
@@ -78,9 +81,45 @@ def _run_goodput(args: argparse.Namespace) -> int:
     return 0
 
 
+def _as_of_seconds(text: str | None) -> float | None:
+    """``--as-of``: ISO-8601 (zone-less = UTC) or epoch seconds."""
+    from datetime import datetime, timezone
+
+    from ..errors import Problem, TraceError
+
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        t = datetime.fromisoformat(text)
+    except ValueError:
+        raise TraceError(Problem("--as-of", None, "as_of", f"not an ISO-8601 time or epoch seconds: {text!r}")) from None
+    return (t if t.tzinfo else t.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def _run_slurm(args: argparse.Namespace) -> int:
+    from .frames import write_import
+    from .slurm import import_sacct
+
+    frames, report = import_sacct(args.sacct, recorder_dir=args.recorder, gpus=args.gpus, keep_users=args.keep_users,
+                                  timezone=args.timezone, as_of=_as_of_seconds(args.as_of), timeout_as=args.timeout_as,
+                                  clock_tolerance_s=args.clock_tolerance)  # TraceError: the ett command prints it, exit 2
+    out = write_import(args.out, frames, report, fmt=args.format)
+    counts = {k: sum(f.counts()[k] for f in report.files) for k in ("dropped", "clipped", "inferred", "corrected")}
+    print(f"imported {frames.jobs.height} Slurm job(s), {frames.attempts.height} attempt(s), {frames.spans.height} span(s) "
+          f"into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; see {Path(out) / 'import_report.md'})")
+    if args.recorder is None:
+        print("note: without --recorder the trace has no train spans: ETT% is 0 and time inside runs is unattributed; "
+              "wall, queue time, runs, NoF and GPU-hours are complete")
+    return 0
+
+
 def register(subparsers) -> None:
-    """Add ``ett import`` with its ``mlperf`` and ``goodput`` sub-commands."""
-    p = subparsers.add_parser("import", help="import MLPerf or ml-goodput-measurement logs as a trace")
+    """Add ``ett import`` with its ``mlperf``, ``goodput`` and ``slurm`` sub-commands."""
+    p = subparsers.add_parser("import", help="import MLPerf logs, ml-goodput-measurement entries or Slurm accounting as a trace")
     sub = p.add_subparsers(dest="import_format", metavar="FORMAT")
     sub.required = True
 
@@ -101,3 +140,21 @@ def register(subparsers) -> None:
     g.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     g.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
     g.set_defaults(func=_run_goodput)
+
+    s = sub.add_parser("slurm", help="Slurm accounting: sacct --parsable2 or --json (docs/slurm.md has the export commands)")
+    s.add_argument("sacct", nargs="+", metavar="SACCT", help="sacct export(s), text (--parsable2) or JSON (--json)")
+    s.add_argument("--recorder", metavar="RUN_DIR", default=None,
+                   help="recorder folder of the jobs' in-job spans (ettcore.recorder inside the Slurm jobs)")
+    s.add_argument("--gpus", type=int, default=None, help="GPUs of a job whose AllocTRES has no gres/gpu (default: refuse)")
+    s.add_argument("--keep-users", action="store_true", help="keep user names (default: a stable hash)")
+    s.add_argument("--timezone", default="UTC", help="zone of sacct's zone-less times (default UTC; not needed with "
+                   "SLURM_TIME_FORMAT=%%s)")
+    s.add_argument("--as-of", default=None, metavar="TIME", help="end of queue time of jobs still waiting "
+                   "(ISO-8601 or epoch seconds; default: the export's latest time)")
+    s.add_argument("--timeout-as", choices=("failure", "cancelled"), default="failure",
+                   help="end reason of a TIMEOUT run (default failure; docs/slurm.md)")
+    s.add_argument("--clock-tolerance", type=float, default=2.0, metavar="S",
+                   help="seconds a recorder span may stick out of its run and still be clipped into it (default 2)")
+    s.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
+    s.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
+    s.set_defaults(func=_run_slurm)

@@ -5,6 +5,7 @@
 - :mod:`ettcore.integrations.torchrun`     restarts by the TorchElastic agent (``torchrun --max-restarts``) as attempts
 - :mod:`ettcore.integrations.timeline`     the phase timeline the callbacks drive (no framework needed)
 - :mod:`ettcore.integrations.process`      the training process as an attempt: ids, start time, how it ended
+- :mod:`ettcore.integrations.slurm`        the Slurm job id and attempt from a batch job's environment
 
 Every callback writes through :class:`ettcore.recorder.Recorder` (crash-safe
 JSONL); ``ett from-recorder RUN_DIR TRACE`` turns the run folder into a trace.

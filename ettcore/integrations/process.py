@@ -98,8 +98,19 @@ def resolve_run_dir(run_dir: str | os.PathLike | None) -> Path:
     return Path(value)
 
 
+def _slurm_job():
+    """The Slurm job this process runs in (``None`` outside Slurm, or when its variables are malformed)."""
+    from .slurm import job_from_environment
+
+    try:
+        return job_from_environment()
+    except ValueError:
+        return None
+
+
 def resolve_job_id(run_dir: Path, job_id: str | None = None) -> str:
-    for value in (job_id, os.environ.get(ENV_JOB_ID), os.environ.get("TORCHELASTIC_RUN_ID")):
+    slurm = _slurm_job()
+    for value in (job_id, os.environ.get(ENV_JOB_ID), os.environ.get("TORCHELASTIC_RUN_ID"), slurm and slurm.job_id):
         if value and value != "none":
             return str(value)
     return Path(run_dir).resolve().name
@@ -121,7 +132,8 @@ def recorded_attempts(run_dir: Path, job_id: str) -> list[int]:
 
 
 def resolve_attempt(run_dir: Path, job_id: str, attempt: int | None = None) -> int:
-    for value in (attempt, os.environ.get(ENV_ATTEMPT), os.environ.get("TORCHELASTIC_RESTART_COUNT")):
+    slurm = _slurm_job()
+    for value in (attempt, os.environ.get(ENV_ATTEMPT), os.environ.get("TORCHELASTIC_RESTART_COUNT"), slurm and slurm.attempt):
         if value is not None and str(value).strip() != "":
             return int(value)
     seen = recorded_attempts(run_dir, job_id)

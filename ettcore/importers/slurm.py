@@ -1,0 +1,800 @@
+"""Import Slurm accounting (``sacct``) as an ETT trace, optionally joined with the recorder's in-job spans.
+
+Inputs (either form, several files allowed; docs/slurm.md has the export commands):
+
+- ``sacct --parsable2 --duplicates --allocations --format=...`` text: a header
+  line naming the fields, then one ``|``-separated row per run.  Required
+  fields: ``JobID``, ``JobIDRaw``, ``State``, ``Submit``, ``Start``, ``End``;
+  used when present: ``JobName``, ``Partition``, ``Account``, ``QOS``,
+  ``User``, ``ExitCode``, ``Eligible``, ``AllocTRES``, ``NodeList``, ``DBIndex``.
+  Times as epoch seconds (``SLURM_TIME_FORMAT=%s``, recommended) or as
+  sacct's zone-less local time, read in ``timezone``.
+- ``sacct --json --duplicates`` (Slurm's openapi ``dbv0.0.38`` and later).
+
+Mapping (each choice is also stated, per file, in the import report):
+
+- **Jobs**: one ETT job per Slurm job, keyed by ``JobIDRaw``; its id is sacct's
+  ``JobID`` (array tasks ``1234_7`` are jobs of their own, with
+  ``array_job_id``/``array_task_id`` labels).  Labels: ``slurm_job_id``,
+  ``job_name``, ``partition``, ``account``, ``qos``, ``user`` (a stable hash
+  unless ``keep_users``), ``slurm_state`` (the last run's) and ``slurm_runs``.
+  ``model`` is the job name (the recorder's model when it has one).
+- **Runs**: ``--duplicates`` gives one row per run of a job (every requeue
+  starts a new one; rows of different jobs interleave).  A job's rows are
+  ordered by (``Submit``, ``Start``, ``End``); run *k* is attempt *k*, which is
+  the ``SLURM_RESTART_COUNT`` the run saw (unset on the first run = 0).
+- **Queue**: attempt 0 starts at the job's ``Submit``; a ``scheduling`` span
+  (stage ``queue``) covers ``Submit -> Start``, so the queue before the first
+  run is Time to Start.  A later run's attempt starts at its ``Start``: the gap
+  after the previous run's ``End`` is re-queue time (``scheduling``), part of
+  the recovery after an interruption.  A last row still pending (requeued,
+  waiting) is an attempt of queue time only, ``running``, up to ``as_of``; one
+  cancelled while pending is queue time up to its ``End``.
+- **End reasons** (:data:`END_REASON`): ``COMPLETED`` -> completed;
+  ``FAILED``, ``NODE_FAIL``, ``OUT_OF_MEMORY``, ``BOOT_FAIL``, ``DEADLINE`` ->
+  failure; ``PREEMPTED`` -> preemption; ``REQUEUED`` -> preemption when the run
+  was requeued from outside (``scontrol requeue``), failure when its own batch
+  script failed and ``RequeueExit`` requeued it (text: a non-zero exit status in
+  ``ExitCode``; JSON, whose job exit codes Slurm 22.05 reports as 0: the
+  ``batch`` step's state ``FAILED``); ``CANCELLED`` -> cancelled; ``TIMEOUT`` ->
+  failure by default (``timeout_as``; docs/slurm.md says why);
+  ``RUNNING`` and other active states -> running (no end).
+- **GPUs**: ``gres/gpu`` in ``AllocTRES`` (the largest over a job's runs), else
+  ``gpus`` when given, else the import is refused.
+- **Never ran**: a job none of whose rows has a ``Start`` (pending, or cancelled
+  while pending) held no hardware and is left out, listed in the report.
+
+With ``recorder_dir`` the recorder's spans (written inside the jobs, which pick
+up ``SLURM_JOB_ID`` and ``SLURM_RESTART_COUNT``) are put into the matching
+runs: Slurm gives the attempts and the queue, the recorder the phases inside
+each run.  Slurm's times are whole seconds, so a span may stick out of its run
+by up to ``clock_tolerance_s`` (default 2 s): it is clipped to the run (a train
+span's cursor prorated) and counted in the report.  A span further out, or in a
+run or job the accounting does not have, is left out and listed, never moved.
+
+Bad input (a truncated file, an unknown state, a run without a start, a
+duplicated row, runs of one job that overlap) is a
+:class:`~ettcore.errors.TraceError` naming file, line and field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone as dt_timezone
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from ..errors import Problem, TraceError
+from ..trace import TS_MAX_MS, TS_MIN_MS
+from .frames import TraceFrames
+from .import_report import FileReport, ImportReport
+
+REQUIRED_FIELDS = ("JobID", "JobIDRaw", "State", "Submit", "Start", "End")
+OPTIONAL_FIELDS = ("JobName", "Partition", "Account", "QOS", "User", "ExitCode", "Eligible", "AllocTRES", "NodeList", "DBIndex")
+# The --format list of the text export (README, docs/slurm.md).
+SACCT_FORMAT = ",".join(("JobID", "JobIDRaw", "JobName", "Partition", "Account", "QOS", "User", "State", "ExitCode",
+                         "Submit", "Eligible", "Start", "End", "AllocTRES", "NodeList", "DBIndex"))
+# sacct -E: without an end far in the future, jobs cancelled before they became eligible are missed.
+FAR_END = "2100-01-01T00:00:00"
+
+
+def export_commands(start: str, end: str = FAR_END) -> dict[str, list[str]]:
+    """The two documented exports as argument lists, by output file name.
+
+    Run the text one with ``SLURM_TIME_FORMAT=%s`` in the environment (epoch
+    seconds: no time zone to guess).  ``start``/``end`` are sacct times
+    (``2026-01-01T00:00:00``, local time).  The JSON export keeps the job steps:
+    without them a ``REQUEUED`` run's cause cannot be told (Slurm 22.05's JSON
+    has no exit codes).
+    """
+    window = ["--starttime", start, "--endtime", end]
+    return {
+        "sacct.txt": ["sacct", "--allusers", "--duplicates", "--allocations", "--parsable2", f"--format={SACCT_FORMAT}", *window],
+        "sacct.json": ["sacct", "--allusers", "--duplicates", "--json", *window],
+    }
+
+# Slurm job states -> trace end reasons.  None: still active (running, or waiting in the queue).
+END_REASON: dict[str, str | None] = {
+    "COMPLETED": "completed",
+    "FAILED": "failure",
+    "NODE_FAIL": "failure",
+    "OUT_OF_MEMORY": "failure",
+    "BOOT_FAIL": "failure",
+    "DEADLINE": "failure",
+    "SPECIAL_EXIT": "failure",
+    "PREEMPTED": "preemption",
+    "REQUEUED": "preemption",       # refined by the exit status (see the module doc)
+    "REQUEUE_HOLD": "preemption",   # the same, held after the requeue
+    "REQUEUE_FED": "preemption",
+    "CANCELLED": "cancelled",
+    "REVOKED": "cancelled",
+    "TIMEOUT": "failure",           # timeout_as
+    "RUNNING": None,
+    "PENDING": None,
+    "SUSPENDED": None,
+    "COMPLETING": None,
+    "CONFIGURING": None,
+    "STAGE_OUT": None,
+    "SIGNALING": None,
+    "RESIZING": None,
+    "STOPPED": None,
+}
+REQUEUE_STATES = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
+# States in which a run may never have started (no Start): it waited in the queue and ended there.
+QUEUE_ONLY_STATES = ("PENDING", "CANCELLED", "REVOKED", "BOOT_FAIL", "DEADLINE", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT")
+UNKNOWN_TIMES = ("", "unknown", "none", "n/a")
+_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
+_ARRAY_TASK = re.compile(r"^(\d+)_(\d+)$")
+_ARRAY_PENDING = re.compile(r"^\d+_\[.*\]$")
+_HET = re.compile(r"^(\d+)\+(\d+)$")
+_GPU_TRES = re.compile(r"^gres/gpu(?::[^=]+)?$")
+
+
+@dataclass
+class Run:
+    """One row of the accounting: one run of one job allocation."""
+
+    src: str
+    row: int                  # line (text) or 1-based index in "jobs" (JSON)
+    raw_id: str
+    job_id: str
+    state: str
+    submit: float
+    start: float | None
+    end: float | None
+    eligible: float | None = None
+    name: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    qos: str | None = None
+    user: str | None = None
+    gpus: int | None = None
+    exit_status: int | None = None     # the batch script's exit status (text form only)
+    batch_failed: bool | None = None   # the batch step's state was FAILED (JSON form, with steps)
+    db_index: int | None = None
+    array_job_id: str | None = None
+    array_task_id: str | None = None
+    allocated: bool | None = None      # False: no node was allocated (NodeList "None assigned"); None: not known
+    fields: dict[str, str] = field(default_factory=dict)  # field name in the source, for messages
+
+    def where(self, name: str) -> str:
+        return self.fields.get(name, name)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _problem(src: str, row: int | None, fld: str | None, msg: str, job: str | None = None) -> Problem:
+    return Problem(src, row, fld, msg, table="sacct", job_id=job)
+
+
+def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | ZoneInfo, seen_zoneless: list[int]) -> float | None:
+    """Epoch seconds from sacct's text (epoch digits, or zone-less ISO local time) or JSON (int; 0 = unset)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise TraceError(_problem(src, row, fld, f"not a time: {value!r}"))
+    if isinstance(value, (int, float)):
+        if value == 0:
+            return None
+        t = float(value)
+    else:
+        text = str(value).strip()
+        if text.lower() in UNKNOWN_TIMES:
+            return None
+        if re.fullmatch(r"\d+(\.\d+)?", text):
+            t = float(text)
+            if t == 0:
+                return None
+        elif _ISO.match(text):
+            try:
+                t = datetime.fromisoformat(text).replace(tzinfo=tz).timestamp()
+            except ValueError as exc:
+                raise TraceError(_problem(src, row, fld, f"not a valid time: {text!r} ({exc})")) from None
+            seen_zoneless.append(row)
+        else:
+            raise TraceError(_problem(src, row, fld, f"not a time sacct writes (epoch seconds, or YYYY-MM-DDTHH:MM:SS, "
+                                                    f"'Unknown'): {text!r}"))
+    if not math.isfinite(t) or not TS_MIN_MS <= t * 1000 <= TS_MAX_MS:
+        raise TraceError(_problem(src, row, fld, f"time out of the plausible range 1990..2100: {value!r}"))
+    return t
+
+
+def _state(value: Any, src: str, row: int, fld: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TraceError(_problem(src, row, fld, f"missing job state: {value!r}"))
+    s = value.strip().split()[0].upper()   # "CANCELLED by 0" -> CANCELLED
+    if s not in END_REASON:
+        raise TraceError(_problem(src, row, fld, f"unknown job state {value.strip()!r}; known: {', '.join(sorted(END_REASON))}"))
+    return s
+
+
+def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
+    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``); typed counts summed if alone."""
+    untyped, typed = None, 0
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "=" not in part:
+            raise TraceError(_problem(src, row, fld, f"not a TRES list (name=count,...): {text!r}"))
+        name, count = part.split("=", 1)
+        if not _GPU_TRES.match(name):
+            continue
+        try:
+            n = int(count)
+        except ValueError:
+            raise TraceError(_problem(src, row, fld, f"gres/gpu count is not an integer: {part!r}")) from None
+        if n < 0:
+            raise TraceError(_problem(src, row, fld, f"negative gres/gpu count: {part!r}"))
+        if name == "gres/gpu":
+            untyped = n
+        else:
+            typed += n
+    if untyped is not None:
+        return untyped
+    return typed or None
+
+
+def _allocated(nodes: str) -> bool:
+    """Whether a NodeList names allocated nodes (a job that never ran has ``None assigned``)."""
+    return nodes.strip().lower() not in ("", "none assigned", "(null)", "none")
+
+
+def _exit_status(text: str, src: str, row: int, fld: str) -> int | None:
+    text = text.strip()
+    if not text:
+        return None
+    m = re.fullmatch(r"(\d+):(\d+)", text)
+    if not m:
+        raise TraceError(_problem(src, row, fld, f"not an exit code (status:signal): {text!r}"))
+    return int(m.group(1))
+
+
+def _ids(job_id: str, raw: str, src: str, row: int, fld: str) -> tuple[str | None, str | None]:
+    m = _ARRAY_TASK.match(job_id)
+    if m:
+        return m.group(1), m.group(2)
+    if not (job_id.isdigit() or _HET.match(job_id)):
+        raise TraceError(_problem(src, row, fld, f"not a job id sacct writes (1234, 1234_7, 1234+0): {job_id!r}"))
+    return None, None
+
+
+def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
+    lines = text.splitlines()
+    if not lines or "|" not in lines[0]:
+        raise TraceError(_problem(src, 1 if lines else None, None,
+                                  "no header line of '|'-separated field names: export with --parsable2 (without --noheader)"))
+    head = lines[0].split("|")
+    trailing = head[-1] == ""   # --parsable (not 2) ends every line with '|'
+    if trailing:
+        head = head[:-1]
+    missing = [f for f in REQUIRED_FIELDS if f not in head]
+    if missing:
+        raise TraceError(_problem(src, 1, missing[0], f"header lacks the field(s) {', '.join(missing)}; "
+                                                      f"export with --format={','.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}"))
+    dup = sorted({f for f in head if head.count(f) > 1})
+    if dup:
+        raise TraceError(_problem(src, 1, dup[0], "field named twice in the header"))
+    fr.facts["fields"] = ",".join(head)
+    absent = [f for f in OPTIONAL_FIELDS if f not in head]
+    if absent:
+        fr.note("info", f"fields not in the export: {', '.join(absent)}", "the import does without them (labels left empty; "
+                "without ExitCode a REQUEUED run counts as a preemption; without AllocTRES GPUs need --gpus)")
+    runs: list[Run] = []
+    steps: list[int] = []
+    pending_arrays: list[int] = []
+    zoneless: list[int] = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        vals = line.split("|")
+        if trailing and vals and vals[-1] == "":
+            vals = vals[:-1]
+        if len(vals) != len(head):
+            raise TraceError(_problem(src, lineno, None, f"{len(vals)} fields where the header has {len(head)} "
+                                                         f"(a truncated line, or a '|' inside a value)"))
+        d = dict(zip(head, vals))
+        job_id, raw = d["JobID"].strip(), d["JobIDRaw"].strip()
+        if not job_id:
+            raise TraceError(_problem(src, lineno, "JobID", "empty job id"))
+        if "." in job_id or "." in raw:
+            steps.append(lineno)
+            continue
+        if _ARRAY_PENDING.match(job_id):
+            pending_arrays.append(lineno)
+            continue
+        if not raw.isdigit():
+            raise TraceError(_problem(src, lineno, "JobIDRaw", f"not a job id: {raw!r}"))
+        array_job, array_task = _ids(job_id, raw, src, lineno, "JobID")
+        state = _state(d["State"], src, lineno, "State")
+        submit = _parse_time(d["Submit"], src, lineno, "Submit", tz, zoneless)
+        if submit is None:
+            raise TraceError(_problem(src, lineno, "Submit", "no submit time", job_id))
+        opt = lambda k: (d.get(k) or "").strip() or None  # noqa: E731
+        db = opt("DBIndex")
+        if db is not None and not db.isdigit():
+            raise TraceError(_problem(src, lineno, "DBIndex", f"not an integer: {db!r}", job_id))
+        runs.append(Run(
+            src=src, row=lineno, raw_id=raw, job_id=job_id, state=state, submit=submit,
+            start=_parse_time(d["Start"], src, lineno, "Start", tz, zoneless),
+            end=_parse_time(d["End"], src, lineno, "End", tz, zoneless),
+            eligible=_parse_time(d["Eligible"], src, lineno, "Eligible", tz, zoneless) if "Eligible" in d else None,
+            name=opt("JobName"), partition=opt("Partition"), account=opt("Account"), qos=opt("QOS"), user=opt("User"),
+            gpus=_gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES"),
+            exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
+            db_index=int(db) if db is not None else None, array_job_id=array_job, array_task_id=array_task,
+            allocated=None if "NodeList" not in d else _allocated(d["NodeList"]),
+        ))
+    if steps:
+        fr.note("dropped", "job step rows (JobID with a '.')", "the allocation row carries the run; export with --allocations", steps)
+    if pending_arrays:
+        fr.note("dropped", "pending job-array rows (1234_[2-9])", "tasks not yet started are not jobs yet", pending_arrays)
+    if zoneless:
+        fr.note("inferred", "zone-less times", f"read as local time in {tz}; export with SLURM_TIME_FORMAT=%s to avoid this",
+                zoneless, count=len(set(zoneless)))
+    return runs
+
+
+def _json_get(obj: Any, path: Sequence[str], src: str, row: int, prefix: str, required: bool = True) -> Any:
+    cur = obj
+    for i, key in enumerate(path):
+        if not isinstance(cur, dict) or key not in cur:
+            if not required:
+                return None
+            raise TraceError(_problem(src, row, f"{prefix}.{'.'.join(path[:i + 1])}", "missing"))
+        cur = cur[key]
+    return cur
+
+
+def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        line = min(exc.lineno, max(1, len(text.splitlines())))  # the end of a file ending in a newline is its last line
+        raise TraceError(_problem(src, line, None, f"not valid JSON (a truncated export?): {exc.msg} "
+                                                   f"at line {exc.lineno} column {exc.colno}")) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
+        raise TraceError(_problem(src, None, "jobs", "not a sacct --json export: no 'jobs' list"))
+    errors = doc.get("errors") or []
+    if errors:
+        raise TraceError(_problem(src, None, "errors", f"sacct reported errors with this export: {json.dumps(errors)[:300]}"))
+    version = ((doc.get("meta") or {}).get("Slurm") or {}).get("release")
+    if version:
+        fr.facts["slurm_release"] = version
+    clusters = sorted({j.get("cluster") for j in doc["jobs"] if isinstance(j, dict) and j.get("cluster")})
+    if len(clusters) > 1:
+        raise TraceError(_problem(src, None, "cluster", f"jobs of several clusters ({', '.join(clusters)}): "
+                                                        "export one cluster at a time (sacct -M NAME)"))
+    runs: list[Run] = []
+    steps_missing: list[int] = []
+    pending_arrays: list[int] = []
+    tz = dt_timezone.utc
+    zoneless: list[int] = []
+    for i, j in enumerate(doc["jobs"], start=1):
+        pre = f"jobs[{i - 1}]"
+        if not isinstance(j, dict):
+            raise TraceError(_problem(src, i, pre, "a job must be an object"))
+        g = lambda *path, required=True: _json_get(j, path, src, i, pre, required)  # noqa: E731
+        raw = g("job_id")
+        if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
+            raise TraceError(_problem(src, i, f"{pre}.job_id", f"not a job id: {raw!r}"))
+        def whole(path: tuple[str, ...], none_ok: bool = True) -> int | None:
+            v = g(*path, required=False)
+            if v is None and none_ok:
+                return None
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise TraceError(_problem(src, i, f"{pre}.{'.'.join(path)}", f"not a whole number >= 0: {v!r}"))
+            return v
+
+        array_job = whole(("array", "job_id")) or 0
+        task = whole(("array", "task_id"))
+        het_job, het_off = whole(("het", "job_id")) or 0, whole(("het", "job_offset"))
+        if array_job and task is None:
+            pending_arrays.append(i)
+            continue
+        if array_job:
+            job_id, array_job_id, array_task_id = f"{array_job}_{task}", str(array_job), str(task)
+        elif het_job and het_off is not None:
+            job_id, array_job_id, array_task_id = f"{het_job}+{het_off}", None, None
+        else:
+            job_id, array_job_id, array_task_id = str(raw), None, None
+        state = _state(g("state", "current"), src, i, f"{pre}.state.current")
+        f = {k: f"{pre}.time.{k.lower()}" for k in ("Submission", "Start", "End", "Eligible")}
+        submit = _parse_time(g("time", "submission"), src, i, f["Submission"], tz, zoneless)
+        if submit is None:
+            raise TraceError(_problem(src, i, f["Submission"], "no submit time", job_id))
+        untyped, typed = None, 0
+        allocated_tres = g("tres", "allocated", required=False) or []
+        if not isinstance(allocated_tres, list):
+            raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id))
+        for t in allocated_tres:
+            if isinstance(t, dict) and t.get("type") == "gres" and isinstance(t.get("name"), str) \
+                    and (t["name"] == "gpu" or t["name"].startswith("gpu:")):
+                n = t.get("count")
+                if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                    raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id))
+                if t["name"] == "gpu":
+                    untyped = n
+                else:
+                    typed += n
+        gpus = untyped if untyped is not None else (typed or None)
+        batch_failed = None
+        steps = j.get("steps")
+        if steps is not None and not isinstance(steps, list):
+            raise TraceError(_problem(src, i, f"{pre}.steps", f"not a list of steps: {steps!r}"[:200], job_id))
+        if steps:
+            for s in steps:
+                name = ((s or {}).get("step") or {}).get("name") if isinstance(s, dict) else None
+                if name == "batch":
+                    st = s.get("state")
+                    batch_failed = isinstance(st, str) and st.split()[0].upper() in ("FAILED", "OUT_OF_MEMORY")
+        elif state in REQUEUE_STATES:
+            steps_missing.append(i)
+        def text_or_none(key: str) -> str | None:
+            v = j.get(key)
+            if v is None or isinstance(v, str):
+                return (v or "").strip() or None
+            raise TraceError(_problem(src, i, f"{pre}.{key}", f"not a text: {v!r}"[:200], job_id))
+
+        runs.append(Run(
+            src=src, row=i, raw_id=str(raw), job_id=job_id, state=state, submit=submit,
+            start=_parse_time(g("time", "start", required=False), src, i, f["Start"], tz, zoneless),
+            end=_parse_time(g("time", "end", required=False), src, i, f["End"], tz, zoneless),
+            eligible=_parse_time(g("time", "eligible", required=False), src, i, f["Eligible"], tz, zoneless),
+            name=text_or_none("name"), partition=text_or_none("partition"),
+            account=text_or_none("account"), qos=text_or_none("qos"), user=text_or_none("user"),
+            gpus=gpus, batch_failed=batch_failed, array_job_id=array_job_id, array_task_id=array_task_id,
+            allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
+            fields={"Submit": f["Submission"], "Start": f["Start"], "End": f["End"], "State": f"{pre}.state.current",
+                    "JobIDRaw": f"{pre}.job_id", "AllocTRES": f"{pre}.tres.allocated"},
+        ))
+    if pending_arrays:
+        fr.note("dropped", "pending job-array records (array.task_id null)", "tasks not yet started are not jobs yet", pending_arrays)
+    if steps_missing:
+        fr.note("inferred", "REQUEUED run without its steps", "the export has no batch step (made with --allocations?) and "
+                "sacct --json of Slurm 22.05 reports exit codes as 0: taken as a preemption; export without --allocations "
+                "to tell a RequeueExit crash (failure) from an outside requeue", steps_missing)
+    fr.note("info", "exit codes", "not read from JSON (Slurm 22.05 writes 0 for every job); a REQUEUED run's cause comes "
+            "from its batch step's state")
+    return runs
+
+
+def read_sacct(path: str | Path, fr: FileReport, timezone: str = "UTC") -> list[Run]:
+    """The runs of one export (text or JSON, told apart by the first character)."""
+    path = Path(path)
+    src = fr.file
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TraceError(_problem(src, None, None, f"cannot read sacct export: {exc}")) from None
+    if not text.strip():
+        raise TraceError(_problem(src, None, None, "empty sacct export"))
+    if text.lstrip().startswith("{"):
+        fr.facts["form"] = "sacct --json"
+        return _read_json(text, src, fr)
+    try:
+        tz = dt_timezone.utc if timezone.upper() == "UTC" else ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise TraceError(Problem("--timezone", None, "timezone", f"unknown time zone {timezone!r} (e.g. UTC, Europe/Paris)")) from None
+    fr.facts["form"] = "sacct --parsable2"
+    return _read_text(text, src, tz, fr)
+
+
+# --------------------------------------------------------------------------- building the trace
+
+
+def user_label(user: str | None, keep: bool) -> str | None:
+    """The user as a label: the name with ``keep``, else ``u-`` and 12 hex digits of its SHA-256 (stable, not reversible)."""
+    if user is None or keep:
+        return user
+    return "u-" + hashlib.sha256(user.encode("utf-8")).hexdigest()[:12]
+
+
+def _order(runs: list[Run]) -> list[Run]:
+    inf = math.inf
+    return sorted(runs, key=lambda r: (r.submit, r.start if r.start is not None else inf, r.end if r.end is not None else inf,
+                                       r.src, r.row))
+
+
+def _end_reason(r: Run, timeout_as: str) -> str | None:
+    reason = END_REASON[r.state]
+    if r.state == "TIMEOUT":
+        return timeout_as
+    if r.state in REQUEUE_STATES:
+        if (r.exit_status is not None and r.exit_status != 0) or r.batch_failed:
+            return "failure"
+    return reason
+
+
+@dataclass
+class _Job:
+    raw_id: str
+    job_id: str
+    runs: list[Run]
+
+
+def _check_duplicates(runs: list[Run]) -> None:
+    seen: dict[tuple, Run] = {}
+    seen_db: dict[int, Run] = {}
+    problems = []
+    for r in runs:
+        key = (r.raw_id, r.submit, r.start, r.end, r.state)
+        if key in seen:
+            first = seen[key]
+            problems.append(_problem(r.src, r.row, r.where("JobIDRaw"), f"duplicated row: job {r.job_id} run with the same submit, "
+                                     f"start, end and state as {first.src} line {first.row}", r.job_id))
+        else:
+            seen[key] = r
+        if r.db_index is not None:
+            if r.db_index in seen_db and seen_db[r.db_index] is not seen.get(key):
+                first = seen_db[r.db_index]
+                problems.append(_problem(r.src, r.row, "DBIndex", f"DBIndex {r.db_index} also on {first.src} line {first.row}", r.job_id))
+            seen_db.setdefault(r.db_index, r)
+    if problems:
+        raise TraceError(problems[:50])
+
+
+def _group(runs: list[Run]) -> list[_Job]:
+    by: dict[str, list[Run]] = {}
+    for r in runs:
+        by.setdefault(r.raw_id, []).append(r)
+    jobs = []
+    for raw, rs in by.items():
+        ids = sorted({r.job_id for r in rs})
+        if len(ids) > 1:
+            r = next(x for x in rs if x.job_id != rs[0].job_id)
+            raise TraceError(_problem(r.src, r.row, "JobID", f"JobIDRaw {raw} is JobID {rs[0].job_id!r} on {rs[0].src} line "
+                                                             f"{rs[0].row} but {r.job_id!r} here"))
+        jobs.append(_Job(raw, ids[0], _order(rs)))
+    return sorted(jobs, key=lambda j: (j.runs[0].submit, int(j.raw_id)))
+
+
+def _build_job(job: _Job, *, timeout_as: str, as_of: float,
+               odd: dict[tuple[str, str], list[Run]], bounds: dict[tuple[str, int], tuple[float, float | None]],
+               ) -> tuple[list[dict], list[dict]]:
+    """Attempts and the queue span(s) of one job (epoch seconds); each run's (start, end) goes into ``bounds``."""
+    attempts: list[dict] = []
+    spans: list[dict] = []
+    n = len(job.runs)
+    prev_end: float | None = None
+    for k, r in enumerate(job.runs):
+        last = k == n - 1
+        reason = _end_reason(r, timeout_as)
+        if r.start is None:
+            if r.state not in QUEUE_ONLY_STATES:
+                raise TraceError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+            if not last:
+                raise TraceError(_problem(r.src, r.row, r.where("Start"), "a run that never started, followed by another "
+                                          "run of the same job", job.job_id))
+            # queue time only: requeued and still waiting, or cancelled / failed while waiting
+            q0 = r.submit if prev_end is None else prev_end
+            q1 = r.end if reason is not None else as_of
+            if reason is not None and q1 is None:
+                raise TraceError(_problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id))
+            if q1 < q0:
+                odd.setdefault(("corrected", "queue end before its start (clock skew, or --as-of before the requeue): "
+                                "zero queue time"), []).append(r)
+                q1 = q0
+            attempts.append(dict(job_id=job.job_id, attempt=k, start=q0, end=None if reason is None else q1,
+                                 end_reason=reason or "running"))
+            spans.append(dict(job_id=job.job_id, attempt=k, phase="scheduling", stage="queue", start=q0, end=q1,
+                              cursor_start=None, cursor_end=None))
+            if reason is None:
+                odd.setdefault(("inferred", "still waiting in the queue: running, its queue time counted up to the as-of time"),
+                               []).append(r)
+            break
+        if reason is None and not last:
+            raise TraceError(_problem(r.src, r.row, r.where("State"), f"still {r.state} but a later run of the same job "
+                                      "follows (a runaway record: see sacctmgr show runawayjobs)", job.job_id))
+        if reason is not None and r.end is None:
+            raise TraceError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
+        if r.end is not None and r.end < r.start:
+            raise TraceError(_problem(r.src, r.row, r.where("End"), f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
+                                      job.job_id))
+        if prev_end is not None and r.start < prev_end:
+            raise TraceError(_problem(r.src, r.row, r.where("Start"), f"the run starts before the previous run of the job ended "
+                                      f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)", job.job_id))
+        if k == 0:
+            a_start = r.submit
+            if r.start < r.submit:
+                odd.setdefault(("corrected", "start before submit (clock skew): the job starts at its run's start"), []).append(r)
+                a_start = r.start
+            if r.start > a_start:
+                spans.append(dict(job_id=job.job_id, attempt=0, phase="scheduling", stage="queue", start=a_start, end=r.start,
+                                  cursor_start=None, cursor_end=None))
+        else:
+            a_start = r.start
+        end = r.end if reason is not None else None
+        if reason is None and r.end is not None:
+            end = None  # an active run's End is not its end
+        attempts.append(dict(job_id=job.job_id, attempt=k, start=a_start, end=end, end_reason=reason or "running"))
+        bounds[(job.job_id, k)] = (r.start, end)
+        prev_end = r.end
+    return attempts, spans
+
+
+def import_sacct(
+    paths: Iterable[str | Path],
+    *,
+    recorder_dir: str | Path | None = None,
+    gpus: int | None = None,
+    keep_users: bool = False,
+    timezone: str = "UTC",
+    as_of: float | None = None,
+    timeout_as: str = "failure",
+    clock_tolerance_s: float = 2.0,
+    relative_to: str | Path | None = None,
+) -> tuple[TraceFrames, ImportReport]:
+    """Import sacct exports (text or JSON), optionally with a recorder run folder; see the module doc.
+
+    ``as_of`` (epoch seconds): the end of queue time for jobs still waiting (default:
+    the latest time in the exports).  ``relative_to``: report file names relative to
+    this folder (for bundled data).
+    """
+    paths = [Path(p) for p in paths]
+    if not paths:
+        raise TraceError(Problem("sacct", None, None, "no sacct export given"))
+    if timeout_as not in ("failure", "cancelled"):
+        raise TraceError(Problem("--timeout-as", None, "timeout_as", f"must be 'failure' or 'cancelled', got {timeout_as!r}"))
+    if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
+        raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
+    if isinstance(clock_tolerance_s, bool) or not isinstance(clock_tolerance_s, (int, float)) or not 0 <= clock_tolerance_s < 3600:
+        raise TraceError(Problem("--clock-tolerance", None, "clock_tolerance_s", f"must be seconds in [0, 3600), got {clock_tolerance_s!r}"))
+
+    def name(p: Path) -> str:
+        if relative_to is not None:
+            try:
+                return str(p.resolve().relative_to(Path(relative_to).resolve()))
+            except ValueError:
+                pass
+        return str(p)
+
+    report = ImportReport("slurm")
+    runs: list[Run] = []
+    fr_of: dict[str, FileReport] = {}
+    for p in paths:
+        fr = report.add_file(name(p))
+        fr_of[fr.file] = fr
+        got = read_sacct(p, fr, timezone=timezone)
+        fr.facts["rows"] = len(got)
+        runs.extend(got)
+    if not runs:
+        raise TraceError(Problem(report.files[0].file, None, None, "no job allocation rows in the export(s)"))
+    _check_duplicates(runs)
+    unallocated: dict[str, list[int]] = {}
+    for r in runs:
+        if r.allocated is False and r.start is not None:
+            # sacct gives a job cancelled while pending a Start equal to its End, but no node: it never started
+            r.start = None
+            unallocated.setdefault(r.src, []).append(r.row)
+    for src, rows in unallocated.items():
+        fr_of[src].note("inferred", "a Start time but no node allocated (NodeList 'None assigned')",
+                        "sacct gives a job cancelled while waiting a Start equal to its End: it never started", rows)
+    jobs = _group(runs)
+
+    latest = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
+    if as_of is None:
+        as_of = latest
+        as_of_given = False
+    else:
+        as_of_given = True
+
+    attempts: list[dict] = []
+    spans: list[dict] = []
+    job_rows: list[dict] = []
+    odd: dict[tuple[str, str], list[Run]] = {}
+    bounds: dict[tuple[str, int], tuple[float, float | None]] = {}
+    never_ran: list[_Job] = []
+    no_gpus: list[Run] = []
+    for job in jobs:
+        if all(r.start is None for r in job.runs):
+            for r in job.runs:
+                if r.state not in QUEUE_ONLY_STATES:
+                    raise TraceError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+            never_ran.append(job)
+            continue
+        a, s = _build_job(job, timeout_as=timeout_as, as_of=as_of, odd=odd, bounds=bounds)
+        attempts.extend(a)
+        spans.extend(s)
+        ran = [r for r in job.runs if r.start is not None]
+        counts = [r.gpus for r in ran if r.gpus]
+        if counts:
+            n_gpus = max(counts)
+            if len(set(counts)) > 1:
+                odd.setdefault(("inferred", "runs of one job held different gres/gpu counts: the largest is used"),
+                               []).append(ran[0])
+        elif gpus is not None:
+            n_gpus = gpus
+            odd.setdefault(("inferred", f"no gres/gpu in AllocTRES: gpus = {gpus} (--gpus)"), []).append(ran[0])
+        else:
+            no_gpus.append(ran[0])
+            continue
+        last = job.runs[-1]
+        job_rows.append(dict(
+            job_id=job.job_id, model=last.name or job.job_id, gpus=n_gpus, slurm_job_id=job.raw_id,
+            job_name=last.name, partition=last.partition, account=last.account, qos=last.qos,
+            user=user_label(last.user, keep_users), array_job_id=last.array_job_id, array_task_id=last.array_task_id,
+            slurm_state=last.state, slurm_runs=len(ran),
+        ))
+    files_of: dict[str, set[str]] = {}
+    kept = {j["job_id"] for j in job_rows}
+    for job in jobs:
+        if job.job_id in kept:
+            for r in job.runs:
+                files_of.setdefault(r.src, set()).add(job.job_id)
+    if no_gpus:
+        raise TraceError([_problem(r.src, r.row, r.where("AllocTRES"), f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
+                                   "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)", r.job_id) for r in no_gpus[:20]])
+
+    for (kind, what), where in odd.items():
+        for src in sorted({r.src for r in where}):
+            rows = [r.row for r in where if r.src == src]
+            fr_of[src].note(kind, what, f"job(s) {', '.join(sorted({r.job_id for r in where if r.src == src})[:10])}", rows)
+    for src in sorted({j.runs[0].src for j in never_ran}):
+        mine = [j for j in never_ran if j.runs[0].src == src]
+        shown = ", ".join(f"{j.job_id} ({j.runs[-1].state})" for j in mine[:20]) + (" ..." if len(mine) > 20 else "")
+        fr_of[src].note("dropped", f"{len(mine)} job(s) that never started", f"held no hardware: {shown}",
+                        [r.row for j in mine for r in j.runs], count=len(mine))
+    for fr in report.files:
+        mine = [r for r in runs if r.src == fr.file]
+        by_state: dict[str, int] = {}
+        for r in mine:
+            by_state[r.state] = by_state.get(r.state, 0) + 1
+        fr.facts["rows by state"] = ", ".join(f"{k} {v}" for k, v in sorted(by_state.items()))
+        requeued_fail = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "failure")
+        requeued_pre = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "preemption")
+        if requeued_fail or requeued_pre:
+            fr.note("inferred", "REQUEUED runs", f"{requeued_fail} requeued after their batch script failed (RequeueExit): "
+                    f"failure; {requeued_pre} requeued from outside: preemption")
+        if any(r.state == "TIMEOUT" for r in mine):
+            fr.note("inferred", "TIMEOUT runs", f"taken as {timeout_as} (--timeout-as; docs/slurm.md)",
+                    [r.row for r in mine if r.state == "TIMEOUT"])
+        fr.job_ids = sorted(files_of.get(fr.file, ()))
+    report.files[0].facts["jobs imported"] = len(job_rows)
+    report.files[0].facts["attempts"] = len(attempts)
+    report.files[0].facts["jobs never started (left out)"] = len(never_ran)
+    if any(a["end_reason"] == "running" for a in attempts):
+        report.files[0].facts["as-of (end of queue time of waiting jobs)"] = (
+            datetime.fromtimestamp(as_of, tz=dt_timezone.utc).isoformat() + ("" if as_of_given else " (the export's latest time)"))
+
+    frames = TraceFrames.from_rows(attempts, spans, job_rows, {
+        "synthetic": False, "source": "Slurm accounting (sacct)", "importer": "ettcore.importers.slurm",
+        "source_files": [f.file for f in report.files], "clock_tolerance_s": clock_tolerance_s,
+    })
+    if recorder_dir is not None:
+        from .recorder_join import join_recorder
+
+        kept_bounds = {k: v for k, v in bounds.items() if k[0] in kept}
+        frames = join_recorder(frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s,
+                               name=name)
+    return frames, report
+
+
+def runs_table(paths: Iterable[str | Path], *, timezone: str = "UTC") -> "pl.DataFrame":
+    """Every run of the exports as the import numbers them: ``job_id``, ``attempt``, ``slurm_state``, ``exit_status``
+    (text exports only), ``submit``, ``start``, ``end`` (epoch seconds); rows that never started have no attempt.
+
+    For what the trace does not carry: the Slurm state behind each attempt's end reason
+    (``NODE_FAIL`` or ``TIMEOUT`` are both ``failure``).
+    """
+    import polars as pl
+
+    report = ImportReport("slurm")
+    runs: list[Run] = []
+    for p in paths:
+        runs.extend(read_sacct(p, report.add_file(str(p)), timezone=timezone))
+    _check_duplicates(runs)
+    for r in runs:
+        if r.allocated is False:
+            r.start = None
+    rows = []
+    for job in _group(runs):
+        for k, r in enumerate(job.runs):
+            if r.start is not None:
+                rows.append({"job_id": job.job_id, "attempt": k, "slurm_state": r.state, "exit_status": r.exit_status,
+                             "submit": r.submit, "start": r.start, "end": r.end})
+    return pl.DataFrame(rows, schema={"job_id": pl.String, "attempt": pl.Int64, "slurm_state": pl.String,
+                                      "exit_status": pl.Int64, "submit": pl.Float64, "start": pl.Float64, "end": pl.Float64})

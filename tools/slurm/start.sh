@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Start the project's single-machine Slurm cluster from Debian's packages:
+# munge (own key and socket), MariaDB (own data folder), slurmdbd, the accounting entities, slurmctld, slurmd.
+# Waits until sinfo shows the node idle. Needs root (munge runs as its user, the daemons as root).
+#
+#   tools/slurm/start.sh [--fresh]     --fresh: wipe the state folder first (new database, job ids from 1)
+#   export SLURM_CONF="$(tools/slurm/start.sh --conf)"   # where clients (sbatch, sacct) find the cluster
+#
+# Settings (environment): ETT_SLURM_DIR state folder (default ${TMPDIR:-/tmp}/ett-slurm),
+# ETT_SLURM_CPUS job slots of the node (default 4), ETT_SLURM_GPUS gres/gpu count (default 4),
+# ETT_SLURM_REQUEUE_EXIT exit code that Slurm requeues (default 42), ETT_SLURM_PORT first of four
+# TCP ports on 127.0.0.1 (slurmctld, slurmd, slurmdbd, MariaDB; default 16817), ETT_SLURM_WAIT seconds to wait for
+# each daemon (default 180: a loaded 2-core machine needs them). On a failure it prints the logs' tails and stops
+# whatever it started.
+# There is no systemd here: every daemon runs in the foreground (-D) in the background of this
+# script, its PID in $ETT_SLURM_DIR/run/. tools/slurm/stop.sh stops them all.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+DIR="${ETT_SLURM_DIR:-${TMPDIR:-/tmp}/ett-slurm}"
+CPUS="${ETT_SLURM_CPUS:-4}"
+GPUS="${ETT_SLURM_GPUS:-4}"
+REQUEUE_EXIT="${ETT_SLURM_REQUEUE_EXIT:-42}"
+PORT="${ETT_SLURM_PORT:-16817}"
+NODE=ett1
+CONF="$DIR/etc/slurm.conf"
+
+if [[ "${1:-}" == "--conf" ]]; then echo "$CONF"; exit 0; fi
+
+WAIT="${ETT_SLURM_WAIT:-180}"
+say() { echo "[slurm] $*"; }
+die() {
+  echo "[slurm] error: $*" >&2
+  if [[ -d "$DIR/log" ]]; then
+    for f in "$DIR"/log/* "$DIR"/munge/munged.log; do
+      [[ -s "$f" ]] && { echo "--- $f (last lines)" >&2; tail -n 8 "$f" >&2; }
+    done
+  fi
+  [[ -d "$DIR/run" ]] && "$HERE/stop.sh" >&2 || true
+  exit 3
+}
+
+[[ "$(id -u)" == 0 ]] || die "needs root (munge must run as the munge user, slurmd as root); run with sudo"
+for bin in munged mariadbd mariadb-install-db slurmdbd slurmctld slurmd sacctmgr sinfo; do
+  command -v "$bin" >/dev/null 2>&1 || [[ -x "/usr/sbin/$bin" ]] || die "$bin not found: apt-get install slurm-wlm slurmdbd slurm-client munge mariadb-server slurm-wlm-basic-plugins slurm-wlm-mysql-plugin"
+done
+export PATH="$PATH:/usr/sbin"
+export SLURM_CONF="$CONF"
+
+alive() { [[ -s "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+if [[ "${1:-}" == "--fresh" ]]; then
+  "$HERE/stop.sh" >/dev/null 2>&1 || true
+  rm -rf "$DIR"
+fi
+if alive "$DIR/run/slurmd.pid" && alive "$DIR/run/slurmctld.pid" && sinfo -h >/dev/null 2>&1; then
+  say "already running ($DIR)"; echo "export SLURM_CONF=$CONF"; exit 0
+fi
+
+t_start=$(date +%s.%N)
+mkdir -p "$DIR"; chmod 755 "$DIR"
+for u in munge mysql; do  # both daemons run as their own users: every folder above $DIR must let them through
+  runuser -u "$u" -- test -x "$DIR" || die "user $u cannot reach $DIR (a parent folder is not searchable by others); set ETT_SLURM_DIR elsewhere"
+done
+HOST="$(hostname -s)"
+USER_NAME="$(id -un)"
+mkdir -p "$DIR"/{etc,state,spool,run,log,dev}
+for ((g = 0; g < GPUS; g++)); do touch "$DIR/dev/gpu$g"; done
+chmod 755 "$DIR"
+DB_PASS_FILE="$DIR/etc/db-pass"
+[[ -s "$DB_PASS_FILE" ]] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$DB_PASS_FILE")
+DB_PASS="$(cat "$DB_PASS_FILE")"
+
+render() {  # template -> file
+  sed -e "s|@DIR@|$DIR|g" -e "s|@HOST@|$HOST|g" -e "s|@USER@|$USER_NAME|g" -e "s|@NODE@|$NODE|g" \
+      -e "s|@CPUS@|$CPUS|g" -e "s|@GPUS@|$GPUS|g" -e "s|@GPU_LAST@|$((GPUS - 1))|g" -e "s|@REQUEUE_EXIT@|$REQUEUE_EXIT|g" \
+      -e "s|@CTLD_PORT@|$PORT|g" -e "s|@SLURMD_PORT@|$((PORT + 1))|g" -e "s|@DBD_PORT@|$((PORT + 2))|g" \
+      -e "s|@DB_PORT@|$((PORT + 3))|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1" > "$2"
+}
+render "$HERE/slurm.conf.in" "$DIR/etc/slurm.conf"
+render "$HERE/gres.conf.in" "$DIR/etc/gres.conf"
+render "$HERE/slurmdbd.conf.in" "$DIR/etc/slurmdbd.conf"
+chmod 600 "$DIR/etc/slurmdbd.conf"
+chmod 644 "$DIR/etc/slurm.conf" "$DIR/etc/gres.conf"
+
+wait_for() {  # seconds, description, command...
+  local n="$1" what="$2"; shift 2
+  for ((i = 0; i < n * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  die "$what did not come up within ${n}s (logs: $DIR/log)"
+}
+background() {  # pidfile, log, command...
+  local pidfile="$1" log="$2"; shift 2
+  "$@" >>"$log" 2>&1 &
+  echo $! > "$pidfile"
+}
+
+# 1. munge: a private daemon with its own key and socket (no /run/munge, nothing shared with a system munge)
+MUNGE="$DIR/munge"
+mkdir -p "$MUNGE"; chown munge:munge "$MUNGE"; chmod 755 "$MUNGE"  # munged: the socket folder must be searchable by all
+if ! alive "$DIR/run/munged.pid"; then
+  if [[ ! -s "$MUNGE/munge.key" ]]; then
+    runuser -u munge -- mungekey --create --keyfile="$MUNGE/munge.key" >>"$DIR/log/munged.log" 2>&1 \
+      || die "mungekey failed (see $DIR/log/munged.log)"
+  fi
+  runuser -u munge -- munged --socket="$MUNGE/munge.socket" --key-file="$MUNGE/munge.key" \
+    --pid-file="$MUNGE/munged.pid" --log-file="$MUNGE/munged.log" --seed-file="$MUNGE/munged.seed" \
+    >>"$DIR/log/munged.log" 2>&1 || die "munged did not start (see $DIR/log/munged.log and $MUNGE/munged.log)"
+  cp "$MUNGE/munged.pid" "$DIR/run/munged.pid"
+fi
+wait_for "$WAIT" munge bash -c "munge -S '$MUNGE/munge.socket' -n </dev/null | unmunge -S '$MUNGE/munge.socket'"
+
+# 2. MariaDB in its own data folder, TCP on 127.0.0.1 only
+mkdir -p "$DIR/mysql-run"; chown mysql:mysql "$DIR/mysql-run"
+SOCK="$DIR/mysql-run/mysql.sock"
+if ! alive "$DIR/run/mariadbd.pid"; then
+  if [[ ! -d "$DIR/mysql/mysql" ]]; then
+    mkdir -p "$DIR/mysql"; chown mysql:mysql "$DIR/mysql"
+    mariadb-install-db --no-defaults --datadir="$DIR/mysql" --user=mysql --auth-root-authentication-method=socket \
+      --skip-test-db >>"$DIR/log/mariadb-install.log" 2>&1 || die "mariadb-install-db failed (see $DIR/log/mariadb-install.log)"
+  fi
+  background "$DIR/run/mariadbd.pid" "$DIR/log/mariadbd.log" \
+    mariadbd --no-defaults --datadir="$DIR/mysql" --user=mysql --socket="$SOCK" \
+      --pid-file="$DIR/mysql-run/mariadbd.pid" --port=$((PORT + 3)) --bind-address=127.0.0.1 --skip-name-resolve \
+      --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --log-error="$DIR/log/mariadbd.err"
+  wait_for "$WAIT" MariaDB mariadb --no-defaults -S "$SOCK" -u root -e 'select 1'
+fi
+mariadb --no-defaults -S "$SOCK" -u root <<SQL
+CREATE DATABASE IF NOT EXISTS slurm_acct_db;
+CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+FLUSH PRIVILEGES;
+SQL
+
+# 3. slurmdbd, then the cluster, accounts and user in its database
+if ! alive "$DIR/run/slurmdbd.pid"; then
+  background "$DIR/run/slurmdbd.pid" "$DIR/log/slurmdbd.out" slurmdbd -D
+fi
+wait_for "$WAIT" slurmdbd sacctmgr -n list cluster
+sacctmgr -i -Q add cluster ett >/dev/null 2>&1 || true
+for acct in research production; do
+  sacctmgr -i -Q add account "$acct" cluster=ett Description="$acct" Organization=ett >/dev/null 2>&1 || true
+done
+sacctmgr -i -Q add user "$USER_NAME" account=research,production DefaultAccount=research cluster=ett >/dev/null 2>&1 || true
+
+# 4. slurmctld, then slurmd
+if ! alive "$DIR/run/slurmctld.pid"; then
+  background "$DIR/run/slurmctld.pid" "$DIR/log/slurmctld.out" slurmctld -D -i
+fi
+wait_for "$WAIT" slurmctld scontrol ping
+if ! alive "$DIR/run/slurmd.pid"; then
+  background "$DIR/run/slurmd.pid" "$DIR/log/slurmd.out" slurmd -D -N "$NODE"
+fi
+node_idle() { [[ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1)" == idle* ]]; }
+wait_for "$WAIT" "node $NODE (idle in sinfo)" node_idle
+t_end=$(date +%s.%N)
+say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu; state in $DIR"
+echo "export SLURM_CONF=$CONF"
