@@ -20,12 +20,18 @@ One scenario, about two minutes, exercising what the importer maps (each job is
 
 Then both documented exports, the import of each with the recorder folder,
 and the cross-check of :mod:`tests.slurm_oracle`.
+
+It is one test (the checks inside it are reported together): one cluster and
+one scenario, whichever xdist worker runs it.  (An ``xdist_group`` does not keep
+tests on one worker with this pytest and pytest-xdist, so module fixtures could
+start a second cluster on the same ports.)
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 import subprocess
 import sys
 import tempfile
@@ -47,7 +53,7 @@ STOP = PROJECT_ROOT / "tools" / "slurm" / "stop.sh"
 JOB = PROJECT_ROOT / "tests" / "slurm" / "tiny_job.py"
 REQUEUE_EXIT = 42
 
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm")]
+pytestmark = pytest.mark.slurm
 
 
 def _why_no_slurm() -> str | None:
@@ -67,7 +73,7 @@ def _sinfo_ok(env: dict) -> bool:
         return False
 
 
-@pytest.fixture(scope="module")
+@contextmanager
 def cluster():
     """Environment (SLURM_CONF) of a running cluster: the one in the environment, else one started here."""
     env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
@@ -113,70 +119,92 @@ def _states(env: dict) -> dict[str, tuple[str, int]]:
     return jobs
 
 
-def _wait(cond, what: str, timeout: float = 600.0) -> None:
+def _running(env: dict, jid: str, seconds: int) -> bool | None:
+    """Job ``jid`` has been running at least ``seconds``; ``None`` once the controller no longer lists it."""
+    st = _states(env).get(jid)
+    if st is None:
+        return None
+    return st[0] == "RUNNING" and st[1] >= seconds
+
+
+def _wait(cond, what: str, timeout: float = 600.0, env: dict | None = None, work: Path | None = None) -> None:
+    """Poll ``cond`` (``None``: it can no longer come true); on a failure say what Slurm shows (queue, accounting, output)."""
     t = time.time()
-    while not cond():
-        if time.time() - t > timeout:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+    while not (ok := cond()):
+        if ok is None or time.time() - t > timeout:
+            detail = ""
+            if env is not None:
+                q = subprocess.run(["squeue", "-o", "%i %j %T %r %M"], env=env, capture_output=True, text=True).stdout
+                a = subprocess.run(["sacct", "-D", "-X", "-o", "JobID,JobName,State,ExitCode,Start,End"], env=env,
+                                   capture_output=True, text=True).stdout
+                detail += f"\nsqueue:\n{q}\nsacct:\n{a}"
+            if work is not None:
+                for log in sorted((work / "logs").glob("*.out")):
+                    detail += f"\n--- {log.name}:\n" + "\n".join(log.read_text(errors="replace").splitlines()[-6:])
+            why = "it can no longer happen" if ok is None else f"timed out after {timeout:.0f} s"
+            raise AssertionError(f"{why} waiting for {what}{detail}")
         time.sleep(0.5)
 
 
-@pytest.fixture(scope="module")
-def scenario(cluster):
-    env = cluster
+@contextmanager
+def scenario(env: dict):
+    """Run the scenario on the cluster; the exports and the recorder files are in ``work``."""
     # the jobs write here as root; kept out of pytest's folder, which other pytest runs may prune
     work = Path(tempfile.mkdtemp(prefix="ett-slurm-work-"))
-    (work / "logs").mkdir()
-    py = sys.executable
-    base = ["sbatch", "--parsable", "--cpus-per-task=1", "--gres=gpu:1", "--time=10", f"--output={work}/logs/%x-%j.out",
-            "--open-mode=append", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}"]
-    node = _sh(env, "sinfo", "-h", "-o", "%N").split()[0]
-    t0 = time.time()
-    export_start = datetime.fromtimestamp(t0 - 60).replace(microsecond=0).isoformat()
+    try:
+        (work / "logs").mkdir()
+        py = sys.executable
+        base = ["sbatch", "--parsable", "--cpus-per-task=1", "--gres=gpu:1", "--time=10", f"--output={work}/logs/%x-%j.out",
+                "--open-mode=append", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}"]
+        node = _sh(env, "sinfo", "-h", "-o", "%N").split()[0]
+        t0 = time.time()
+        export_start = datetime.fromtimestamp(t0 - 60).replace(microsecond=0).isoformat()
 
-    def submit(name: str, *args: str, wrap: str) -> str:
-        return _sh(env, *base, f"--job-name={name}", *args, f"--wrap=exec {py} {JOB} {work} {wrap}").strip().split(";")[0]
+        def submit(name: str, *args: str, wrap: str) -> str:
+            return _sh(env, *base, f"--job-name={name}", *args, f"--wrap=exec {py} {JOB} {work} {wrap}").strip().split(";")[0]
 
-    ids = {
-        "done": submit("done", wrap="10 0.2"),
-        "crash": submit("crash", wrap=f"20 0.2 10 {REQUEUE_EXIT}"),
-        "arr": submit("arr", "--array=0-1", wrap="5 0.2"),
-        "long": submit("long", wrap=f"60 0.1 0 0 {work}/release-long"),  # trains until the test releases it
-        "held": submit("held", "--begin=now+3600", wrap="1 0.1"),
-    }
-    _sh(env, "scancel", ids["held"])
-    # the first three finished, `long` running: a high-priority job needing the whole node preempts it
-    _wait(lambda: not any(j.split("_")[0] in (ids["done"], ids["crash"], ids["arr"]) for j in _states(env)), "done, crash, arr")
-    _wait(lambda: _states(env).get(ids["long"], ("", 0))[0] == "RUNNING" and _states(env)[ids["long"]][1] >= 3, "long running")
-    cpus = _sh(env, "sinfo", "-h", "-n", node, "-o", "%c").split()[0]
-    ids["urgent"] = _sh(env, *base[:2], f"--cpus-per-task={cpus}", "--gres=gpu:1", "--partition=high", "--job-name=urgent", "--time=5",
-                        f"--output={work}/logs/%x-%j.out", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}",
-                        f"--wrap=exec {py} {JOB} {work} 5 0.2").strip()
-    _wait(lambda: ids["urgent"] not in _states(env), "urgent done")
-    # `long` back on the node (second run) with `norq` beside it: the node fails under both
-    _wait(lambda: _states(env).get(ids["long"], ("", 0))[0] == "RUNNING" and _states(env)[ids["long"]][1] >= 3, "long rerun")
-    ids["norq"] = submit("norq", "--no-requeue", wrap=f"60 0.1 0 0 {work}/never")
-    _wait(lambda: _states(env).get(ids["norq"], ("", 0))[0] == "RUNNING" and _states(env)[ids["norq"]][1] >= 2, "norq running")
-    _sh(env, "scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=test node failure")
-    time.sleep(2)
-    _sh(env, "scontrol", "update", f"NodeName={node}", "State=RESUME")
-    (work / "release-long").write_text("")  # its third run may finish
-    _wait(lambda: not any(j.split("_")[0] in ids.values() for j in _states(env)), "every job ended")
-    # the accounting reaches slurmdbd a moment after the controller
-    cmds = export_commands(export_start)
-    text_env = dict(env, SLURM_TIME_FORMAT="%s")
-    mine = set(ids.values())
+        ids = {
+            "done": submit("done", wrap="10 0.2"),
+            "crash": submit("crash", wrap=f"20 0.2 10 {REQUEUE_EXIT}"),
+            "arr": submit("arr", "--array=0-1", wrap="5 0.2"),
+            "long": submit("long", wrap=f"60 0.1 0 0 {work}/release-long"),  # trains until the test releases it
+            "held": submit("held", "--begin=now+3600", wrap="1 0.1"),
+        }
+        _sh(env, "scancel", ids["held"])
+        # the first three finished, `long` running: a high-priority job needing the whole node preempts it
+        first = (ids["done"], ids["crash"], ids["arr"])
+        _wait(lambda: not any(j.split("_")[0] in first for j in _states(env)), "done, crash, arr", env=env, work=work)
+        _wait(lambda: _running(env, ids["long"], 3), "long running", env=env, work=work)
+        cpus = _sh(env, "sinfo", "-h", "-n", node, "-o", "%c").split()[0]
+        ids["urgent"] = _sh(env, *base[:2], f"--cpus-per-task={cpus}", "--gres=gpu:1", "--partition=high", "--job-name=urgent", "--time=5",
+                            f"--output={work}/logs/%x-%j.out", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}",
+                            f"--wrap=exec {py} {JOB} {work} 5 0.2").strip()
+        _wait(lambda: ids["urgent"] not in _states(env), "urgent done", env=env, work=work)
+        # `long` back on the node (second run) with `norq` beside it: the node fails under both
+        _wait(lambda: _running(env, ids["long"], 3), "long rerun", env=env, work=work)
+        ids["norq"] = submit("norq", "--no-requeue", wrap=f"60 0.1 0 0 {work}/never")
+        _wait(lambda: _running(env, ids["norq"], 2), "norq running", env=env, work=work)
+        _sh(env, "scontrol", "update", f"NodeName={node}", "State=DOWN", "Reason=test node failure")
+        time.sleep(2)
+        _sh(env, "scontrol", "update", f"NodeName={node}", "State=RESUME")
+        (work / "release-long").write_text("")  # its third run may finish
+        _wait(lambda: not any(j.split("_")[0] in ids.values() for j in _states(env)), "every job ended", env=env, work=work)
+        # the accounting reaches slurmdbd a moment after the controller
+        cmds = export_commands(export_start)
+        text_env = dict(env, SLURM_TIME_FORMAT="%s")
+        mine = set(ids.values())
 
-    def exported() -> bool:
-        rows = slurm_oracle.read_sacct_text(_write(work / "sacct.txt", _sh(text_env, *cmds["sacct.txt"])))
-        ours = [j for j in rows.values() if j.rows[0]["JobIDRaw"] in mine or j.job_id.split("_")[0] in mine]
-        return len(ours) >= 6 and all(slurm_oracle.ended(j) for j in ours if j.job_id != ids["held"])
-    _wait(exported, "sacct to show every job ended", timeout=120)
-    _write(work / "sacct.json", _sh(env, *cmds["sacct.json"]))
-    elapsed = time.time() - t0
-    print(f"slurm scenario: {elapsed:.0f} s")
-    yield {"work": work, "ids": ids, "elapsed_s": elapsed}
-    shutil.rmtree(work, ignore_errors=True)
+        def exported() -> bool:
+            rows = slurm_oracle.read_sacct_text(_write(work / "sacct.txt", _sh(text_env, *cmds["sacct.txt"])))
+            ours = [j for j in rows.values() if j.rows[0]["JobIDRaw"] in mine or j.job_id.split("_")[0] in mine]
+            return len(ours) >= 6 and all(slurm_oracle.ended(j) for j in ours if j.job_id != ids["held"])
+        _wait(exported, "sacct to show every job ended", timeout=120, env=env, work=work)
+        _write(work / "sacct.json", _sh(env, *cmds["sacct.json"]))
+        elapsed = time.time() - t0
+        print(f"slurm scenario: {elapsed:.0f} s")
+        yield {"work": work, "ids": ids, "elapsed_s": elapsed}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _write(p: Path, text: str) -> Path:
@@ -184,24 +212,37 @@ def _write(p: Path, text: str) -> Path:
     return p
 
 
-@pytest.fixture(scope="module")
-def imported(scenario, tmp_path_factory):
+def import_both(scenario: dict, out_root: Path) -> dict:
     work = scenario["work"]
     out = {}
     for form in ("sacct.txt", "sacct.json"):
         frames, report = import_sacct([work / form], recorder_dir=work / "recorder")
-        out[form] = (frames, report, write_import(tmp_path_factory.mktemp(form.replace(".", "-")) / "trace", frames, report))
+        out[form] = (frames, report, write_import(out_root / form.replace(".", "-") / "trace", frames, report))
     return out
 
 
-def test_both_forms_give_the_same_trace(imported):
+def test_real_slurm(tmp_path):
+    """sbatch, sacct, ett import slurm: every check below on one real scenario; all failures reported together."""
+    with cluster() as env, scenario(env) as sc:
+        imported = import_both(sc, tmp_path)
+        failures = []
+        for check in (both_forms_give_the_same_trace, cross_check_against_sacct, every_recorded_span_inside_its_run,
+                      what_slurm_did_is_in_the_trace, cli_on_the_real_export):
+            try:
+                check(sc, imported, tmp_path)
+            except AssertionError as exc:
+                failures.append(f"{check.__name__}: {exc}")
+        assert not failures, "\n".join(failures)
+
+
+def both_forms_give_the_same_trace(scenario, imported, tmp_path):
     (a, _, _), (b, _, _) = imported["sacct.txt"], imported["sacct.json"]
     assert a.attempts.equals(b.attempts)
     assert a.spans.equals(b.spans)
     assert a.jobs.equals(b.jobs)
 
 
-def test_cross_check_against_sacct(scenario, imported):
+def cross_check_against_sacct(scenario, imported, tmp_path):
     trace = imported["sacct.txt"][2]
     table, diffs = slurm_oracle.cross_check(scenario["work"] / "sacct.txt", trace)
     print(slurm_oracle.format_table(table))
@@ -209,7 +250,7 @@ def test_cross_check_against_sacct(scenario, imported):
     assert table["runs"][0] >= 6  # done, crash, arr x2, long, urgent, norq (and any earlier jobs in the window)
 
 
-def test_every_recorded_span_inside_its_run(scenario, imported):
+def every_recorded_span_inside_its_run(scenario, imported, tmp_path):
     frames, report, trace = imported["sacct.txt"]
     assert slurm_oracle.spans_outside(trace, scenario["work"] / "sacct.txt") == []
     # and the raw recorder spans, before any clipping, lie within the stated tolerance of their runs
@@ -223,7 +264,7 @@ def test_every_recorded_span_inside_its_run(scenario, imported):
     assert facts["kept"] + facts["outside their run within the tolerance (dropped)"] == raw.height
 
 
-def test_what_slurm_did_is_in_the_trace(scenario, imported):
+def what_slurm_did_is_in_the_trace(scenario, imported, tmp_path):
     frames, report, trace = imported["sacct.txt"]
     ids = scenario["ids"]
     reasons = {j: a.sort("attempt")["end_reason"].to_list() for (j,), a in frames.attempts.group_by("job_id")}
@@ -244,7 +285,7 @@ def test_what_slurm_did_is_in_the_trace(scenario, imported):
     assert sorted(set(sp.filter(pl.col("phase") == "train")["attempt"].to_list())) == [0, 1]
 
 
-def test_cli_on_the_real_export(scenario, tmp_path):
+def cli_on_the_real_export(scenario, imported, tmp_path):
     work = scenario["work"]
     ett = [sys.executable, "-m", "ettcore.cli"]
     out = subprocess.run(ett + ["import", "slurm", str(work / "sacct.txt"), "--recorder", str(work / "recorder"), "--out",

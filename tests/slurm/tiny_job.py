@@ -35,8 +35,10 @@ with rec.train_span(step) as span:
         time.sleep(step_s)
         step += 1
         span.advance(step)
-        if step % 5 == 0:
-            ckpt.write_text(str(step))
+        if step % 5 == 0:  # written whole or not at all: a preemption may kill the job at any instant
+            tmp = ckpt.with_name(ckpt.name + ".tmp")
+            tmp.write_text(str(step))
+            os.replace(tmp, ckpt)
         if crash_at and step == crash_at and not crashed.exists():
             crashed.write_text("")
             os._exit(crash_exit)
