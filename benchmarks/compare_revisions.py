@@ -62,6 +62,54 @@ def measure(tree: Path, trace: str, memory_limit: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+IN_PROCESS = r"""
+import json, sys, time
+from ettcore import metric
+from ettcore.queries import sql
+from ettcore.trace import load_trace
+path, limit, rounds, base_dir = sys.argv[1], (sys.argv[2] or None), int(sys.argv[3]), sys.argv[4]
+base = lambda name: open(f"{base_dir}/ettcore/sql/metric/{name}.sql", encoding="utf-8").read()
+t = load_trace(path, memory_limit=limit)
+metric.job_summary(t)  # the head's views and tables, once
+steps = {
+    "head": [("attribute_s", f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}"),
+             ("job_summary_s", f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")],
+    "base": [("attribute_s", f"CREATE OR REPLACE TEMP TABLE base_attributed_time AS {base('attributed_time')}"),
+             ("job_summary_s", f"CREATE OR REPLACE TEMP TABLE base_job_metrics AS {base('job_summary').replace('attributed_time', 'base_attributed_time')}")],
+}
+out = {"base": [], "head": []}
+for r in range(rounds):
+    for name in (("base", "head") if r % 2 == 0 else ("head", "base")):
+        m = {}
+        for step, query in steps[name]:
+            w, c = time.perf_counter(), time.process_time()
+            t.con.execute(query)
+            m[step], m[step[:-2] + "_cpu_s"] = time.perf_counter() - w, time.process_time() - c
+        out[name].append(m)
+same = t.con.execute("SELECT count(*) FROM (SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM base_job_metrics "
+                     "EXCEPT SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM job_metrics)").fetchall()[0][0] == 0
+print(json.dumps({"runs": out, "same": same}))
+"""
+
+
+def in_process(trace: str, base: Path, rounds: int, memory_limit: str) -> None:
+    """The attribution and per-job queries of both revisions on one loaded trace, alternating, in one process.
+
+    The base revision's SQL files must read the tables the head's loader makes (true while the loader's clean views,
+    ``metric_jobs``, ``metric_attempts``, ``metric_spans`` and ``ett_phases`` keep their columns).
+    """
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS, trace, memory_limit, str(rounds), str(base)], cwd=tempfile.gettempdir(),
+                         check=True, capture_output=True, text=True).stdout
+    doc = json.loads(out.strip().splitlines()[-1])
+    print(f"in one process, one loaded trace, {rounds} rounds alternating; same per-job answers: {doc['same']}")
+    print(f"{'step':<16} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
+    for step in ("attribute_s", "job_summary_s", "attribute_cpu_s", "job_summary_cpu_s"):
+        b = [m[step] for m in doc["runs"]["base"]]
+        h = [m[step] for m in doc["runs"]["head"]]
+        bm, hm, bd, hd = min(b), min(h), statistics.median(b), statistics.median(h)
+        print(f"{step:<16} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
@@ -69,7 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head", default=None, help="git revision measured as 'after' (default: the working tree)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory limit of every measurement (as make bench)")
+    ap.add_argument("--in-process", action="store_true", help="time instead the attribution and per-job queries of both revisions "
+                    "on one trace loaded once by the head (no process-to-process noise)")
     args = ap.parse_args(argv)
+    if args.in_process:
+        if args.head:
+            raise SystemExit("--in-process measures the working tree as head")
+        with tempfile.TemporaryDirectory(prefix="ett-revs-") as tmp:
+            in_process(args.trace, export(args.base, Path(tmp) / "base"), args.rounds, args.memory_limit)
+        return 0
     with tempfile.TemporaryDirectory(prefix="ett-revs-") as tmp:
         trees = {"base": export(args.base, Path(tmp) / "base"),
                  "head": export(args.head, Path(tmp) / "head") if args.head else ROOT}

@@ -8,7 +8,7 @@ compare against is :mod:`ettcore.reference`.
 The views are built once per trace, in this order::
 
     clean_* --> metric_jobs, metric_attempts, metric_spans
-        ett_window, ett_exclusions --> ett_exclusion_jobs --> job_exclusions; analysis_cuts
+        ett_window, ett_exclusions --> ett_exclusion_jobs --> unmeasured_time; analysis_cuts
     --> attributed_time (materialized; every instant of every job, per cell)
     --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
         --> job_summary (materialized as job_metrics), job_l2_matrix, exclusion_summary, phase_busy
@@ -161,7 +161,7 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
         con.execute(f"CREATE OR REPLACE TEMP TABLE metric_attempts AS {sql('metric/metric_attempts')}")
         window.check_labels(trace.window, group_columns(trace))
         window.match_jobs(con, trace.window, quote_ident)
-        con.execute(f"CREATE OR REPLACE TEMP TABLE job_exclusions AS {sql('metric/job_exclusions')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE unmeasured_time AS {sql('metric/unmeasured_time')}")
         con.execute(f"CREATE OR REPLACE TEMP VIEW analysis_cuts AS {sql('metric/analysis_cuts')}")
         _attribute(trace, n)
         con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")

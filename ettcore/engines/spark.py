@@ -459,7 +459,7 @@ def register_metric_views(st: SparkTrace) -> None:
     for view, name, keep in (
         ("metric_jobs", "metric/metric_jobs", True),
         ("metric_attempts", "metric/metric_attempts", True),
-        ("job_exclusions", "metric/job_exclusions", True),
+        ("unmeasured_time", "metric/unmeasured_time", True),
         ("analysis_cuts", "metric/analysis_cuts", False),
         ("metric_spans", "metric/metric_spans", False),
         ("attributed_time", "metric/attributed_time", True),
@@ -468,7 +468,7 @@ def register_metric_views(st: SparkTrace) -> None:
         ("fleet_slots", "metric/fleet_slots", False),
         ("job_metrics", "metric/job_summary", True),
     ):
-        if view == "job_exclusions":
+        if view == "unmeasured_time":
             register_exclusion_jobs(st)
         df = st.spark.sql(spark_sql(name))
         if keep:

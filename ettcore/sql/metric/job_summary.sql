@@ -30,10 +30,11 @@ interruptions AS (
     GROUP BY job_key
 ),
 excluded AS (
-    -- the job's excluded time inside its clipped wall time (the intervals are disjoint)
+    -- the job's unmeasured time inside its clipped wall time: what exclusion windows took (the intervals are disjoint,
+    -- and the parts outside the analysis window clip to nothing)
     SELECT c.job_key, sum(greatest(0, least(x.end_ms, c.w1_ms) - greatest(x.start_ms, c.w0_ms))) AS excluded_ms
     FROM clipped AS c
-    JOIN job_exclusions AS x ON x.job_key = c.job_key
+    JOIN unmeasured_time AS x ON x.job_key = c.job_key
     GROUP BY c.job_key
 ),
 attributed AS (

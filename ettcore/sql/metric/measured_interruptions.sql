@@ -1,9 +1,7 @@
--- The interruptions that are measured: attempts ended by failure or preemption at an instant inside the analysis
--- window and outside every exclusion window that applies to the job.  All of them when neither is set.
+-- The interruptions that are measured: attempts ended by failure or preemption at an instant outside the job's
+-- unmeasured time (inside the analysis window and outside the exclusion windows that apply to the job).  All of
+-- them by default.
 SELECT a.job_key, a.end_ms, a.end_reason
 FROM metric_attempts AS a
-CROSS JOIN ett_window AS w
-ANTI JOIN job_exclusions AS x ON x.job_key = a.job_key AND x.start_ms <= a.end_ms AND a.end_ms < x.end_ms
+ANTI JOIN unmeasured_time AS x ON x.job_key = a.job_key AND x.start_ms <= a.end_ms AND a.end_ms < x.end_ms
 WHERE a.end_reason IN ('failure', 'preemption')
-  AND (w.since_ms IS NULL OR a.end_ms >= w.since_ms)
-  AND (w.until_ms IS NULL OR a.end_ms < w.until_ms)

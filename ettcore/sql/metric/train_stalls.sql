@@ -3,8 +3,8 @@
 --
 -- A span's stalled time is how much longer it took than its cursor advance takes at the job's pace (train_pace;
 -- all of it when the cursor did not move or the job never advanced); it is a stall above the job's threshold
--- (train_pace).  A stall counts where its span starts: inside the analysis window and outside the job's exclusion
--- windows.
+-- (train_pace).  A stall counts where its span starts: outside the job's unmeasured time (inside the analysis window,
+-- outside its exclusion windows).
 WITH judged AS (
     SELECT s.job_key, s.attempt, s.start_ms, s.end_ms, p.pace_per_s,
            CASE
@@ -26,9 +26,6 @@ SELECT
     s.pace_per_s
 FROM judged AS s
 JOIN metric_jobs AS j ON j.job_key = s.job_key
-CROSS JOIN ett_window AS w
-ANTI JOIN job_exclusions AS x ON x.job_key = s.job_key AND x.start_ms <= s.start_ms AND s.start_ms < x.end_ms
+ANTI JOIN unmeasured_time AS x ON x.job_key = s.job_key AND x.start_ms <= s.start_ms AND s.start_ms < x.end_ms
 WHERE s.stalled_s > s.threshold_s
-  AND (w.since_ms IS NULL OR s.start_ms >= w.since_ms)
-  AND (w.until_ms IS NULL OR s.start_ms < w.until_ms)
 ORDER BY j.job_id, s.start_ms
