@@ -408,16 +408,21 @@ def waterfall(steps: Sequence[tuple[str, float]], *, synthetic: bool, unit: str 
 
 def lines(frame: pl.DataFrame, x: str, y: str, color: str | None, *, synthetic: bool, chart_title: str,
           x_title: str | None = None, y_title: str | None = None, points: bool = False, color_title: str | None = None,
-          x_domain: Sequence[float] | None = None, markers: Sequence[tuple[float, str]] = ()) -> alt.LayerChart:
+          x_domain: Sequence[float] | None = None, markers: Sequence[tuple[float, str]] = (),
+          y_zero: bool = True) -> alt.LayerChart:
     """A line chart of ``y`` against ``x`` (one line per ``color`` value).
 
-    ``x_domain`` limits the x axis; ``markers`` draws a labelled vertical rule at each ``(x, label)`` (an optimum).
+    ``x`` may be numeric, a time, or text (bucket labels such as "Jan 2026": one tick each, in the frame's order).
+    ``x_domain`` limits the x axis; ``markers`` draws a labelled vertical rule at each ``(x, label)`` (an optimum);
+    ``y_zero=False`` lets the y axis start near the data instead of at zero.
     """
     scale = alt.Scale(domain=list(x_domain), nice=False) if x_domain else alt.Undefined
-    xt = f"{x}:Q" if frame.schema[x].is_numeric() else f"{x}:T"
+    kind = frame.schema[x]
+    xt = f"{x}:Q" if kind.is_numeric() else f"{x}:T" if kind.is_temporal() else f"{x}:O"
     enc = {
-        "x": alt.X(xt, title=x_title or x, scale=scale),
-        "y": alt.Y(f"{y}:Q", title=y_title or y),
+        "x": alt.X(xt, title=x_title or x, scale=scale, sort=None if xt.endswith(":O") else alt.Undefined,
+                   axis=alt.Axis(labelAngle=0) if xt.endswith(":O") else alt.Undefined),
+        "y": alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Undefined if y_zero else alt.Scale(zero=False)),
         "tooltip": [alt.Tooltip(xt, title=x_title or x, format=".2f" if frame.schema[x].is_numeric() else alt.Undefined),
                     alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y)]
         + ([alt.Tooltip(f"{color}:N", title=color_title or color)] if color else []),

@@ -337,7 +337,11 @@ def _ipc_kernel_manager():
     """A kernel manager on IPC transport (Unix sockets in a private temporary folder) instead of TCP on localhost.
 
     Recent ipykernel warns on the terminal that a TCP kernel is unencrypted; a report run has no use for TCP, so
-    its kernels talk over IPC and nothing reaches the terminal.
+    its kernels talk over IPC and nothing reaches the terminal.  jupyter_client interrupts a kernel before every
+    shutdown; after a finished run that SIGINT can land in one of the kernel's message handlers, which then logs
+    "KeyboardInterrupt caught in kernel." on the terminal.  The shutdown request alone ends an idle kernel (and
+    one that ignores it is still killed), so the interrupt is skipped while shutting down; an interrupt asked for
+    at any other time (a cell past its timeout) is sent as before.
     """
     from jupyter_client.manager import KernelManager
 
@@ -346,6 +350,10 @@ def _ipc_kernel_manager():
             kwargs.setdefault("transport", "ipc")
             kwargs.setdefault("ip", os.path.join(_kernel_folder(), "kernel"))
             super().__init__(**kwargs)
+
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
 
     return IPCKernelManager
 

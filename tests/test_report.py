@@ -478,3 +478,39 @@ def test_scorecard_displays_as_a_formatted_table() -> None:
     bundle = card._repr_mimebundle_()
     assert "ett-table-" in bundle["text/html"] and scorecard.CALIBRATED_MEANING in bundle["text/plain"]
     assert "1/1 checks pass (1 calibrated)" in bundle["text/plain"]
+
+
+def test_report_kernels_are_not_interrupted_on_shutdown(monkeypatch):
+    """jupyter_client's shutdown sends SIGINT first; a finished report kernel gets only the shutdown request."""
+    import signal
+
+    from jupyter_client.manager import KernelManager
+
+    sent = []
+    send = KernelManager._async_signal_kernel
+
+    async def record(self, signum):
+        sent.append(signum)
+        await send(self, signum)
+
+    monkeypatch.setattr(KernelManager, "_async_signal_kernel", record)
+    km = report._ipc_kernel_manager()(kernel_name=report.KERNEL_NAME)
+    km.start_kernel()
+    try:
+        km.interrupt_kernel()  # asked for while running (a cell past its timeout): still sent
+        assert sent == [signal.SIGINT]
+    finally:
+        km.shutdown_kernel()
+    assert sent == [signal.SIGINT], "the shutdown interrupted the kernel"
+    assert not km.is_alive()
+
+
+def test_lines_on_bucket_labels_keep_the_buckets_order():
+    """Monthly buckets drawn by their labels: one tick per bucket, in the frame's order (not days of a time axis)."""
+    frame = pl.DataFrame({"bucket": ["Nov 2026", "Dec 2026", "Jan 2027"], "ett_pct": [91.0, 85.5, 88.0]})
+    spec = charts.to_v5_spec(charts.lines(frame, "bucket", "ett_pct", None, synthetic=True, chart_title="t", y_zero=False))
+    enc = spec["layer"][0]["encoding"]
+    assert enc["x"]["type"] == "ordinal" and enc["x"]["sort"] is None
+    assert enc["y"]["scale"] == {"zero": False}
+    values = next(iter(spec["datasets"].values()))
+    assert [v["bucket"] for v in values] == ["Nov 2026", "Dec 2026", "Jan 2027"]
