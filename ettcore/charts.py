@@ -128,7 +128,7 @@ def _time_axis(span_ms: int, relative: bool, unit_ms: float, unit: str) -> dict:
     if relative:
         return {"title": f"{unit} since the job's start (T0)", "labelOverlap": True, "labelFlush": True}
     fmt = "%H:%M" if span_ms <= 86_400_000 else "%d %b %H:%M"
-    if span_ms <= 600_000:
+    if span_ms <= 3_600_000:  # ticks may be 30 s apart: minutes alone would repeat a label
         fmt = "%H:%M:%S"
     return {"title": "time (UTC, 24-hour clock)", "format": fmt, "labelOverlap": True}
 
@@ -250,12 +250,13 @@ def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = 
     data = long if include_productive else long.filter(pl.col("component") != "effective_training")
     order = [c for c in COMPONENT_ORDER if include_productive or c != "effective_training"]
     data = data.with_columns(pl.col("component").replace_strict({c: i for i, c in enumerate(order)}, default=99).alias("k"))
+    # Vega-Lite's "no sort" still orders the aggregated bars by their text (job 10 before job 2): name the order
+    sort = list(sort) if sort else data[key].unique(maintain_order=True).to_list()
     return (
         alt.Chart(data.select(key, "component", value, "k"))
         .mark_bar()
         .encode(
-            y=alt.Y(f"{key}:N", title=key_title or key.replace("_id", "").replace("_", " "), sort=list(sort) if sort else None,
-                    axis=alt.Axis(labelLimit=0)),
+            y=alt.Y(f"{key}:N", title=key_title or key.replace("_id", "").replace("_", " "), sort=sort, axis=alt.Axis(labelLimit=0)),
             x=alt.X(f"sum({value}):Q", title=("share of wall time" if normalize else value), stack="normalize" if normalize else True,
                     axis=alt.Axis(format="%") if normalize else alt.Undefined),
             color=alt.Color("component:N", scale=_component_scale(order), title="L2 component"),

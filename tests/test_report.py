@@ -299,6 +299,17 @@ def test_canonical_strips_volatile_metadata() -> None:
     assert report.dumps(report.canonical(c)) == text  # idempotent
 
 
+def test_canonical_joins_a_streams_pieces() -> None:
+    """A kernel may split one print into two stream messages; the committed notebook must not depend on it."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(...)")])
+    out = nbformat.v4.new_output
+    nb.cells[0].outputs = [out("stream", name="stdout", text="0 problem(s)"), out("stream", name="stdout", text="\n"),
+                           out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="next\n")]
+    c = report.canonical(nb)
+    assert [(o["name"], o["text"]) for o in c.cells[0].outputs] == [("stdout", "0 problem(s)\n"), ("stderr", "warn\n"),
+                                                                   ("stdout", "next\n")]
+
+
 def test_charts_to_html_replaces_vegalite_outputs() -> None:
     spec = {"$schema": charts.VEGALITE_V5_SCHEMA, "mark": "bar", "title": "</script><b>"}
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("c")])
@@ -514,3 +525,17 @@ def test_lines_on_bucket_labels_keep_the_buckets_order():
     assert enc["y"]["scale"] == {"zero": False}
     values = next(iter(spec["datasets"].values()))
     assert [v["bucket"] for v in values] == ["Nov 2026", "Dec 2026", "Jan 2027"]
+
+
+def test_stacked_bars_keep_the_frames_order_of_jobs():
+    """Slurm job ids 1, 2, 10 stay in that order (Vega-Lite would order the aggregated bars as text: 1, 10, 2)."""
+    long = pl.DataFrame({"job_id": ["1", "1", "2", "10"], "component": ["effective_training", "pt2_compile"] + ["effective_training"] * 2,
+                         "minutes": [1.0, 0.5, 2.0, 3.0]})
+    spec = charts.to_v5_spec(charts.stacked_components(long, synthetic=False))
+    assert spec["encoding"]["y"]["sort"] == ["1", "2", "10"]
+
+
+def test_clock_labels_of_a_short_timeline_have_seconds():
+    """A 12-minute job gets ticks 30 s apart; HH:MM alone would print every minute twice."""
+    assert charts._time_axis(12 * 60_000, False, 1000, "s")["format"] == "%H:%M:%S"
+    assert charts._time_axis(6 * 3_600_000, False, 1000, "s")["format"] == "%H:%M"
