@@ -31,7 +31,7 @@ $(FRAMEWORKS): $(STAMP)
 frameworks: $(FRAMEWORKS)
 
 test: setup frameworks
-	$(BIN)/python -m pytest -n auto --dist loadgroup -q
+	$(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12
 	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
 
 report: setup
