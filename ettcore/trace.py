@@ -40,7 +40,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import checks
+from . import checks, memory
 from .errors import Problem, TraceError
 from .phases import PhaseMap, load_phase_map
 from .window import Window, make_window, parse_instant
@@ -489,13 +489,16 @@ def _connect(sources: list[Source], memory_limit: str | None = None, temp_direct
     else:
         con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
+    limit, origin = memory.resolve(memory_limit)  # never DuckDB's 80 % of the machine (see ettcore.memory)
     try:
-        if memory_limit is not None:
-            con.execute("SET memory_limit = $v", {"v": str(memory_limit)})
+        con.execute("SET memory_limit = $v", {"v": limit})
+    except duckdb.Error as exc:
+        raise TraceError(Problem(origin, None, "memory_limit", f"{limit!r} not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+    try:
         if temp_directory is not None:
             con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
     except duckdb.Error as exc:
-        raise TraceError(Problem("--memory-limit", None, "memory_limit", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+        raise TraceError(Problem("--temp-directory", None, "temp_directory", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
     return con
 
 
@@ -595,7 +598,8 @@ def load_trace(
     ``skip_invalid``, which leaves out the affected jobs and records them in
     ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
     (unreadable, corrupt, missing table) always raise.  ``memory_limit`` (e.g.
-    ``"2GB"``) caps DuckDB's memory; beyond it DuckDB spills to ``temp_directory``.
+    ``"2GB"``; default: ``ETT_MEMORY_LIMIT`` or 3 GB, see :mod:`ettcore.memory`) caps DuckDB's memory; beyond it
+    DuckDB spills to ``temp_directory``.
     ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
     :class:`~ettcore.window.Exclusion`) set the measured part of time (:mod:`ettcore.window`); the default
     measures every instant.
