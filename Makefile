@@ -38,7 +38,7 @@ report: setup
 	$(BIN)/ett report
 
 bench: setup
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(ARGS)
 
 live-job: setup
 	$(BIN)/python -m pip install --quiet -e '.[torch]' 'torch==2.13.0+cpu'

@@ -38,6 +38,14 @@ def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> list[Pr
     ]
 
 
+def register_no_findings(con: duckdb.DuckDBPyConnection) -> None:
+    """``ett_findings`` without rows, for a trace whose clean verdict is known (:mod:`ettcore.check_cache`)."""
+    con.execute(
+        'CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, job_id VARCHAR, '
+        'message VARCHAR, "check" VARCHAR)'
+    )
+
+
 def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> None:
     """``clean_<table>``: rows without findings, of jobs without findings."""
     con.execute(

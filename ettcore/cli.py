@@ -295,8 +295,9 @@ def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = T
         p.add_argument("--exclude", metavar="FILE", help="exclusion windows (CSV or JSON: start, end, reason, optional job or label=value) "
                        "left out of wall time, every bucket and NoF, and listed in the output")
         p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
-        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 3GB); a trace too large for it is attributed in batches of jobs "
-                       "and other work spills to disk, with the same answers (not used for a URI)")
+        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 8GB; default: $ETT_MEMORY_LIMIT, else 3GB or 80%% of the machine where less); "
+                       "a trace too large for it is attributed in batches of jobs and other work spills to disk, with the same "
+                       "answers (not used for a URI)")
         p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit, and where batched attribution "
                        "writes its temporary files (those default to the system temporary folder)")
 

@@ -21,7 +21,6 @@ choose a window and exclusion windows (:mod:`ettcore.window`).
 from __future__ import annotations
 
 import math
-import re
 import shutil
 import tempfile
 from datetime import timedelta
@@ -33,7 +32,7 @@ import polars as pl
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .queries import sql
-from . import window
+from . import memory, window
 from .trace import Trace, damaged_file, quote_ident
 from .window import DAY_MS, HOUR_MS, parse_duration
 
@@ -45,22 +44,12 @@ COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
 # Working memory of the attribution, per span of the batch (DuckDB buffer peak measured at 100,000 jobs and 4.5 M
 # spans: about 170 bytes); a batch may use half of DuckDB's memory limit, so the sorts never spill.
 _BYTES_PER_SPAN = 170
-_UNITS = {"": 1, "B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
-
-
-def _memory_limit_bytes(con: duckdb.DuckDBPyConnection) -> float:
-    """DuckDB's memory limit in bytes (its setting reads like ``'2.7 GiB'``)."""
-    text = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(text))
-    if not m or m.group(2).upper() not in _UNITS:
-        return float("inf")
-    return float(m.group(1)) * _UNITS[m.group(2).upper()]
 
 
 def attribution_batches(trace: Trace) -> int:
     """How many job batches the attribution runs in: 1 unless the trace's spans would not fit in half the memory limit."""
     spans = (trace.accounting.get("spans") or {}).get("used", 0)
-    budget = _memory_limit_bytes(trace.con) / 2
+    budget = memory.limit_bytes(trace.con) / 2
     return max(1, math.ceil(spans * _BYTES_PER_SPAN / budget))
 
 

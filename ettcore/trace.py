@@ -40,7 +40,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import checks
+from . import check_cache, checks, memory
 from .errors import Problem, TraceError
 from .phases import PhaseMap, load_phase_map
 from .window import Window, make_window, parse_instant
@@ -419,8 +419,12 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
         return f"CASE WHEN isfinite({d}) THEN {d} END", raw
     # timestamps -> integer ms since the epoch, or NULL when unparsable / implausible
     if _is_timestamp(dtype):
-        ms = f"epoch_ms(CAST({q} AS TIMESTAMPTZ))"
-    elif _is_numeric(dtype):
+        # the bounds compared as instants, so the conversion to ms runs once a value (it costs as much as reading it);
+        # epoch_ms truncates, so ms <= TS_MAX_MS is an instant before TS_MAX_MS + 1 ms
+        t = f"CAST({q} AS TIMESTAMPTZ)"
+        lo, hi = f"make_timestamp({TS_MIN_MS * 1000})::TIMESTAMPTZ", f"make_timestamp({(TS_MAX_MS + 1) * 1000})::TIMESTAMPTZ"
+        return f"(CASE WHEN {t} >= {lo} AND {t} < {hi} THEN epoch_ms({t}) END)", raw
+    if _is_numeric(dtype):
         d = f"CAST({q} AS DOUBLE)"
         ms = f"CASE WHEN isfinite({d}) AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END"
     else:
@@ -489,13 +493,16 @@ def _connect(sources: list[Source], memory_limit: str | None = None, temp_direct
     else:
         con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
+    limit, origin = memory.resolve(memory_limit)  # never DuckDB's 80 % of the machine (see ettcore.memory)
     try:
-        if memory_limit is not None:
-            con.execute("SET memory_limit = $v", {"v": str(memory_limit)})
+        con.execute("SET memory_limit = $v", {"v": limit})
+    except duckdb.Error as exc:
+        raise TraceError(Problem(origin, None, "memory_limit", f"{limit!r} not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+    try:
         if temp_directory is not None:
             con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
     except duckdb.Error as exc:
-        raise TraceError(Problem("--memory-limit", None, "memory_limit", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+        raise TraceError(Problem("--temp-directory", None, "temp_directory", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
     return con
 
 
@@ -549,15 +556,21 @@ def jobs_to_leave_out(problems: list[Problem], skip_invalid: bool) -> list[str]:
     return sorted({p.job_id for p in problems if p.job_id is not None})
 
 
-def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
-    """Refuse or leave out what the checks found; create the clean views, the as-of parameters and the accounting."""
+def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) -> None:
+    """Refuse or leave out what the checks found; create the clean views, the as-of parameters and the accounting.
+
+    ``known``: the clean verdict of this very content (:mod:`ettcore.check_cache`), whose row counts and latest
+    instant stand for the queries that would count them again.
+    """
     con = trace.con
     trace.excluded_jobs = jobs_to_leave_out(trace.problems, skip_invalid)
     checks.register_clean(con, trace.problems)
     # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
     # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
-    if trace.as_of_ms is None:
-        trace.as_of_ms = _default_as_of(con)
+    explicit = trace.as_of_ms is not None
+    if not explicit:
+        latest = known.get("latest_ms") if known else None
+        trace.as_of_ms = trace._cache["latest_ms"] = _default_as_of(con) if latest is None else int(latest)
         cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
     else:
         cut_ms = trace.as_of_ms
@@ -565,6 +578,16 @@ def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
         "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms, $cut::BIGINT AS cut_ms",
         {"as_of": trace.as_of_ms, "cut": cut_ms},
     )
+    if explicit:
+        _count_not_started(con, trace)
+    else:  # every start is at or before the latest instant, so before the cut: counting would find nothing
+        trace.not_started = {"attempts": 0, "spans": 0, "jobs": 0}
+    trace.accounting = known["accounting"] if known else checks.accounting(con, trace.problems)
+    register_window(con, trace.window)
+
+
+def _count_not_started(con: duckdb.DuckDBPyConnection, trace: Trace) -> None:
+    """Rows and jobs that start at or after an explicit as-of (the cut): not measured, and said so."""
     trace.not_started = {
         table: con.execute(
             f"SELECT count(*) FROM clean_{table} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
@@ -574,8 +597,6 @@ def _prepare_clean(trace: Trace, skip_invalid: bool) -> None:
     trace.not_started["jobs"] = con.execute(
         "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
     ).fetchall()[0][0]
-    trace.accounting = checks.accounting(con, trace.problems)
-    register_window(con, trace.window)
 
 
 def load_trace(
@@ -595,7 +616,8 @@ def load_trace(
     ``skip_invalid``, which leaves out the affected jobs and records them in
     ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
     (unreadable, corrupt, missing table) always raise.  ``memory_limit`` (e.g.
-    ``"2GB"``) caps DuckDB's memory; beyond it DuckDB spills to ``temp_directory``.
+    ``"2GB"``; default: ``ETT_MEMORY_LIMIT`` or 3 GB, see :mod:`ettcore.memory`) caps DuckDB's memory; beyond it
+    DuckDB spills to ``temp_directory``.
     ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
     :class:`~ettcore.window.Exclusion`) set the measured part of time (:mod:`ettcore.window`); the default
     measures every instant.
@@ -633,9 +655,18 @@ def load_trace(
 
     trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources,
                   temp_directory=None if temp_directory is None else Path(temp_directory), window=window)
+    read_files = [(src.table, f) for src in sources for f in src.files]
+    key = check_cache.key(read_files, phase_map.rows()) if check_cache.enabled() else None
+    known = check_cache.lookup(key)
     try:
-        trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
-        _prepare_clean(trace, skip_invalid)
+        if known is not None:  # this very content passed every check before
+            checks.register_no_findings(con)
+        else:
+            trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+        _prepare_clean(trace, skip_invalid, known)
     except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
         raise TraceError(Problem(damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
+    if known is None and key is not None and not trace.problems and check_cache.key(read_files, phase_map.rows()) == key:
+        # kept only if the files still hold what was hashed before the checks read them
+        check_cache.store(key, trace.accounting, trace._cache.get("latest_ms"))
     return trace

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import csv
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from ettcore.config import SAMPLE_TRACE
+
+# the check cache (ettcore.check_cache) of the tests' own, never the user's
+os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
 
 ATTEMPT_COLS = ["job_id", "attempt", "start", "end", "end_reason"]
 SPAN_COLS = ["job_id", "attempt", "phase", "stage", "start", "end", "cursor_start", "cursor_end"]

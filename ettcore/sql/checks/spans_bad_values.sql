@@ -3,7 +3,7 @@ WITH suspect AS MATERIALIZED (
     -- one scan: the rows with any of the problems below (few), then one branch a problem
     SELECT * FROM typed_spans
     WHERE job_id IS NULL OR attempt IS NULL OR phase IS NULL OR start_ms IS NULL OR end_ms IS NULL
-       OR (cursor_start_raw IS NOT NULL AND cursor_start IS NULL) OR (cursor_end_raw IS NOT NULL AND cursor_end IS NULL)
+       OR (cursor_start IS NULL AND cursor_start_raw IS NOT NULL) OR (cursor_end IS NULL AND cursor_end_raw IS NOT NULL)
 ),
 bad AS (
     SELECT _file, _row, 'job_id' AS field, job_id, 'job_id is missing' AS message

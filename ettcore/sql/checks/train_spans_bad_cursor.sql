@@ -2,7 +2,8 @@
 WITH suspect AS MATERIALIZED (
     -- one scan: the rows with any of the problems below (few), then one branch a problem
     SELECT * FROM typed_spans
-    WHERE phase = 'train' AND (cursor_start_raw IS NULL OR cursor_end_raw IS NULL OR cursor_end < cursor_start)
+    WHERE phase = 'train' AND ((cursor_start IS NULL AND cursor_start_raw IS NULL) OR (cursor_end IS NULL AND cursor_end_raw IS NULL)
+                              OR cursor_end < cursor_start)
 ),
 bad AS (
     SELECT _file, _row, 'cursor_start' AS field, job_id, 'train span needs cursor_start' AS message

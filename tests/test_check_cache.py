@@ -1,0 +1,198 @@
+"""The check cache (ettcore.check_cache) never returns a stale clean verdict.
+
+Each test checks a clean trace once (the verdict is kept), then changes the trace in one way a cache keyed on names,
+sizes or dates would miss, and loads it again: the checks must run again and find the problem the change made.
+A spy on the checks shows that a hit really skips them, so the tests cannot pass with the cache doing nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from ettcore import check_cache, checks, metric
+from ettcore.errors import TraceError
+from ettcore.trace import load_trace
+
+
+@pytest.fixture(autouse=True)
+def cache_dir(tmp_path, monkeypatch):
+    d = tmp_path / "cache"
+    monkeypatch.setenv("ETT_CACHE_DIR", str(d))
+    monkeypatch.delenv("ETT_CHECK_CACHE", raising=False)
+    return d
+
+
+@pytest.fixture
+def spy(monkeypatch):
+    """Counts the runs of the data checks."""
+    calls = []
+    real = checks.run_checks
+
+    def counted(con, has_jobs=True):
+        calls.append(1)
+        return real(con, has_jobs)
+
+    monkeypatch.setattr(checks, "run_checks", counted)
+    return calls
+
+
+def csv_trace(tmp_path: Path, sample_trace: Path) -> Path:
+    out = tmp_path / "trace"
+    shutil.copytree(sample_trace, out)
+    return out
+
+
+def parquet_parts(tmp_path: Path, sample_trace: Path) -> Path:
+    """The sample trace with spans as a folder of two Parquet parts (jobs split between them)."""
+    out = tmp_path / "parts"
+    shutil.copytree(sample_trace, out)
+    spans = pl.read_csv(out / "spans.csv", infer_schema=False)
+    (out / "spans.csv").unlink()
+    (out / "spans").mkdir()
+    jobs = sorted(spans["job_id"].unique())
+    half = set(jobs[: len(jobs) // 2])
+    spans.filter(pl.col("job_id").is_in(half)).write_parquet(out / "spans" / "part-0.parquet")
+    spans.filter(~pl.col("job_id").is_in(half)).write_parquet(out / "spans" / "part-1.parquet")
+    return out
+
+
+def same_size_other_bytes(f: Path) -> None:
+    """Make one span end before it starts, keeping the file's size and modification time."""
+    st = os.stat(f)
+    with open(f, newline="") as fh:  # keep the file's own line ends (the sample's are CRLF)
+        lines = fh.read().splitlines(keepends=True)
+    header = lines[0].rstrip("\r\n").split(",")
+    i_start, i_end = header.index("start"), header.index("end")
+    for n, line in enumerate(lines[1:], start=1):
+        body = line.rstrip("\r\n")
+        cells = body.split(",")
+        if cells[i_start] and cells[i_end] and len(cells[i_start]) == len(cells[i_end]) and cells[i_start] < cells[i_end]:
+            cells[i_start], cells[i_end] = cells[i_end], cells[i_start]
+            lines[n] = ",".join(cells) + line[len(body):]
+            break
+    else:
+        raise AssertionError("no span to swap")
+    with open(f, "w", newline="") as fh:
+        fh.write("".join(lines))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(f).st_size == st.st_size and os.stat(f).st_mtime_ns == st.st_mtime_ns
+
+
+def refused_again(path: Path, match: str, spy: list) -> None:
+    """The second load checks the changed trace again and refuses it."""
+    with pytest.raises(TraceError, match=match):
+        load_trace(path)
+    assert spy == [1, 1]
+
+
+def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trace, spy, cache_dir):
+    path = csv_trace(tmp_path, sample_trace)
+    first = load_trace(path)
+    assert spy == [1] and len(list(cache_dir.glob("*.json"))) == 1
+    second = load_trace(path)
+    assert spy == [1], "the second load should take the kept verdict"
+    assert second.accounting == first.accounting and second.as_of_ms == first.as_of_ms and second.problems == []
+    assert metric.job_summary(second).equals(metric.job_summary(first))
+    assert metric.trend(second, "day").equals(metric.trend(first, "day"))
+
+
+def test_same_size_and_mtime_other_content_is_checked_again(tmp_path, sample_trace, spy):
+    path = csv_trace(tmp_path, sample_trace)
+    load_trace(path)
+    same_size_other_bytes(path / "spans.csv")
+    refused_again(path, "end is before start", spy)
+
+
+def test_a_touched_file_still_hits(tmp_path, sample_trace, spy):
+    path = csv_trace(tmp_path, sample_trace)
+    load_trace(path)
+    os.utime(path / "spans.csv", ns=(1, 1))
+    load_trace(path)
+    assert spy == [1], "the key is the content, not the date"
+
+
+def test_a_replaced_part_is_checked_again(tmp_path, sample_trace, spy):
+    path = parquet_parts(tmp_path, sample_trace)
+    load_trace(path)
+    part = path / "spans" / "part-1.parquet"
+    st = os.stat(part)
+    bad = pl.read_parquet(part).with_columns(pl.col("phase").str.replace("^train$", "trainn"))
+    bad.write_parquet(part)
+    os.utime(part, ns=(st.st_atime_ns, st.st_mtime_ns))
+    refused_again(path, "unknown phase trainn", spy)
+
+
+def test_an_added_part_is_checked_again(tmp_path, sample_trace, spy):
+    path = parquet_parts(tmp_path, sample_trace)
+    load_trace(path)
+    extra = pl.read_parquet(path / "spans" / "part-0.parquet").head(1).with_columns(pl.lit("no-such-job").alias("job_id"))
+    extra.write_parquet(path / "spans" / "part-2.parquet")
+    refused_again(path, "unknown attempt", spy)
+
+
+def test_a_removed_part_is_counted_again(tmp_path, sample_trace, spy):
+    path = parquet_parts(tmp_path, sample_trace)
+    before = load_trace(path).accounting["spans"]["read"]
+    removed = pl.read_parquet(path / "spans" / "part-1.parquet").height
+    (path / "spans" / "part-1.parquet").unlink()
+    after = load_trace(path)
+    assert spy == [1, 1]
+    assert after.accounting["spans"]["read"] == before - removed > 0
+
+
+def test_another_mapping_is_checked_again(tmp_path, sample_trace, spy):
+    path = csv_trace(tmp_path, sample_trace)
+    with open(path / "spans.csv", newline="") as fh:
+        spans = fh.read().replace(",data_warmup,", ",warmup_v2,")
+    assert ",warmup_v2," in spans, "the sample should hold a data_warmup span"
+    with open(path / "spans.csv", "w", newline="") as fh:
+        fh.write(spans)
+    mapping = tmp_path / "map.yaml"
+    mapping.write_text("phases:\n  - {phase: warmup_v2, component: trainer_init}\n")
+    load_trace(path, mapping=mapping)
+    refused_again(path, "unknown phase warmup_v2", spy)
+
+
+def test_a_trace_with_findings_is_never_kept(tmp_path, sample_trace, spy, cache_dir):
+    path = csv_trace(tmp_path, sample_trace)
+    same_size_other_bytes(path / "spans.csv")
+    for _ in range(2):
+        t = load_trace(path, skip_invalid=True)
+        assert t.problems
+    assert spy == [1, 1] and not list(cache_dir.glob("*.json"))
+
+
+def test_a_forged_or_damaged_entry_is_a_miss(tmp_path, sample_trace, spy, cache_dir):
+    path = csv_trace(tmp_path, sample_trace)
+    load_trace(path)
+    (entry,) = cache_dir.glob("*.json")
+    entry.write_text("{not json")
+    load_trace(path)
+    entry.write_text('{"format": 1, "key": "someone else", "accounting": {}}')
+    load_trace(path)
+    assert spy == [1, 1, 1]
+
+
+def test_the_cache_can_be_turned_off(tmp_path, sample_trace, spy, cache_dir, monkeypatch):
+    monkeypatch.setenv("ETT_CHECK_CACHE", "0")
+    path = csv_trace(tmp_path, sample_trace)
+    load_trace(path)
+    load_trace(path)
+    assert spy == [1, 1] and not cache_dir.exists()
+
+
+def test_the_key_is_the_content(tmp_path):
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("job_id\nx\n")
+    b.write_text("job_id\ny\n")
+    rows = [(1, "train", "training", "training")]
+    ka = check_cache.key([("jobs", a)], rows)
+    assert ka == check_cache.key([("jobs", a)], rows)
+    assert ka != check_cache.key([("jobs", b)], rows)
+    assert ka != check_cache.key([("jobs", a)], [(1, "train", "training", "other")])
+    assert check_cache.key([("jobs", tmp_path / "missing.csv")], rows) is None
