@@ -137,6 +137,8 @@ def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     not change any output (``output_dir`` only decides where files go).
     """
     import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
+    from nbconvert.preprocessors import CoalesceStreamsPreprocessor
+
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     nb.metadata.pop("papermill", None)
     nb.metadata.pop("widgets", None)
@@ -158,24 +160,12 @@ def canonical(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 if "execution_count" in out:
                     out["execution_count"] = count
                 out.get("metadata", {}).pop("papermill", None)
-            cell.outputs = _coalesce_streams(cell.get("outputs", []))
+            # consecutive writes to one stream as one output: how the kernel batched a cell's prints is not its output
+            CoalesceStreamsPreprocessor().preprocess_cell(cell, {}, count)
         cells.append(cell)
     nb.cells = cells
     nb.nbformat, nb.nbformat_minor = 4, 4
     return nb
-
-
-def _coalesce_streams(outputs: list) -> list:
-    """Consecutive writes to one stream as one output: how the kernel batched a cell's prints is not its output."""
-    merged: list = []
-    for out in outputs:
-        prev = merged[-1] if merged else None
-        if (out.get("output_type") == "stream" and prev is not None and prev.get("output_type") == "stream"
-                and prev.get("name") == out.get("name")):
-            prev["text"] = "".join(prev["text"]) + "".join(out["text"])
-        else:
-            merged.append(out)
-    return merged
 
 
 def dumps(nb: nbformat.NotebookNode) -> str:

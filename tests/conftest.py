@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import socket
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,16 @@ from ettcore.config import SAMPLE_TRACE
 
 # the check cache (ettcore.check_cache) of the tests' own, never the user's
 os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test (for libraries that might phone home)."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
 
 ATTEMPT_COLS = ["job_id", "attempt", "start", "end", "end_reason"]
 SPAN_COLS = ["job_id", "attempt", "phase", "stage", "start", "end", "cursor_start", "cursor_end"]
