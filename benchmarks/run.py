@@ -437,7 +437,7 @@ def rows_for(r: dict) -> list[dict]:
     add("floor: count(*) + sum of span durations", fc, r.get("floor_count", {}))
     add("floor: read every column the metric uses", fr, r.get("floor_read", {}))
     s, t, b = r.get("summarize", {}), r.get("trend", {}), r.get("both", {})
-    add("load_trace (typing + all data checks)", _sec(s, "load_s"), s)
+    add("load_trace (spans read and typed once into the span store + all data checks)", _sec(s, "load_s"), s)
     add("summarize (metric only, after load)", _sec(s, "summarize_s"), s)
     add("trend --every day (metric only, after load)", _sec(t, "trend_s"), t)
     nb = (b.get("result") or {}).get("batches")
@@ -506,22 +506,22 @@ def targets(results: list[dict]) -> list[str]:
             m = big.get(key + suffix, {})
             sec = None if not m or "error" in m else m.get("wall_s")
             row(f"1. {label}, default settings, {how}, x read floor", None if sec is None else sec / fr, 15, "x", True,
-                f"the attribution ({nb} batch(es) of jobs under the memory budget; more than one: the spans are written once "
-                "to a Parquet folder by job key, then sorted a batch at a time), the checks' typed reads (cold), "
-                "interpreter start and JSON output")
+                "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead and "
+                f"three running maxima, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
+                "of the spans at load (the span store), the checks (cold), the JSON of a million jobs and the interpreter")
     peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_cached", "cli_trend_cached")]
     peaks = [p for p in peaks if p is not None]
     row("2. peak RSS of the commands, default settings (MiB)", max(peaks) if peaks else None, 4096, " MiB", True,
         "DuckDB's buffers beyond the budget")
     b = _sec(big.get("both", {}), "metric_s")
     row("3. metric alone (summarize + trend, one pass, in process), x read floor", None if b is None else b / fr, 10, "x", True,
-        "the batched attribution (see 1.)")
+        "the attribution's window (see 1.)")
     by_n = {r["jobs"]: r for r in done}
     if 100_000 in by_n and n > 100_000 and b is not None and _sec(by_n[100_000].get("both", {}), "metric_s"):
         def per_m(r):
             return _sec(r.get("both", {}), "metric_s") / (r["spans"] / 1e6)
         row(f"3. metric time per span at {n:,} / at 100,000 jobs", per_m(big) / per_m(by_n[100_000]), 1.2, "", True,
-            "more batches at 1M than at 100k under the same budget (one more write and read of the spans)")
+            "more batches at 1M than at 100k under the same budget (each batch reads its own part of the span store)")
     else:
         rows.append("| 3. time per span, largest / 100k | not evaluated (run with --full) | <= 1.2 | | |")
     gp_c = [r for r in done if _sec(r.get("goodput", {})) is not None]

@@ -27,7 +27,7 @@ from typing import Any
 from .atomic import atomic_path
 
 FORMAT = 1  # bump when the stored verdict changes meaning
-_CODE = ("trace.py", "checks.py", "check_cache.py", "phases.py")
+_CODE = ("trace.py", "checks.py", "check_cache.py", "phases.py", "span_store.py")
 _CHUNK = 1 << 22
 
 
@@ -55,7 +55,7 @@ def _code_digest() -> str:
     h = hashlib.blake2b(digest_size=20)
     for name in _CODE:
         h.update(name.encode() + b"\0" + (here / name).read_bytes() + b"\0")
-    for f in sorted((here / "sql" / "checks").glob("*.sql")):
+    for f in sorted([*(here / "sql" / "checks").glob("*.sql"), *(here / "sql" / "store").glob("*.sql")]):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -15,12 +15,17 @@ from .errors import Problem
 from .queries import check_names, sql
 
 
-def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> pl.DataFrame:
+def is_span_check(name: str) -> bool:
+    return name.startswith(("spans_", "train_spans_"))
+
+
+def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool = True) -> pl.DataFrame:
     """All failing rows of all checks, with the check's name, ordered by file and row.
 
-    The checks run as one UNION ALL query: one round trip instead of one a check.
+    The checks run as one UNION ALL query: one round trip instead of one a check.  ``spans=False`` leaves out the
+    span checks (when the span store's screen shows they would find nothing: :mod:`ettcore.span_store`).
     """
-    names = [n for n in check_names() if has_jobs or not n.startswith("jobs_")]
+    names = [n for n in check_names() if (has_jobs or not n.startswith("jobs_")) and (spans or not is_span_check(n))]
     union = "\nUNION ALL\n".join(
         f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS \"check\" FROM ({sql('checks/' + n)})"
         for n in names
@@ -28,8 +33,8 @@ def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> pl.DataFr
     return con.sql(f"SELECT * FROM ({union}) ORDER BY _file, _row, field, message").pl()
 
 
-def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True) -> list[Problem]:
-    df = findings(con, has_jobs)
+def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool = True) -> list[Problem]:
+    df = findings(con, has_jobs, spans)
     con.register("_arrow_findings", df.to_arrow())
     con.execute("CREATE OR REPLACE TEMP TABLE ett_findings AS SELECT * FROM _arrow_findings")
     return [

@@ -71,19 +71,31 @@ def _iso(name: str) -> pl.Expr:
             .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
 
 
+def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str]) -> list[pl.Expr]:
+    fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
+    fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
+    if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
+        fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
+    return fields + [_iso("t0"), _iso("t1")]
+
+
 def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
     """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job
     (``extra``: more top-level keys).
 
     Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
     """
-    fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
-    fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
-    if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
-        fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
-    fields += [_iso("t0"), _iso("t1")]
+    fields = _job_json_fields(jobs, labels, extra)
     for part in jobs.iter_slices(chunk):
         yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
+
+
+def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
+    """The texts of :func:`job_json_lines`, joined by Polars with ``,`` + newline + indent, one string a chunk (so a
+    million jobs never become a million Python strings either)."""
+    fields = _job_json_fields(jobs, labels, extra)
+    for part in jobs.iter_slices(chunk):
+        yield part.select(pl.struct(fields).struct.json_encode().str.join(",\n    ")).item()
 
 
 def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (),
@@ -94,11 +106,11 @@ def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, lab
     for k, v in head.items():
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
-    sep = "\n    "
-    for line in job_json_lines(jobs, labels=labels, extra=extra):
-        out.write(sep + line)
-        sep = ",\n    "
-    out.write("\n  ]" if sep != "\n    " else "]")
+    first = True
+    for block in job_json_blocks(jobs, labels=labels, extra=extra):
+        out.write(("\n    " if first else ",\n    ") + block)
+        first = False
+    out.write("]" if first else "\n  ]")
     for k, v in tail.items():
         body = json.dumps(v, indent=2).replace("\n", "\n  ")
         out.write(f",\n  {json.dumps(k)}: {body}")

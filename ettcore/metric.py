@@ -7,7 +7,8 @@ compare against is :mod:`ettcore.reference`.
 
 The views are built once per trace, in this order::
 
-    clean_* --> metric_jobs, metric_attempts, metric_spans
+    clean_* --> metric_jobs, metric_attempts
+    span store (typed at load, :mod:`ettcore.span_store`) --> keyed_spans (clean jobs' spans) --> metric_spans
         ett_window, ett_exclusions --> ett_exclusion_jobs --> unmeasured_time; analysis_cuts
     --> attributed_time (materialized; every instant of every job, per cell)
     --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
@@ -20,9 +21,6 @@ choose a window and exclusion windows (:mod:`ettcore.window`).
 
 from __future__ import annotations
 
-import math
-import shutil
-import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -32,7 +30,7 @@ import polars as pl
 from .errors import Problem, TraceError
 from .phases import ALL_COMPONENTS
 from .queries import sql
-from . import memory, window
+from . import span_store, window
 from .trace import Trace, damaged_file, quote_ident
 from .window import DAY_MS, HOUR_MS, parse_duration
 
@@ -41,64 +39,52 @@ ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window 
 COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
 
 
-# Working memory of the attribution, per span of the batch (DuckDB buffer peak measured at 100,000 jobs and 4.5 M
-# spans: about 170 bytes); a batch may use half of DuckDB's memory limit, so the sorts never spill.
-_BYTES_PER_SPAN = 170
-
-
 def attribution_batches(trace: Trace) -> int:
-    """How many job batches the attribution runs in: 1 unless the trace's spans would not fit in half the memory limit."""
+    """How many job batches the attribution runs in: 1 unless the trace's spans would not fit in half the memory limit
+    (:func:`ettcore.span_store.batches`)."""
     spans = (trace.accounting.get("spans") or {}).get("used", 0)
-    budget = memory.limit_bytes(trace.con) / 2
-    return max(1, math.ceil(spans * _BYTES_PER_SPAN / budget))
+    return span_store.batches(trace.con, spans)
 
 
-def _literal(path: Path) -> str:
-    """A SQL string literal of a path this module created (COPY targets and view bodies take no bound parameters)."""
-    return "'" + str(path).replace("'", "''") + "'"
+def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop the temporary table or view ``name`` (one of this module's), whichever it is now."""
+    kind = con.execute("SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n",
+                       {"n": name}).fetchall()
+    if kind:
+        con.execute(f"DROP {kind[0][0]} {name}")
 
 
-def _attribute_in_batches(con: duckdb.DuckDBPyConnection, batches: int, spill_dir: str | None) -> None:
+def _attribute_in_batches(trace: Trace, batches: int) -> None:
     """``attributed_time`` computed one batch of jobs at a time (jobs split by their key modulo ``batches``).
 
-    The spans are written once, typed and keyed, to Parquet partitioned by batch in a temporary folder; each batch
-    then reads only its part, so the window and the sorts of one batch fit in memory.  Every job is in exactly one
-    batch and the attribution of a job reads nothing of other jobs, so the union of the batches is the
-    single-pass result (``tests/test_memory_limit.py`` checks it).
+    Each batch reads only its part of the span store (:mod:`ettcore.span_store`: written partitioned by batch at
+    load), so the window and the sorts of one batch fit in memory.  Every job is in exactly one batch and the
+    attribution of a job reads nothing of other jobs, so the union of the batches is the single-pass result
+    (``tests/test_memory_limit.py`` checks it).
     """
-    folder = Path(tempfile.mkdtemp(prefix="ett-batches-", dir=spill_dir))
+    con = trace.con
+    store = trace.span_store()
+    excluded = bool(trace.excluded_jobs)
+    # while the batches run, metric_attempts and metric_spans hold one batch; both are put back after
+    con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
     try:
-        spans_dir = folder / "spans"
+        con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
         con.execute(
-            f"COPY (SELECT *, job_key % $n AS batch FROM metric_spans) TO {_literal(spans_dir)} "
-            "(FORMAT parquet, PARTITION_BY (batch), COMPRESSION uncompressed)",
-            {"n": batches},
+            "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
+            "WHERE a.job_key % x.n = x.b"
         )
-        spans_view = sql("metric/metric_spans")
-        # while the batches run, metric_attempts and metric_spans are views of one batch; both are put back after
-        con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
-        try:
-            con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
-            con.execute(
-                "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
-                "WHERE a.job_key % x.n = x.b"
-            )
-            for b in range(batches):
-                con.execute("UPDATE ett_batch SET b = $b", {"b": b})
-                files = sorted((spans_dir / f"batch={b}").glob("*.parquet"))
-                if files:
-                    listed = ", ".join(_literal(f) for f in files)
-                    con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * EXCLUDE (batch) FROM read_parquet([{listed}])")
-                else:  # a batch without spans (few jobs): the same columns, no rows
-                    con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS SELECT * FROM ({spans_view}) WHERE false")
-                verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
-                con.execute(f"{verb} {sql('metric/attributed_time')}")
-        finally:
-            con.execute("DROP VIEW IF EXISTS metric_attempts")
-            con.execute("ALTER TABLE metric_attempts_all RENAME TO metric_attempts")
-            con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {spans_view}")
+        for b in range(batches):
+            con.execute("UPDATE ett_batch SET b = $b", {"b": b})
+            span_store.register_keyed(con, excluded, store.batch_source(b, batches))
+            con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")  # read once, used twice
+            verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
+            con.execute(f"{verb} {sql('metric/attributed_time')}")
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        con.execute("DROP VIEW IF EXISTS metric_attempts")
+        con.execute("ALTER TABLE metric_attempts_all RENAME TO metric_attempts")
+        _drop(con, "metric_spans")
+        span_store.register_keyed(con, excluded)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
 
 
 def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
@@ -109,6 +95,12 @@ def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
     dup = con.execute(
         "SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
     ).fetchall()
+    if not dup:  # a job left out for a finding must not share its key either: its spans are left out by key
+        dup = con.execute(
+            "SELECT min(j.job_id), min(x.job_id) FROM metric_jobs AS j JOIN ett_excluded_jobs AS x "
+            "ON hash(x.job_id) = j.job_key AND x.job_id <> j.job_id"
+        ).fetchall()
+        dup = [] if dup[0][0] is None else dup
     if dup:
         a, b = dup[0]
         raise TraceError(Problem(where, None, "job_id", f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them"))
@@ -117,14 +109,14 @@ def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
 def _attribute(trace: Trace, n: int) -> None:
     """Materialize ``attributed_time`` for the trace's grid and analysis cuts (in ``n`` batches of jobs when n > 1)."""
     con = trace.con
+    trace.span_store()
     if n <= 1:
         # materialized once: the attribution reads spans twice
+        _drop(con, "metric_spans")
         con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
     else:
-        con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
-        spill = trace.temp_directory  # DuckDB reads the batch files by name: a folder with glob characters is not used
-        _attribute_in_batches(con, n, str(spill) if spill is not None and not set(str(spill)) & set("*?[]{}") else None)
+        _attribute_in_batches(trace, n)
 
 
 def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None) -> None:
@@ -253,7 +245,9 @@ def _set_groups(trace: Trace, by: str | None) -> None:
 def job_summary(trace: Trace) -> pl.DataFrame:
     """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
     prepare(trace)
-    return trace.sql("SELECT * FROM job_metrics ORDER BY job_id")
+    # job_metrics was written in job_id order (job_summary.sql ends with ORDER BY), and DuckDB returns a table's rows
+    # in the order they were inserted (preserve_insertion_order, on by default): no second sort of a million ids
+    return trace.sql("SELECT * FROM job_metrics")
 
 
 def l2_matrix(trace: Trace) -> pl.DataFrame:

@@ -14,7 +14,8 @@ Loading happens in three layers of DuckDB views, each named after what it holds:
     fixed columns with parsed values: timestamps as integer milliseconds since
     the Unix epoch (``start_ms``), integers, finite numbers; the raw text of each
     parsed field is kept beside it (``start_raw``) so a check can tell
-    "missing" from "unparsable";
+    "missing" from "unparsable" (in ``typed_spans`` only where the value did not
+    parse: the one place a check reads it);
 ``clean_<table>``
     the typed rows of jobs that passed every check (see :mod:`ettcore.checks`).
 
@@ -40,7 +41,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from . import check_cache, checks, memory
+from . import check_cache, checks, memory, span_store
 from .errors import Problem, TraceError
 from .phases import PhaseMap, load_phase_map
 from .window import Window, make_window, parse_instant
@@ -188,7 +189,17 @@ class Trace(CheckedTrace):
     """A loaded, checked trace: a DuckDB connection holding the views above."""
 
     con: duckdb.DuckDBPyConnection
-    temp_directory: Path | None = None  # where DuckDB spills (and batched attribution writes), when given
+    temp_directory: Path | None = None  # where DuckDB spills (and the span store's batch parts go), when given
+    spans: span_store.SpanStore | None = field(default=None, repr=False)  # the typed spans, read once (built on first need)
+
+    def span_store(self) -> span_store.SpanStore:
+        """The trace's span store (:mod:`ettcore.span_store`), built and keyed to the clean jobs on first need."""
+        if self.spans is None:
+            self.spans = span_store.build(self.con, self, self.temp_directory)
+        if not self._cache.get("keyed"):
+            span_store.register_keyed(self.con, excluded=bool(self.excluded_jobs))
+            self._cache["keyed"] = True
+        return self.spans
 
     def sql(self, query: str, params: dict | list | None = None) -> pl.DataFrame:
         """Run a query against the trace's views; parameters are bound, never pasted."""
@@ -392,6 +403,9 @@ _NUMERIC_TYPE = re.compile(
 _TIMESTAMP_TYPE = re.compile(r"(TIMESTAMP( WITH TIME ZONE)?|TIMESTAMP_(S|MS|NS|TZ)|DATE)")
 
 
+_SMALL_INT_TYPES = frozenset(["TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER"])
+
+
 def _is_numeric(t: str) -> bool:
     return _NUMERIC_TYPE.fullmatch(t) is not None
 
@@ -411,6 +425,10 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
         q, dtype = raw, "VARCHAR"
     if kind == "str":
         return f"TRY_CAST({q} AS VARCHAR)", raw
+    if kind == "int" and dtype in _SMALL_INT_TYPES:  # every value is an integer below 9e15: no detour through DOUBLE
+        return f"CAST({q} AS BIGINT)", raw
+    if kind == "int" and dtype == "BIGINT":
+        return f"(CASE WHEN {q} BETWEEN -8999999999999999 AND 8999999999999999 THEN {q} END)", raw
     if kind == "int":
         d = f"TRY_CAST({q} AS DOUBLE)"
         return f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < 9e15 THEN CAST({d} AS BIGINT) END", raw
@@ -469,6 +487,10 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
         name = col if kind == "str" else (f"{col}_ms" if kind == "ts" else col)
         parts.append(f"{expr} AS {quote_ident(name)}")
         if kind != "str":
+            if table == "spans":
+                # the text of a span's field only where its value did not parse, the one place a check reads it
+                # (casting tens of millions of valid numbers to text would cost as much as reading them)
+                raw = f"(CASE WHEN ({expr}) IS NULL THEN {raw} END)"
             parts.append(f"{raw} AS {quote_ident(col + '_raw')}")
     labels: list[str] = []
     if table == "jobs" and present:
@@ -522,9 +544,10 @@ def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> Non
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The trace's latest instant: the latest start or end of a clean attempt or span (``keyed_spans``: the store's)."""
     row = con.execute(
         "SELECT greatest((SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_attempts),"
-        " (SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_spans))"
+        " (SELECT max(greatest(start_ms, end_ms)) FROM keyed_spans))"
     ).fetchall()[0]
     return None if row is None or row[0] is None else int(row[0])
 
@@ -565,15 +588,20 @@ def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) 
     con = trace.con
     trace.excluded_jobs = jobs_to_leave_out(trace.problems, skip_invalid)
     checks.register_clean(con, trace.problems)
+    if trace.spans is not None or not known:  # a known verdict builds the store on first need (the metric's)
+        trace.span_store()
     # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
     # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).
     explicit = trace.as_of_ms is not None
     if not explicit:
         latest = known.get("latest_ms") if known else None
+        if latest is None:
+            trace.span_store()
         trace.as_of_ms = trace._cache["latest_ms"] = _default_as_of(con) if latest is None else int(latest)
         cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
     else:
         cut_ms = trace.as_of_ms
+        trace.span_store()  # the not-started spans are counted on it
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $as_of::BIGINT AS as_of_ms, $cut::BIGINT AS cut_ms",
         {"as_of": trace.as_of_ms, "cut": cut_ms},
@@ -590,7 +618,7 @@ def _count_not_started(con: duckdb.DuckDBPyConnection, trace: Trace) -> None:
     """Rows and jobs that start at or after an explicit as-of (the cut): not measured, and said so."""
     trace.not_started = {
         table: con.execute(
-            f"SELECT count(*) FROM clean_{table} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
+            f"SELECT count(*) FROM {'clean_attempts' if table == 'attempts' else 'keyed_spans'} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
         ).fetchall()[0][0]
         for table in ("attempts", "spans")
     }
@@ -662,7 +690,11 @@ def load_trace(
         if known is not None:  # this very content passed every check before
             checks.register_no_findings(con)
         else:
-            trace.problems = checks.run_checks(con, has_jobs="jobs" in present)
+            # the spans are read and typed once, into the store; the span checks run only if its screen finds a row
+            # they could reject (span_store.screen), and then on the rows as read, to name file, row and field
+            trace.spans = span_store.build(con, trace, temp_directory)
+            suspects = span_store.screen(trace.spans)
+            trace.problems = checks.run_checks(con, has_jobs="jobs" in present, spans=suspects > 0)
         _prepare_clean(trace, skip_invalid, known)
     except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
         raise TraceError(Problem(damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None

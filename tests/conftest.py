@@ -46,6 +46,32 @@ def write_csv_trace(folder: Path, attempts: list[list], spans: list[list], jobs:
 
 
 @pytest.fixture
+def screen_guard(monkeypatch):
+    """Every load in the test also runs the span checks the span store's screen skipped, and fails if they find a row.
+
+    The screen (:mod:`ettcore.span_store`) lets a load leave the span checks out when no row is suspect; a screen that
+    missed a failing row would let bad data through silently.  Returns the list of (spans checked?, span findings).
+    """
+    from ettcore import checks
+    from ettcore.queries import check_names
+
+    real = checks.run_checks
+    seen: list[tuple[bool, int]] = []
+
+    def guarded(con, has_jobs=True, spans=True):
+        got = real(con, has_jobs, spans)
+        if not spans:
+            full = checks.findings(con, has_jobs, spans=True)
+            missed = full.filter(full["check"].is_in([n for n in check_names() if checks.is_span_check(n)]))
+            assert missed.is_empty(), f"the span screen let through rows the span checks reject:\n{missed}"
+        seen.append((spans, len([p for p in got if p.table == "spans"])))
+        return got
+
+    monkeypatch.setattr(checks, "run_checks", guarded)
+    return seen
+
+
+@pytest.fixture
 def sample_trace() -> Path:
     return SAMPLE_TRACE
 

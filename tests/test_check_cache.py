@@ -33,9 +33,9 @@ def spy(monkeypatch):
     calls = []
     real = checks.run_checks
 
-    def counted(con, has_jobs=True):
+    def counted(con, has_jobs=True, **kw):
         calls.append(1)
-        return real(con, has_jobs)
+        return real(con, has_jobs, **kw)
 
     monkeypatch.setattr(checks, "run_checks", counted)
     return calls

@@ -58,6 +58,9 @@ from ettcore import metric
 from ettcore.config import PROJECT_ROOT, SAMPLE_TRACE
 from ettcore.errors import Problem, TraceError
 from ettcore.trace import SCHEMA, load_trace
+
+# every load also runs the span checks the span store's screen skipped, and fails if they find a row (conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_guard")
 try:  # tests/trace_strategies.py: random valid traces (shared with the metric property tests)
     from trace_strategies import traces
 except ImportError:  # pragma: no cover - only while that module is not there

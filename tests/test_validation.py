@@ -13,6 +13,9 @@ from ettcore import metric
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
 
+# every load also runs the span checks the span store's screen skipped, and fails if they find a row (conftest.py)
+pytestmark = pytest.mark.usefixtures("screen_guard")
+
 
 def _problems(tmp_path, attempts, spans, jobs=None):
     folder = write_csv_trace(tmp_path / "t", attempts, spans, jobs)
@@ -50,18 +53,34 @@ CASES = [
 
 
 @pytest.mark.parametrize("table,row,col,value,field,words", CASES, ids=[f"{c[0]}-{c[5]}" for c in CASES])
-def test_problem_names_file_row_field(tmp_path, good_rows, table, row, col, value, field, words):
+def test_problem_names_file_row_field(tmp_path, good_rows, screen_guard, table, row, col, value, field, words):
     problems = _problems(tmp_path, *_mutated(good_rows, table, row, col, value))
     hits = [p for p in problems if p.file.endswith(f"{table}.csv") and p.row == row + 1 and p.field == field]
     assert hits, [p.line() for p in problems]
     assert any(words in p.message for p in hits), [p.line() for p in hits]
+    if table == "spans":  # the span store's screen found the row, so the span checks ran
+        assert screen_guard == [(True, len([p for p in problems if p.table == "spans"]))]
 
 
-def test_overlapping_train_spans(tmp_path, good_rows):
+def test_overlapping_train_spans(tmp_path, good_rows, screen_guard):
     attempts, spans = copy.deepcopy(good_rows)
     spans.append(["j1", 1, "train", "", 1_700_006_000, 1_700_006_900, 350, 400])
     problems = _problems(tmp_path, attempts, spans)
     assert any(p.row == 5 and p.field == "start" and "overlaps an earlier train span" in p.message for p in problems)
+    assert screen_guard[0][0], "the overlap screen found the train spans"
+
+
+def test_a_clean_trace_skips_the_span_checks(tmp_path, good_rows, sample_trace, screen_guard, monkeypatch):
+    """The span checks run only where the span store's screen finds a row they could reject (and the guard checks
+    that they would have found nothing): a clean trace, and one whose attempt is still running, skip them."""
+    monkeypatch.setenv("ETT_CHECK_CACHE", "0")  # a clean verdict kept by another test would skip the checks altogether
+    load_trace(write_csv_trace(tmp_path / "clean", *good_rows))
+    load_trace(sample_trace)
+    attempts, spans = copy.deepcopy(good_rows)
+    attempts[-1][3] = ""  # the last attempt runs: its end is empty, which no span check rejects
+    attempts[-1][4] = "running"
+    load_trace(write_csv_trace(tmp_path / "running", attempts, spans), as_of=1_700_007_000)
+    assert screen_guard == [(False, 0)] * 3
 
 
 def test_unknown_job_and_duplicate_job(tmp_path, good_rows):
@@ -159,3 +178,45 @@ def test_two_job_ids_with_one_job_key_are_refused(tmp_path, good_rows):
     assert p.field == "job_id" and "'job-a'" in p.message and "'job-b'" in p.message and "job-c" not in p.message
     trace.con.execute("DELETE FROM metric_jobs WHERE job_id = 'job-b'")
     metric.check_job_keys(trace.con, "somewhere")  # no collision: no error
+    # a job left out for a finding whose id hashes to a measured job's key: its spans would take the other's with them
+    key = trace.con.execute("SELECT hash('job-x')").fetchall()[0][0]
+    trace.con.execute("INSERT INTO metric_jobs VALUES ($k, 'job-d')", {"k": key})
+    trace.con.execute("INSERT INTO ett_excluded_jobs VALUES ('job-x')")
+    with pytest.raises(TraceError) as info:
+        metric.check_job_keys(trace.con, "somewhere")
+    assert "'job-d'" in info.value.problems[0].message and "'job-x'" in info.value.problems[0].message
+
+
+SPAN_CASES = [c for c in CASES if c[0] == "spans"]
+
+
+@pytest.mark.parametrize("table,row,col,value,field,words", SPAN_CASES, ids=[c[5] for c in SPAN_CASES])
+def test_a_partitioned_span_store_finds_the_same_problems(tmp_path, good_rows, screen_guard, monkeypatch, table, row, col,
+                                                          value, field, words):
+    """A trace too large for memory keeps its spans in Parquet parts, one a batch of jobs, and screens them from the
+    parts' statistics: made to do so here (a span 'weighs' a gigabyte), it finds the same problem as in memory."""
+    from ettcore import span_store
+
+    monkeypatch.setattr(span_store, "BYTES_PER_SPAN", 10**9)
+    attempts, spans = _mutated(good_rows, table, row, col, value)
+    attempts.append(["j2", 0, 1_700_000_000, 1_700_003_000, "completed"])  # more jobs than one, so the batches differ
+    spans.append(["j2", 0, "train", "", 1_700_000_100, 1_700_002_900, 0, 10])
+    problems = _problems(tmp_path, attempts, spans)
+    assert any(p.row == row + 1 and p.field == field and words in p.message for p in problems), [p.line() for p in problems]
+    assert screen_guard[0][0], "the screen found the row"
+
+
+def test_a_partitioned_span_store_gives_the_same_numbers(tmp_path, good_rows, sample_trace, screen_guard, monkeypatch):
+    from ettcore import metric, span_store
+
+    monkeypatch.setenv("ETT_CHECK_CACHE", "0")  # the checks and the screen run on each load
+    want = metric.job_summary(load_trace(sample_trace))
+    monkeypatch.setattr(span_store, "BYTES_PER_SPAN", 10**9)
+    trace = load_trace(sample_trace)
+    assert trace.spans.batches > 1 and trace.spans.folder is not None and trace.spans.suspect_parts == 0
+    got = metric.job_summary(trace)
+    assert got.equals(want)
+    folder = trace.spans.folder.parent
+    trace.spans.close()
+    assert not folder.exists(), "closing the store removes its parts"
+    assert screen_guard == [(False, 0)] * 2

@@ -461,6 +461,7 @@ def register_metric_views(st: SparkTrace) -> None:
         ("metric_attempts", "metric/metric_attempts", True),
         ("unmeasured_time", "metric/unmeasured_time", True),
         ("analysis_cuts", "metric/analysis_cuts", False),
+        ("keyed_spans", "metric/keyed_spans", False),
         ("metric_spans", "metric/metric_spans", False),
         ("attributed_time", "metric/attributed_time", True),
         ("measured_time", "metric/measured_time", False),

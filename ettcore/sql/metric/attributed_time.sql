@@ -7,7 +7,7 @@
 -- event's time, the end of the attempt in force, the covering span that ends last (its end and phase packed in one
 -- key) and the productive part in force (its end and its stretch's L1 flags packed in one key).  Each elementary
 -- segment therefore splits into at most four pieces: productive, covered (that span's phase), unattributed (inside
--- an attempt) and scheduling (between attempts).  The L1 flags of each productive part are found beforehand on the
+-- an attempt) and scheduling (between attempts), summed per cell before they become rows.  The L1 flags of each productive part are found beforehand on the
 -- small per-attempt table: whether the non-productive stretch after it holds an interruption, and whether it is the
 -- job's last productive part.  No segment crosses a cut, so each lies in one cell: cell_ms is the latest cut at or
 -- before it (the grid mark, or a later analysis cut); measured_time keeps the cells inside the windows.
@@ -120,15 +120,26 @@ bounds AS (
     FROM running, ids
     WHERE t_next > t
 ),
+lengths AS (
+    -- the four pieces of each segment, as lengths (each >= 0), summed per cell and kind before they are unpivoted
+    -- (as DOUBLE: exact for integers below 2^53 ms, and a smaller state than the HUGEINT of an integer sum)
+    SELECT job_key, cell_ms, flags, started, c_phase,
+           sum(CAST(least(pe, t_next) - t AS DOUBLE)) AS productive_ms,
+           sum(CAST(least(greatest(pe, ce), t_next) - least(pe, t_next) AS DOUBLE)) AS covered_ms,
+           sum(CAST(least(greatest(pe, ce, ae), t_next) - least(greatest(pe, ce), t_next) AS DOUBLE)) AS unattributed_ms,
+           sum(CAST(t_next - least(greatest(pe, ce, ae), t_next) AS DOUBLE)) AS scheduling_ms
+    FROM bounds
+    GROUP BY ALL
+),
 pieces AS (
     SELECT job_key, cell_ms, flags, started,
            unnest([
-               {'a': t, 'b': least(pe, t_next), 'phase_id': ids.train_id, 'productive': true},
-               {'a': least(pe, t_next), 'b': least(greatest(pe, ce), t_next), 'phase_id': c_phase, 'productive': false},
-               {'a': least(greatest(pe, ce), t_next), 'b': least(greatest(pe, ce, ae), t_next), 'phase_id': 0, 'productive': false},
-               {'a': least(greatest(pe, ce, ae), t_next), 'b': t_next, 'phase_id': ids.scheduling_id, 'productive': false}
+               {'phase_id': ids.train_id, 'productive': true, 'ms': productive_ms},
+               {'phase_id': c_phase, 'productive': false, 'ms': covered_ms},
+               {'phase_id': 0, 'productive': false, 'ms': unattributed_ms},
+               {'phase_id': ids.scheduling_id, 'productive': false, 'ms': scheduling_ms}
            ], recursive := true)
-    FROM bounds, ids
+    FROM lengths, ids
 )
 SELECT
     job_key,
@@ -141,7 +152,7 @@ SELECT
         ELSE 'in_training_loss'
     END AS bucket,
     phase_id,
-    sum(b - a) AS ms
+    CAST(sum(ms) AS BIGINT) AS ms
 FROM pieces
-WHERE b > a
+WHERE ms > 0
 GROUP BY ALL

@@ -38,10 +38,10 @@ excluded AS (
     GROUP BY c.job_key
 ),
 attributed AS (
-    SELECT t.job_key, t.bucket, p.component, sum(t.ms) AS ms
+    -- each measured piece with its component; ms as DOUBLE (exact below 2^53 ms; an integer sum keeps a HUGEINT state)
+    SELECT t.job_key, t.bucket, p.component, CAST(t.ms AS DOUBLE) AS ms
     FROM measured_time AS t
     JOIN ett_phases AS p ON p.phase_id = t.phase_id
-    GROUP BY ALL
 ),
 per_job AS (
     SELECT job_key,
