@@ -32,9 +32,12 @@ Conventions (decisions where the spec is silent, shared with the SQL):
 * **as-of.**  With an explicit ``as_of`` (ms), or -- when some attempt is
   running (``end is None``) -- the default ``as_of`` = the latest timestamp
   anywhere in the trace (max over attempt starts and ends and span ends):
-  attempts starting at or after ``as_of`` are dropped; an attempt ending after
+  attempts starting at or after ``as_of`` are dropped (with the default
+  ``as_of``, only those starting after it: nothing the trace recorded is left
+  out without an explicit as-of, so the cut is ``as_of + 1`` ms, as in
+  ``ett_params.cut_ms``); an attempt ending after
   ``as_of`` (or running) ends at ``as_of`` with ``end_reason = "running"``;
-  spans starting at or after ``as_of`` are dropped; a span ending after
+  spans starting at or after the cut are dropped; a span ending after
   ``as_of`` ends there, a train span's ``cursor_end`` prorated linearly:
   ``c0 + (c1 - c0) * (as_of - s) / (e - s)``.  A job left with no attempt is
   dropped.
@@ -203,13 +206,17 @@ def default_as_of(attempts: list[dict], spans: list[dict]) -> int | None:
     return max(stamps)
 
 
-def clip_to_as_of(attempts: list[dict], spans: list[dict], as_of: int | None) -> tuple[list[dict], list[dict]]:
-    """Apply the as-of rules of the module docstring; returns new lists (inputs untouched)."""
+def clip_to_as_of(attempts: list[dict], spans: list[dict], as_of: int | None, cut: int | None = None) -> tuple[list[dict], list[dict]]:
+    """Apply the as-of rules of the module docstring; returns new lists (inputs untouched).
+
+    ``cut`` (default ``as_of``): attempts and spans starting at or after it are dropped; the default as-of passes
+    ``as_of + 1`` (:func:`reference_metrics` returns it as ``cut``)."""
     if as_of is None:
         return [dict(a) for a in attempts], [dict(s) for s in spans]
+    cut = as_of if cut is None else cut
     out_a = []
     for a in attempts:
-        if a["start"] >= as_of:
+        if a["start"] >= cut:
             continue
         a = dict(a)
         if a["end"] is None or a["end"] > as_of:
@@ -219,7 +226,7 @@ def clip_to_as_of(attempts: list[dict], spans: list[dict], as_of: int | None) ->
     kept = {(a["job_id"], a["attempt"]) for a in out_a}
     out_s = []
     for s in spans:
-        if s["start"] >= as_of or (s["job_id"], s["attempt"]) not in kept:
+        if s["start"] >= cut or (s["job_id"], s["attempt"]) not in kept:
             continue
         s = dict(s)
         if s["end"] > as_of:
@@ -478,7 +485,8 @@ def reference_metrics(
     """
     exclusions = list(exclusions)
     eff = as_of if as_of is not None else default_as_of(attempts, spans)
-    atts, sps = clip_to_as_of(attempts, spans, eff)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)  # the default as-of cuts nothing recorded
+    atts, sps = clip_to_as_of(attempts, spans, eff, cut)
     rows = _job_rows(jobs)
     a_by: dict[str, list[dict]] = defaultdict(list)
     s_by: dict[str, list[dict]] = defaultdict(list)
@@ -505,7 +513,7 @@ def reference_metrics(
         )
         if got is not None:
             out[job_id] = got
-    return {"as_of": eff, "jobs": out}
+    return {"as_of": eff, "cut": cut, "jobs": out}
 
 
 def job_exclusions(job_id: str, row: dict | None, exclusions: Iterable[dict]) -> list[tuple[int, int]]:
@@ -669,7 +677,7 @@ def _measured_pieces(jobs, attempts, spans, as_of, marks, *, phase_order: tuple[
     exclusions = list(exclusions)
     res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of,
                             since=since, until=until, exclusions=exclusions)
-    atts, sps = clip_to_as_of(attempts, spans, res["as_of"])
+    atts, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
     rows = _job_rows(jobs)
     for job_id, job in res["jobs"].items():
         j_atts = [a for a in atts if a["job_id"] == job_id]
@@ -760,7 +768,7 @@ def reference_stalls(
 
     exclusions = list(exclusions)
     res = reference_metrics(jobs, attempts, spans, as_of, since=since, until=until, exclusions=exclusions)
-    _, sps = clip_to_as_of(attempts, spans, res["as_of"])
+    _, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
     rows = _job_rows(jobs)
     out = {}
     for job_id in res["jobs"]:

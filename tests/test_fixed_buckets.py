@@ -23,7 +23,7 @@ def reference_buckets(trace_dir, seconds: int) -> dict[int, dict[str, float]]:
     """Per bucket start (s): wall and productive GPU-hours from the reference's per-instant pieces."""
     jobs, attempts, spans = slurm_oracle.reference_input(trace_dir)
     res = ref.reference_metrics(jobs, attempts, spans)
-    atts, sps = ref.clip_to_as_of(attempts, spans, res["as_of"])
+    atts, sps = ref.clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
     out: dict[int, dict[str, float]] = defaultdict(lambda: {"wall": 0.0, "productive": 0.0})
     step = seconds * 1000
     for job_id, job in res["jobs"].items():

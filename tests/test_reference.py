@@ -332,6 +332,22 @@ def test_default_as_of_is_latest_timestamp_in_the_trace():
     assert res["jobs"]["k"]["model"] == "k" and res["jobs"]["k"]["gpus"] == 1  # defaults without a jobs table
 
 
+def test_default_as_of_keeps_an_attempt_that_starts_at_the_latest_instant():
+    """Without an explicit as-of nothing recorded is cut: a zero-length attempt at the trace's latest instant (40,
+    while job r runs) is measured, so job k ends completed at 40; an explicit as-of 40 cuts it (k ends failed at 30).
+    Found by the property test (hypothesis) against the SQL, whose cut is as-of + 1 ms by default."""
+    attempts = [att(0, 0, None, "running", job="r"), att(0, 5, 30, "failure", job="k"), att(1, 40, 40, "completed", job="k")]
+    spans = [sp(0, "train", 0, 30, 0, 10, job="r")]
+    ref.check_valid(attempts, spans)
+    res = ref.reference_metrics(None, attempts, spans)
+    assert res["as_of"] == T(40) and res["cut"] == T(40) + 1
+    k = res["jobs"]["k"]
+    assert k["status"] == "completed" and k["wall_s"] == minutes(35) and k["nof"] == 1
+    assert k["ttr_total_s"] == minutes(10)  # 30-40: scheduling after the failure, until the attempt that completes
+    cut = ref.reference_metrics(None, attempts, spans, as_of=T(40))["jobs"]["k"]
+    assert cut["status"] == "failure" and cut["wall_s"] == minutes(25)
+
+
 # --------------------------------------------------------------------------- fleet and trend
 
 
