@@ -529,7 +529,8 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
     ``attempt_ends`` maps ``(job_id, attempt)`` to the attempt's end known from
     elsewhere (a scheduler's accounting, epoch seconds): a non-train span still
     open in such an attempt without an ``attempt_end`` record is closed there
-    rather than at the attempt's last record.
+    rather than at the attempt's last record (at its own start, with no length,
+    when that end is before the span opened: Slurm's times are whole seconds).
 
     With ``split_train`` (the default) every ``progress`` record also splits
     its train span into consecutive pieces, so the data cursor is piecewise
@@ -676,6 +677,8 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
                 close_t, how = float(attempt_ends[o["key"]]), "the attempt's end in the scheduler's records"
             if close_t is None:
                 close_t, how = last_t[o["key"]], "the attempt's last record"
+            if close_t < o["start"]:  # an accounting's whole-second end can precede a span opened in its last second
+                close_t, how = o["start"], how + f" ({o['start'] - close_t:.3f} s before the span opened): at its start, no length"
             cs = ce = None
         if o["phase"] == "train" and split_train:
             spans.extend(_train_pieces(job_id, attempt, o["stage"], o["points"]))

@@ -19,7 +19,10 @@ Loading happens in three layers of DuckDB views, each named after what it holds:
 ``clean_<table>``
     the typed rows of jobs that passed every check (see :mod:`ettcore.checks`).
 
-The metric (:mod:`ettcore.metric`) reads only ``clean_*`` tables and the two
+The spans are also read once into the span store (:mod:`ettcore.span_store`), which screens them for the
+span checks and which the attribution reads through ``keyed_spans`` (its rows of clean jobs).
+
+The metric (:mod:`ettcore.metric`) reads only ``clean_*`` tables, ``keyed_spans`` and the two
 small tables ``ett_params`` (the as-of time) and ``ett_phases`` (the phase map).
 No user value is ever pasted into SQL text: file lists and parameters are bound,
 column names are checked against the schema and quoted.

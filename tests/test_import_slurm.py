@@ -382,6 +382,29 @@ def test_open_span_closed_at_the_runs_end(tmp_path, monkeypatch):
     assert "closed at the attempt's end in the scheduler's records" in report.to_markdown()
 
 
+def test_open_span_opened_in_the_runs_last_second(tmp_path, monkeypatch):
+    """Slurm's end is in whole seconds: a span opened 0.4 s after the run's recorded end and never closed ends at its
+    own start (no length, said in the report), not 0.4 s before it (end before start made the imported trace
+    invalid: seen in a real run of the CI cluster, job 8)."""
+    monkeypatch.setenv("SLURM_JOB_ID", "2")
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
+    clock = iter([T + 40.4, T + 40.5])
+    rec = Recorder(tmp_path / "rec", clock=lambda: next(clock))
+    rec.phase("trainer_init").__enter__()  # the process dies inside (no span record)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    Recorder(tmp_path / "rec").span("trainer_init", T + 61, T + 62)
+    rows = [row("2", "FAILED", T, T + 5, T + 40), row("2", "COMPLETED", T + 40, T + 60, T + 100)]
+    frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)], recorder_dir=tmp_path / "rec")
+    md = report.to_markdown()
+    assert "(0.400 s before the span opened): at its start, no length" in md
+    # then wholly after the run's whole-second end, within the clock tolerance: dropped, and said so
+    assert frames.spans.filter((pl.col("phase") == "trainer_init") & (pl.col("attempt") == 0)).is_empty()
+    assert "span wholly outside its run but within the clock tolerance" in md and "2 attempt 0 trainer_init" in md
+    out = write_import(tmp_path / "trace", frames, report)
+    assert metric.job_summary(load_trace(out)).height == 1  # a valid trace
+
+
 def test_cli_prints_counts(tmp_path):
     p = write_text(tmp_path / "s.txt", [row("1", "COMPLETED", T, T + 1, T + 2)])
     out = subprocess.run([sys.executable, "-m", "ettcore.cli", "import", "slurm", str(p), "--out", str(tmp_path / "t")],
