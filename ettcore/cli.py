@@ -79,20 +79,13 @@ def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[
     return fields + [_iso("t0"), _iso("t1")]
 
 
-def job_json_lines(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
-    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested), one JSON text a job
-    (``extra``: more top-level keys).
-
-    Encoded by Polars a chunk at a time, so a million jobs never become a million Python dicts.
-    """
-    fields = _job_json_fields(jobs, labels, extra)
-    for part in jobs.iter_slices(chunk):
-        yield from part.select(pl.struct(fields).struct.json_encode()).to_series().to_list()
-
-
 def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
-    """The texts of :func:`job_json_lines`, joined by Polars with ``,`` + newline + indent, one string a chunk (so a
-    million jobs never become a million Python strings either)."""
+    """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested; ``extra``: more
+    top-level keys), one JSON text a job, joined with ``,`` + newline + indent.
+
+    Encoded and joined by Polars a chunk at a time, one string a chunk, so a million jobs never become a million
+    Python dicts or strings.
+    """
     fields = _job_json_fields(jobs, labels, extra)
     for part in jobs.iter_slices(chunk):
         yield part.select(pl.struct(fields).struct.json_encode().str.join(",\n    ")).item()

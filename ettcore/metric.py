@@ -97,10 +97,9 @@ def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
     ).fetchall()
     if not dup:  # a job left out for a finding must not share its key either: its spans are left out by key
         dup = con.execute(
-            "SELECT min(j.job_id), min(x.job_id) FROM metric_jobs AS j JOIN ett_excluded_jobs AS x "
-            "ON hash(x.job_id) = j.job_key AND x.job_id <> j.job_id"
+            "SELECT j.job_id, x.job_id FROM metric_jobs AS j JOIN ett_excluded_jobs AS x "
+            "ON hash(x.job_id) = j.job_key AND x.job_id <> j.job_id ORDER BY ALL LIMIT 1"
         ).fetchall()
-        dup = [] if dup[0][0] is None else dup
     if dup:
         a, b = dup[0]
         raise TraceError(Problem(where, None, "job_id", f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them"))

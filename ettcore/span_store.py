@@ -51,10 +51,8 @@ class SpanStore:
     """Where the typed spans of a trace are: the ``span_store`` table or view, and its batch parts when partitioned."""
 
     con: duckdb.DuckDBPyConnection
-    rows: int
     batches: int
     folder: Path | None = None  # the Parquet parts, one folder a batch (None: a table in memory)
-    suspects: int | None = None  # rows flagged suspect, once screened
     suspect_parts: int | None = None  # row groups of a partitioned store that may hold a suspect row (footer statistics)
     _finalizer: object = field(default=None, repr=False)
 
@@ -75,12 +73,11 @@ class SpanStore:
 
 def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path | None = None) -> SpanStore:
     """Read and type the spans of ``typed_spans`` once into ``span_store``; ``owner`` (the trace) bounds its life."""
-    rows = con.execute("SELECT count(*) FROM raw_spans").fetchall()[0][0] if _has_raw(con) else 0
-    n = batches(con, rows)
+    n = batches(con, con.execute("SELECT count(*) FROM raw_spans").fetchall()[0][0])
     query = sql("store/span_store")
     if n <= 1:
         con.execute(f"CREATE OR REPLACE TEMP TABLE span_store AS {query}")
-        return SpanStore(con, rows, 1)
+        return SpanStore(con, 1)
     folder = Path(tempfile.mkdtemp(prefix="ett-spans-", dir=_usable(spill_dir)))
     finalizer = weakref.finalize(owner, shutil.rmtree, folder, True)
     try:
@@ -104,11 +101,7 @@ def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path |
         "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, 'true') <> 'false'",
         {"f": parts},
     ).fetchall()[0][0] if parts else 0
-    return SpanStore(con, rows, n, folder / "parts", suspect_parts=flagged, _finalizer=finalizer)
-
-
-def _has_raw(con: duckdb.DuckDBPyConnection) -> bool:
-    return bool(con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = 'raw_spans'").fetchall()[0][0])
+    return SpanStore(con, n, folder / "parts", suspect_parts=flagged, _finalizer=finalizer)
 
 
 def _usable(spill_dir: str | Path | None) -> str | None:
@@ -133,7 +126,6 @@ def screen(store: SpanStore) -> int:
             if suspects:
                 break
         con.execute("DROP VIEW IF EXISTS store_batch")
-    store.suspects = suspects
     return suspects
 
 

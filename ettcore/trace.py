@@ -591,7 +591,7 @@ def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) 
     con = trace.con
     trace.excluded_jobs = jobs_to_leave_out(trace.problems, skip_invalid)
     checks.register_clean(con, trace.problems)
-    if trace.spans is not None or not known:  # a known verdict builds the store on first need (the metric's)
+    if trace.spans is not None:  # built by the checks; with a known verdict it is built on first need (the metric's)
         trace.span_store()
     # as_of_ms clips running work; cut_ms is the exclusive bound on starts.  Without an explicit as-of,
     # as-of is the trace's latest instant and nothing that started is cut (cut = as-of + 1 ms).

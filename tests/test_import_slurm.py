@@ -365,18 +365,24 @@ def test_join_keeps_clips_and_drops(tmp_path, monkeypatch):
     assert j["nof_failure"] == 1 and j["productive_s"] == pytest.approx(40 + 78 * (200 - 80) / 150, abs=1e-3)
 
 
-def test_open_span_closed_at_the_runs_end(tmp_path, monkeypatch):
-    """A compile span open when the run was killed ends where the accounting says the run ended."""
+def _died_inside(tmp_path, monkeypatch, phase: str, opened_at: float, first_state: str):
+    """Job 2's first run (T+5 .. T+40 in the accounting) dies inside ``phase`` opened at ``opened_at``; its second run
+    records too, so attempt 0 is not the recorder's last.  Returns the import (frames, report)."""
     monkeypatch.setenv("SLURM_JOB_ID", "2")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
-    clock = iter([T + 6.0, T + 7.0])
+    clock = iter([opened_at, opened_at + 1.0])
     rec = Recorder(tmp_path / "rec", clock=lambda: next(clock))
-    rec.phase("pt2_compile").__enter__()  # the process dies inside (no span record)
-    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")  # the next run records too, so attempt 0 is not the recorder's last
+    rec.phase(phase).__enter__()  # the process dies inside (no span record)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
     Recorder(tmp_path / "rec").span("trainer_init", T + 61, T + 62)
-    rows = [row("2", "PREEMPTED", T, T + 5, T + 40), row("2", "COMPLETED", T + 40, T + 60, T + 100)]
-    frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)], recorder_dir=tmp_path / "rec")
+    rows = [row("2", first_state, T, T + 5, T + 40), row("2", "COMPLETED", T + 40, T + 60, T + 100)]
+    return import_sacct([write_text(tmp_path / "s.txt", rows)], recorder_dir=tmp_path / "rec")
+
+
+def test_open_span_closed_at_the_runs_end(tmp_path, monkeypatch):
+    """A compile span open when the run was killed ends where the accounting says the run ended."""
+    frames, report = _died_inside(tmp_path, monkeypatch, "pt2_compile", T + 6.0, "PREEMPTED")
     s = frames.spans.filter(pl.col("phase") == "pt2_compile").row(0, named=True)
     assert (s["start"], s["end"]) == (T + 6, T + 40)
     assert "closed at the attempt's end in the scheduler's records" in report.to_markdown()
@@ -386,16 +392,7 @@ def test_open_span_opened_in_the_runs_last_second(tmp_path, monkeypatch):
     """Slurm's end is in whole seconds: a span opened 0.4 s after the run's recorded end and never closed ends at its
     own start (no length, said in the report), not 0.4 s before it (end before start made the imported trace
     invalid: seen in a real run of the CI cluster, job 8)."""
-    monkeypatch.setenv("SLURM_JOB_ID", "2")
-    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
-    monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
-    clock = iter([T + 40.4, T + 40.5])
-    rec = Recorder(tmp_path / "rec", clock=lambda: next(clock))
-    rec.phase("trainer_init").__enter__()  # the process dies inside (no span record)
-    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
-    Recorder(tmp_path / "rec").span("trainer_init", T + 61, T + 62)
-    rows = [row("2", "FAILED", T, T + 5, T + 40), row("2", "COMPLETED", T + 40, T + 60, T + 100)]
-    frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)], recorder_dir=tmp_path / "rec")
+    frames, report = _died_inside(tmp_path, monkeypatch, "trainer_init", T + 40.4, "FAILED")
     md = report.to_markdown()
     assert "(0.400 s before the span opened): at its start, no length" in md
     # then wholly after the run's whole-second end, within the clock tolerance: dropped, and said so
