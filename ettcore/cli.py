@@ -79,30 +79,45 @@ def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[
     return fields + [_iso("t0"), _iso("t1")]
 
 
-def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = ()):
+def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = (),
+                    as_bytes: bool = False):
     """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested; ``extra``: more
     top-level keys), one JSON text a job, joined with ``,`` + newline + indent.
 
-    Encoded and joined by Polars a chunk at a time, one string a chunk, so a million jobs never become a million
-    Python dicts or strings.
+    Encoded and joined by Polars a chunk at a time, one string a chunk (UTF-8 ``bytes`` with ``as_bytes``), so a
+    million jobs never become a million Python dicts or strings.
     """
     fields = _job_json_fields(jobs, labels, extra)
     for part in jobs.iter_slices(chunk):
-        yield part.select(pl.struct(fields).struct.json_encode().str.join(",\n    ")).item()
+        block = part.select(pl.struct(fields).struct.json_encode().str.join(",\n    "))
+        yield block.to_series().cast(pl.Binary).item() if as_bytes else block.item()
 
 
 def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (),
                        extra: Sequence[str] = ()) -> None:
-    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys."""
+    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys.
+
+    The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (a file or standard output): a text
+    stream's ``write`` of a long string costs ten times as much as writing its bytes (2.4 s against 0.2 s for the
+    680 MB of a million jobs)."""
     out = out or sys.stdout
     out.write("{\n")
     for k, v in head.items():
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
+    raw = getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
+    if raw is not None:
+        out.flush()
     first = True
-    for block in job_json_blocks(jobs, labels=labels, extra=extra):
-        out.write(("\n    " if first else ",\n    ") + block)
+    for block in job_json_blocks(jobs, labels=labels, extra=extra, as_bytes=raw is not None):
+        if raw is not None:
+            raw.write(b"\n    " if first else b",\n    ")
+            raw.write(block)
+        else:
+            out.write(("\n    " if first else ",\n    ") + block)
         first = False
+    if raw is not None:
+        raw.flush()
     out.write("]" if first else "\n  ]")
     for k, v in tail.items():
         body = json.dumps(v, indent=2).replace("\n", "\n  ")

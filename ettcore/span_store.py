@@ -71,10 +71,16 @@ class SpanStore:
             self._finalizer()
 
 
-def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path | None = None) -> SpanStore:
-    """Read and type the spans of ``typed_spans`` once into ``span_store``; ``owner`` (the trace) bounds its life."""
+def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path | None = None, screened: bool = True) -> SpanStore:
+    """Read and type the spans of ``typed_spans`` once into ``span_store``; ``owner`` (the trace) bounds its life.
+
+    ``screened=False``, for a trace whose checks are known to pass (:mod:`ettcore.check_cache`), leaves out the
+    ``suspect`` flag, which nothing then reads: every row is marked suspect, and its conditions are not computed (they
+    are half the cost of typing the spans: 1.7 of 3.3 s at 45 M spans)."""
     n = batches(con, con.execute("SELECT count(*) FROM raw_spans").fetchall()[0][0])
     query = sql("store/span_store")
+    if not screened:
+        query = f"SELECT * EXCLUDE (suspect), true AS suspect FROM ({query})"
     if n <= 1:
         con.execute(f"CREATE OR REPLACE TEMP TABLE span_store AS {query}")
         return SpanStore(con, 1)

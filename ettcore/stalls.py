@@ -39,7 +39,7 @@ def _stall_after(value: float | str | None) -> float | None:
 
 
 def _prepare(trace: Trace, stall_after: float | str | None) -> None:
-    metric.prepare(trace)
+    metric.job_metrics(trace)  # job_stalls.sql reads the per-job results
     con = trace.con
     con.execute("CREATE OR REPLACE TEMP TABLE ett_stall_params AS SELECT $s::DOUBLE AS stall_after_s", {"s": _stall_after(stall_after)})
     con.execute(f"CREATE OR REPLACE TEMP VIEW train_pace AS {sql('metric/train_pace')}")

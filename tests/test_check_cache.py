@@ -90,7 +90,14 @@ def refused_again(path: Path, match: str, spy: list) -> None:
     assert spy == [1, 1]
 
 
-def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trace, spy, cache_dir):
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trace, spy, cache_dir, monkeypatch, partitioned):
+    """A hit also builds the span store without its screen's flag (nothing reads it then), in memory or, for a trace
+    beyond the memory budget, as Parquet parts by batch of jobs: the same numbers."""
+    if partitioned:
+        from ettcore import span_store
+
+        monkeypatch.setattr(span_store, "BYTES_PER_SPAN", 10**9)
     path = csv_trace(tmp_path, sample_trace)
     first = load_trace(path)
     assert spy == [1] and len(list(cache_dir.glob("*.json"))) == 1
@@ -99,6 +106,7 @@ def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trac
     assert second.accounting == first.accounting and second.as_of_ms == first.as_of_ms and second.problems == []
     assert metric.job_summary(second).equals(metric.job_summary(first))
     assert metric.trend(second, "day").equals(metric.trend(first, "day"))
+    assert (second.span_store().folder is not None) == partitioned
 
 
 def test_same_size_and_mtime_other_content_is_checked_again(tmp_path, sample_trace, spy):

@@ -54,3 +54,29 @@ def test_trend_csv(sample_trace, capsys):
 def test_unknown_by_is_exit_2(sample_trace, capsys):
     assert cli.main(["summarize", str(sample_trace), "--by", "nope"]) == 2
     assert "unknown grouping column" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"])
+def test_summarize_json_is_the_same_text_through_a_byte_buffer(sample_trace, encoding):
+    """The jobs of `summarize --json` are written to a UTF-8 stream's byte buffer, and as text to any other stream:
+    both give the same JSON, non-ASCII labels included."""
+    import io
+    import json
+
+    import polars as pl
+
+    from ettcore import metric, trace as trace_mod
+
+    jobs = metric.job_summary(trace_mod.load_trace(sample_trace))
+    jobs = jobs.with_columns(pl.Series("note", ["Zürich · 東京 \"q\""] * jobs.height))
+    head, tail = {"trace": "t"}, {"fleet": None}
+    as_text = io.StringIO()
+    cli.write_summary_json(head, jobs, tail, out=as_text, labels=["note"])
+    raw = io.BytesIO()
+    stream = io.TextIOWrapper(raw, encoding=encoding, write_through=False)
+    cli.write_summary_json(head, jobs, tail, out=stream, labels=["note"])
+    stream.flush()
+    assert raw.getvalue().decode(encoding) == as_text.getvalue()
+    doc = json.loads(as_text.getvalue())
+    assert [j["labels"]["note"] for j in doc["jobs"]] == ["Zürich · 東京 \"q\""] * jobs.height
+    assert [j["job_id"] for j in doc["jobs"]] == jobs["job_id"].to_list()

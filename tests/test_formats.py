@@ -169,3 +169,23 @@ def test_group_by_is_checked_against_schema(sample_trace):
     for evil in ["x'); DROP TABLE spans; --", 'team" FROM metric_jobs; --', "*"]:
         with pytest.raises(TraceError, match="unknown grouping column"):
             metric.fleet_summary(t, by=evil)
+
+
+def test_timestamps_round_to_the_nearest_millisecond():
+    """A timestamp column's microseconds become whole ms rounded half up, the value DuckDB's epoch_ms gives (the typed
+    expression computes it another, faster way), for instants just below, at and above each half millisecond."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    from ettcore.trace import _parse_expr
+
+    base = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+    base_us = int(base.timestamp()) * 1_000_000
+    offsets = [0, 1, 499, 500, 501, 999, 1000, 1499, 1500, 2500, 86_399_999_999]
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (ts TIMESTAMPTZ)")
+    con.executemany("INSERT INTO t VALUES (make_timestamp($us)::TIMESTAMPTZ)", [{"us": base_us + o} for o in offsets])
+    expr, _ = _parse_expr("ts", "ts", "TIMESTAMP WITH TIME ZONE")
+    got = con.execute(f"SELECT {expr}, epoch_ms(ts) FROM t ORDER BY ts").fetchall()
+    want = [int((Decimal(base_us + o) / 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for o in offsets]
+    assert [g for g, _ in got] == want
+    assert [e for _, e in got] == want

@@ -24,3 +24,42 @@ def test_identity_and_l2_sum(path):
         assert l1 == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
         assert comps == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
         assert r["l2_total"] == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
+
+
+def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
+    """group_summary.sql sums whole GPU-milliseconds (and each job's ETT% in billionths of a point), so a fleet's
+    figures are exact and the same however the jobs are ordered or split across threads; a sum of the per-job doubles
+    changes in its last digits with the order (the jobs here span nine orders of magnitude)."""
+    import random
+
+    import duckdb
+    import polars as pl
+
+    from ettcore.phases import ALL_COMPONENTS
+    from ettcore.queries import sql
+
+    rng = random.Random(7)
+    seconds = ["wall_s", "productive_s", "tts_s", "ttr_total_s", "in_training_loss_s", "shutdown_tail_s", "excluded_s",
+               *[f"{c}_s" for c in ALL_COMPONENTS]]
+    rows = []
+    for i in range(2000):
+        ms = {c: rng.randrange(1, 10 ** rng.randrange(1, 10)) for c in seconds}
+        ms["productive_s"] = min(ms["productive_s"], ms["wall_s"])
+        rows.append({"job_id": f"j{i:04d}", "gpus": rng.choice([1, 8, 64, 512]), "nof": rng.randrange(3),
+                     "ett_pct": 100.0 * ms["productive_s"] / ms["wall_s"], **{c: v / 1000 for c, v in ms.items()}})
+    cols = ["job_id", "gpus", "nof", "ett_pct", *seconds]
+
+    def fleet(order):
+        con = duckdb.connect()
+        con.execute("SET threads = 1")  # one thread sums in table order
+        frame = pl.DataFrame([[r[c] for c in cols] for r in order], schema=cols, orient="row")
+        con.execute("CREATE TABLE job_metrics AS SELECT * FROM frame")
+        con.execute("CREATE VIEW job_groups AS SELECT job_id, 'fleet' AS group_key FROM job_metrics")
+        return con.execute(sql("metric/group_summary")).fetchall()
+
+    forward = fleet(rows)
+    assert fleet(list(reversed(rows))) == forward
+    assert fleet(rng.sample(rows, len(rows))) == forward
+    # and the sums are the exact ones: wall GPU-hours from the whole milliseconds
+    wall_gpu_ms = sum(r["gpus"] * round(r["wall_s"] * 1000) for r in rows)
+    assert forward[0][4] == wall_gpu_ms / 3.6e6

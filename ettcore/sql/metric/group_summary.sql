@@ -1,26 +1,50 @@
 -- One row a group of jobs (a model, any label, or the whole fleet): GPU-time-weighted ETT%, the unweighted mean,
 -- and GPU-hours of measured wall time, productive time, each component and the time exclusion windows left out.
+-- The sums are of whole numbers (GPU-milliseconds, and each job's ETT% in billionths of a point), so they are exact
+-- and the same in any order: DuckDB sums in parallel, and a sum of doubles would change in its last digits from one
+-- run to the next.
+WITH gpu_ms AS (
+    -- a job's seconds are its whole milliseconds / 1000 (job_summary.sql), so round(s * 1000) gives them back exactly
+    SELECT g.group_key,
+           m.nof,
+           CAST(round(m.ett_pct * 1e9) AS BIGINT) AS ett_ppb,
+           m.gpus * CAST(round(m.wall_s * 1000) AS BIGINT) AS wall,
+           m.gpus * CAST(round(m.productive_s * 1000) AS BIGINT) AS productive,
+           m.gpus * CAST(round(m.tts_s * 1000) AS BIGINT) AS tts,
+           m.gpus * CAST(round(m.ttr_total_s * 1000) AS BIGINT) AS ttr_total,
+           m.gpus * CAST(round(m.in_training_loss_s * 1000) AS BIGINT) AS in_training_loss,
+           m.gpus * CAST(round(m.shutdown_tail_s * 1000) AS BIGINT) AS shutdown_tail,
+           m.gpus * CAST(round(m.scheduling_s * 1000) AS BIGINT) AS scheduling,
+           m.gpus * CAST(round(m.hardware_setup_s * 1000) AS BIGINT) AS hardware_setup,
+           m.gpus * CAST(round(m.trainer_init_s * 1000) AS BIGINT) AS trainer_init,
+           m.gpus * CAST(round(m.pt2_compile_s * 1000) AS BIGINT) AS pt2_compile,
+           m.gpus * CAST(round(m.wasted_training_s * 1000) AS BIGINT) AS wasted_training,
+           m.gpus * CAST(round(m.shutdown_s * 1000) AS BIGINT) AS shutdown,
+           m.gpus * CAST(round(m.unattributed_s * 1000) AS BIGINT) AS unattributed,
+           m.gpus * CAST(round(m.excluded_s * 1000) AS BIGINT) AS excluded
+    FROM job_metrics AS m
+    JOIN job_groups AS g ON g.job_id = m.job_id
+)
 SELECT
-    g.group_key,
+    group_key,
     CAST(count(*) AS BIGINT) AS jobs,
-    100.0 * sum(m.gpus * m.productive_s) / nullif(sum(m.gpus * m.wall_s), 0) AS ett_pct,
-    avg(m.ett_pct) AS ett_mean_pct,
-    sum(m.gpus * m.wall_s) / 3600.0 AS wall_gpu_h,
-    sum(m.gpus * m.productive_s) / 3600.0 AS productive_gpu_h,
-    CAST(sum(m.nof) AS BIGINT) AS nof,
-    sum(m.gpus * m.tts_s) / 3600.0 AS tts_gpu_h,
-    sum(m.gpus * m.ttr_total_s) / 3600.0 AS ttr_total_gpu_h,
-    sum(m.gpus * m.in_training_loss_s) / 3600.0 AS in_training_loss_gpu_h,
-    sum(m.gpus * m.shutdown_tail_s) / 3600.0 AS shutdown_tail_gpu_h,
-    sum(m.gpus * m.scheduling_s) / 3600.0 AS scheduling_gpu_h,
-    sum(m.gpus * m.hardware_setup_s) / 3600.0 AS hardware_setup_gpu_h,
-    sum(m.gpus * m.trainer_init_s) / 3600.0 AS trainer_init_gpu_h,
-    sum(m.gpus * m.pt2_compile_s) / 3600.0 AS pt2_compile_gpu_h,
-    sum(m.gpus * m.wasted_training_s) / 3600.0 AS wasted_training_gpu_h,
-    sum(m.gpus * m.shutdown_s) / 3600.0 AS shutdown_gpu_h,
-    sum(m.gpus * m.unattributed_s) / 3600.0 AS unattributed_gpu_h,
-    sum(m.gpus * m.excluded_s) / 3600.0 AS excluded_gpu_h
-FROM job_metrics AS m
-JOIN job_groups AS g ON g.job_id = m.job_id
-GROUP BY g.group_key
-ORDER BY g.group_key
+    100.0 * sum(productive) / nullif(sum(wall), 0) AS ett_pct,
+    sum(ett_ppb) / 1e9 / nullif(count(ett_ppb), 0) AS ett_mean_pct,
+    sum(wall) / 3.6e6 AS wall_gpu_h,
+    sum(productive) / 3.6e6 AS productive_gpu_h,
+    CAST(sum(nof) AS BIGINT) AS nof,
+    sum(tts) / 3.6e6 AS tts_gpu_h,
+    sum(ttr_total) / 3.6e6 AS ttr_total_gpu_h,
+    sum(in_training_loss) / 3.6e6 AS in_training_loss_gpu_h,
+    sum(shutdown_tail) / 3.6e6 AS shutdown_tail_gpu_h,
+    sum(scheduling) / 3.6e6 AS scheduling_gpu_h,
+    sum(hardware_setup) / 3.6e6 AS hardware_setup_gpu_h,
+    sum(trainer_init) / 3.6e6 AS trainer_init_gpu_h,
+    sum(pt2_compile) / 3.6e6 AS pt2_compile_gpu_h,
+    sum(wasted_training) / 3.6e6 AS wasted_training_gpu_h,
+    sum(shutdown) / 3.6e6 AS shutdown_gpu_h,
+    sum(unattributed) / 3.6e6 AS unattributed_gpu_h,
+    sum(excluded) / 3.6e6 AS excluded_gpu_h
+FROM gpu_ms
+GROUP BY group_key
+ORDER BY group_key
