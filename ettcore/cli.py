@@ -106,18 +106,13 @@ def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, lab
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
     raw = getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
-    if raw is not None:
-        out.flush()
+    out.flush()
+    stream, lead, sep = (raw, b"\n    ", b",\n    ") if raw is not None else (out, "\n    ", ",\n    ")
     first = True
     for block in job_json_blocks(jobs, labels=labels, extra=extra, as_bytes=raw is not None):
-        if raw is not None:
-            raw.write(b"\n    " if first else b",\n    ")
-            raw.write(block)
-        else:
-            out.write(("\n    " if first else ",\n    ") + block)
+        stream.write((lead if first else sep) + block)
         first = False
-    if raw is not None:
-        raw.flush()
+    stream.flush()
     out.write("]" if first else "\n  ]")
     for k, v in tail.items():
         body = json.dumps(v, indent=2).replace("\n", "\n  ")

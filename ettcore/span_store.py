@@ -101,12 +101,13 @@ def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path |
         finalizer()
         raise
     # each row group's statistics, from the parts' footers: one whose largest `suspect` is false holds no suspect row
-    # (a row group without statistics counts as flagged)
+    # (a row group without statistics counts as flagged); an unscreened store's rows are all suspect: its footers
+    # are not read
     parts = [str(f) for f in sorted((folder / "parts").glob("*/*.parquet"))]
     flagged = con.execute(
         "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, 'true') <> 'false'",
         {"f": parts},
-    ).fetchall()[0][0] if parts else 0
+    ).fetchall()[0][0] if parts and screened else len(parts)
     return SpanStore(con, n, folder / "parts", suspect_parts=flagged, _finalizer=finalizer)
 
 
