@@ -11,7 +11,8 @@ For each fleet size (jobs; default 10,000 and 100,000, plus 1,000,000 with
   ``summarize`` (per-job L1 + L2 and fleet totals), ``trend --every day``, and
   both from one pass (summarize, then trend on the same prepared trace);
 * the same as the ``ett`` command (``ett summarize TRACE --json``,
-  ``ett trend TRACE --every day --json``), end to end;
+  ``ett trend TRACE --every day --json``, and ``ett summarize TRACE`` with no
+  flags, which prints the terminal tables), end to end;
 * the plain-Python reference implementation (``ettcore.reference``) on a
   subsample of jobs (every k-th job), scaled per job;
 * ml-goodput-measurement's ``GoodputCalculator`` on a smaller subsample, each
@@ -385,7 +386,8 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     ett = [str(exe)] if exe.is_file() else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
     limit = ["--memory-limit", args.memory_limit] if args.memory_limit else []  # default: no flag, as a user runs it
     commands = {"summarize": [*ett, "summarize", str(trace), "--json", *limit],
-                "trend": [*ett, "trend", str(trace), "--every", "day", "--json", *limit]}
+                "trend": [*ett, "trend", str(trace), "--every", "day", "--json", *limit],
+                "summarize_text": [*ett, "summarize", str(trace), *limit]}  # no flags: the terminal tables
     for name, cmd in commands.items():
         cold, cached = [], []
         for _ in range(args.repeat):
@@ -445,7 +447,8 @@ def rows_for(r: dict) -> list[dict]:
         f"attribution in {nb} batches of jobs" if nb and nb > 1 else "")
     lb = _sec(b, "load_s")
     add("summarize + trend, one pass, incl. load+checks", None if lb is None else lb + _sec(b, "metric_s"), b)
-    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`")):
+    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
+                       ("cli_summarize_text", "`ett summarize` (no flags: text tables)")):
         for suffix, how in (("", "cold: checks run, empty check cache"), ("_cached", "cached: clean verdict kept, checks skipped")):
             m = r.get(key + suffix, {})
             runs = ", ".join(f"{x:.1f}" for x in m.get("runs_s", []))
@@ -501,15 +504,17 @@ def targets(results: list[dict]) -> list[str]:
         rows.append(f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {'' if ok else limit} |")
 
     nb = (big.get("both", {}).get("result") or {}).get("batches") or 1
-    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`")):
+    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
+                       ("cli_summarize_text", "`ett summarize` (no flags)")):
         for suffix, how in (("", "cold (checks run)"), ("_cached", "cached (checks skipped)")):
             m = big.get(key + suffix, {})
             sec = None if not m or "error" in m else m.get("wall_s")
             row(f"1. {label}, default settings, {how}, x read floor", None if sec is None else sec / fr, 15, "x", True,
-                "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead and "
-                f"three running maxima, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
-                "of the spans at load (the span store), the checks (cold), the JSON of a million jobs and the interpreter")
-    peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_cached", "cli_trend_cached")]
+                "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
+                f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
+                "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter")
+    peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_text", "cli_summarize_cached",
+                                                      "cli_trend_cached", "cli_summarize_text_cached")]
     peaks = [p for p in peaks if p is not None]
     row("2. peak RSS of the commands, default settings (MiB)", max(peaks) if peaks else None, 4096, " MiB", True,
         "DuckDB's buffers beyond the budget")

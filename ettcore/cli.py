@@ -15,6 +15,8 @@ import importlib
 import json
 import math
 import sys
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from typing import Any, Callable, Sequence
 
@@ -24,7 +26,7 @@ import polars as pl
 from . import __version__, engines, metric
 from .errors import Problem, TraceError, summarize_problems
 from .phases import ALL_COMPONENTS
-from .trace import Trace, load_trace
+from .trace import Trace, load_trace, quote_ident
 from .window import iso as _iso_ms
 
 # Modules that add subcommands: each defines register(subparsers).
@@ -80,32 +82,52 @@ def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[
 
 
 def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = (),
-                    as_bytes: bool = False):
+                    as_bytes: bool = False, workers: int = 2):
     """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested; ``extra``: more
     top-level keys), one JSON text a job, joined with ``,`` + newline + indent.
 
     Encoded and joined by Polars a chunk at a time, one string a chunk (UTF-8 ``bytes`` with ``as_bytes``), so a
-    million jobs never become a million Python dicts or strings.
+    million jobs never become a million Python dicts or strings.  ``workers`` chunks are encoded at once (Polars
+    releases the interpreter while it encodes), and at most ``workers`` more wait for the reader, so memory holds a
+    few chunks, never the whole text; blocks come in job order.
     """
     fields = _job_json_fields(jobs, labels, extra)
-    for part in jobs.iter_slices(chunk):
+
+    def encode(part: pl.DataFrame):
         block = part.select(pl.struct(fields).struct.json_encode().str.join(",\n    "))
-        yield block.to_series().cast(pl.Binary).item() if as_bytes else block.item()
+        return block.to_series().cast(pl.Binary).item() if as_bytes else block.item()
+
+    if workers <= 1:
+        yield from map(encode, jobs.iter_slices(chunk))
+        return
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque = deque()
+        for part in jobs.iter_slices(chunk):
+            pending.append(pool.submit(encode, part))
+            if len(pending) > workers:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+
+
+def _utf8_buffer(out):
+    """``out``'s binary buffer where it has one and writes UTF-8 (a file or standard output), else None: a text
+    stream's ``write`` of a long string costs ten times as much as writing its bytes (2.4 s against 0.2 s for the
+    680 MB of a million jobs' JSON)."""
+    return getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
 
 
 def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (),
                        extra: Sequence[str] = ()) -> None:
     """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys.
 
-    The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (a file or standard output): a text
-    stream's ``write`` of a long string costs ten times as much as writing its bytes (2.4 s against 0.2 s for the
-    680 MB of a million jobs)."""
+    The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (:func:`_utf8_buffer`)."""
     out = out or sys.stdout
     out.write("{\n")
     for k, v in head.items():
         out.write(f"  {json.dumps(k)}: {json.dumps(v)},\n")
     out.write('  "jobs": [')
-    raw = getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
+    raw = _utf8_buffer(out)
     out.flush()
     stream, lead, sep = (raw, b"\n    ", b",\n    ") if raw is not None else (out, "\n    ", ",\n    ")
     first = True
@@ -133,21 +155,74 @@ def group_records(groups: pl.DataFrame, key: str | None, extra: Sequence[str] = 
     return out
 
 
-def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> str:
-    """A plain fixed-width table for a terminal."""
-    def fmt(v: Any) -> str:
-        if v is None:
-            return "-"
-        if isinstance(v, float):
-            return f"{v:,.{digits}f}"
-        return str(_jsonable(v))
+def _cell(v: Any, digits: int) -> str:
+    """One value as a table cell: ``-`` for missing, floats with thousands separators and ``digits`` decimals."""
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(_jsonable(v))
 
-    rows = [[fmt(r[c]) for c in columns] for r in df.iter_rows(named=True)]
-    widths = [max([len(c)] + [len(row[i]) for row in rows]) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(columns, widths))]
-    lines.append("  ".join("-" * w for w in widths))
-    lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in rows]
-    return "\n".join(lines)
+
+def _cells(df: pl.DataFrame, columns: Sequence[str], digits: int) -> pl.DataFrame:
+    """Each of ``columns`` as the text of its cells (:func:`_cell`), computed a column at a time, not a value at a time.
+
+    Floats are formatted by DuckDB's ``format`` (the same digits as Python's ``format``, thousands separators
+    included; ``tests/test_cli.py`` holds the two equal), integers and strings by Polars; any other type (dates,
+    zoned times, lists) one value at a time by :func:`_cell`."""
+    floats = [c for c in columns if df.schema[c].is_float()]
+    out: dict[str, pl.Series] = {}
+    if floats:
+        con = duckdb.connect()
+        try:
+            con.register("table_cells", df.select(pl.col(floats).cast(pl.Float64)))
+            body = ", ".join(f"format($f, {quote_ident(c)}) AS {quote_ident(c)}" for c in floats)
+            got = con.sql(f"SELECT {body} FROM table_cells", params={"f": "{:,.%df}" % int(digits)}).pl()
+        finally:
+            con.close()
+        out.update({c: got[c] for c in floats})
+    for c in columns:
+        if c in out:
+            continue
+        dtype, col = df.schema[c], df[c]
+        if dtype.is_integer() or dtype == pl.String:
+            out[c] = col.cast(pl.String)
+        elif dtype == pl.Boolean:
+            out[c] = pl.select(pl.when(col).then(pl.lit("True")).when(col.not_()).then(pl.lit("False"))).to_series()
+        else:
+            out[c] = col.map_elements(lambda v: _cell(v, digits), return_dtype=pl.String, skip_nulls=False)
+    return pl.DataFrame([out[c].fill_null("-").alias(f"c{i}") for i, c in enumerate(columns)])
+
+
+def table_blocks(df: pl.DataFrame, columns: Sequence[str], digits: int = 1, chunk: int = 100_000):
+    """A plain fixed-width table for a terminal, as text blocks: the header and rule, then ``chunk`` rows a block
+    (each block ends with a newline)."""
+    cells = _cells(df, columns, digits)
+    widths = [max(len(c), cells[f"c{i}"].str.len_chars().max() or 0) for i, c in enumerate(columns)]
+    yield "  ".join(c.rjust(w) for c, w in zip(columns, widths)) + "\n" + "  ".join("-" * w for w in widths) + "\n"
+    padded = [pl.col(f"c{i}").str.pad_start(w) for i, w in enumerate(widths)]
+    for part in cells.iter_slices(chunk):
+        if part.height:
+            yield part.select(pl.concat_str(padded, separator="  ").str.join("\n")).item() + "\n"
+
+
+def format_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1) -> str:
+    """A plain fixed-width table for a terminal (:func:`table_blocks` as one string, without the final newline)."""
+    return "".join(table_blocks(df, columns, digits))[:-1]
+
+
+def write_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1, out=None) -> None:
+    """:func:`table_blocks` written to ``out`` (standard output by default) as they are made, as UTF-8 bytes where the
+    stream takes them (:func:`_utf8_buffer`)."""
+    out = out or sys.stdout
+    raw = _utf8_buffer(out)
+    out.flush()
+    for block in table_blocks(df, columns, digits):
+        if raw is None:
+            out.write(block)
+        else:
+            raw.write(block.encode())
+    (raw or out).flush()
 
 
 def open_checked(args: argparse.Namespace) -> Trace:
@@ -238,15 +313,15 @@ def cmd_summarize(args: argparse.Namespace) -> int:
         print_window(trace, m)
         cols = ["job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof", "ttr_total_s",
                 "in_training_loss_s", "shutdown_tail_s"]
-        print(format_table(jobs, cols))
+        write_table(jobs, cols)  # a row a job: streamed, not built as one string
         print()
         print("Level 2 components (seconds, non-productive time):")
-        print(format_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]]))
+        write_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]])
         print()
         labels = [c for c in trace.labels if c in jobs.columns]
         if labels:  # the jobs table's own columns (for an imported MLPerf run: time_to_train_s, MLPerf's score, ...)
             print("Job labels (from the jobs table):")
-            print(format_table(jobs, ["job_id", *labels], digits=3))
+            write_table(jobs, ["job_id", *labels], digits=3)
             print()
         if groups is not None:
             print(f"By {args.by}:")

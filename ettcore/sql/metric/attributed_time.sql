@@ -1,8 +1,8 @@
 -- Every instant of every job's wall time, attributed exactly once: milliseconds per (job, cell, L1 bucket, phase).
 --
--- How (see docs/metric.md): one start event per attempt, covering span and productive part, one event per
--- interruption, at the job's end and at each cut inside the job: each grid mark (UTC midnights, or hours for an
--- hourly trend: ett_grid) and each instant where the analysis window or an exclusion window starts or ends
+-- How (see docs/metric.md): one start event per attempt of positive length, covering span and productive part, one
+-- event per interruption, at the job's end and at each cut inside the job: each grid mark (UTC midnights, or hours for
+-- an hourly trend: ett_grid) and each instant where the analysis window or an exclusion window starts or ends
 -- (analysis_cuts).  Four functions over one window sorted per job give, between two consecutive events: the next
 -- event's time, the end of the attempt in force, the covering span that ends last (its end and phase packed in one
 -- key) and the productive part in force (its end and its stretch's L1 flags packed in one key).  Each elementary
@@ -75,11 +75,14 @@ window_marks AS (
 events AS (
     -- kind 0: interruption, 1: attempt start, 2: covering span start, 3: productive part start, 4: job end, 5: cut.
     -- p_key: a productive part's end * 4 + 2 (last part) + 1 (an interruption follows); an interruption's is 1, so
-    -- before any productive part the running maximum tells whether an interruption has happened (TTS vs recovery).
+    -- before any productive part it tells TTS from recovery, and after one it gives the bucket the part's flags give
+    -- (that part is marked: an interruption follows it).  Attempts (of positive length) never overlap, nor do
+    -- productive parts: in time order each one's value is the one in force, so `running` takes the last value given
+    -- (last_value, cheaper than a running maximum) and keeps a maximum only for covering spans, which may overlap.
     SELECT job_key, end_ms AS t, 0 AS kind, NULL::BIGINT AS a_end, NULL::BIGINT AS c_key, 1::BIGINT AS p_key
     FROM metric_attempts WHERE end_reason IN ('failure', 'preemption')
     UNION ALL
-    SELECT job_key, start_ms, 1, end_ms, NULL, NULL FROM metric_attempts
+    SELECT job_key, start_ms, 1, end_ms, NULL, NULL FROM metric_attempts WHERE end_ms > start_ms
     UNION ALL
     SELECT job_key, start_ms, 2, NULL, end_ms * 1024 + phase_id, NULL
     FROM metric_spans WHERE NOT is_train AND end_ms > start_ms
@@ -103,9 +106,9 @@ events AS (
 running AS (
     SELECT job_key, t,
            lead(t) OVER w AS t_next,
-           max(a_end) OVER w AS ae,
+           last_value(a_end IGNORE NULLS) OVER w AS ae,
            max(c_key) OVER w AS ck,
-           max(p_key) OVER w AS pk
+           last_value(p_key IGNORE NULLS) OVER w AS pk
     FROM events
     WINDOW w AS (PARTITION BY job_key ORDER BY t, kind ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
