@@ -243,10 +243,13 @@ print("last-step", repr(time.time()), flush=True)
 if mode == "raise":
     time.sleep(0.2)
     raise RuntimeError("injected")
+# raise_signal sends the signal to this (the main) thread, which handles it at once.  With os.kill to the process, one
+# fresh-clone CI run saw the child exit 0 with its SIGINT never handled (a process-directed signal may be taken by
+# another thread of the child; CPython then handles it only later, here never).
 if mode == "sigterm":
-    os.kill(os.getpid(), signal.SIGTERM)
+    signal.raise_signal(signal.SIGTERM)
 if mode == "sigint":
-    os.kill(os.getpid(), signal.SIGINT)
+    signal.raise_signal(signal.SIGINT)
 if mode == "sigkill":
     os.kill(os.getpid(), signal.SIGKILL)
 tl.train_end()
