@@ -539,7 +539,8 @@ def targets(results: list[dict]) -> list[str]:
             "")
     else:
         rows.append("| 4. per job vs the goodput calculator | not measured | >= 100x | | |")
-    return [f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each).", "",
+    return [f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each). The ratios depend on the "
+            "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine.", "",
             "| target | measured | target | met / gap | what limits it |", "|---|---:|---:|---|---|", *rows]
 
 
