@@ -217,11 +217,9 @@ def write_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1, out=N
     out = out or sys.stdout
     raw = _utf8_buffer(out)
     out.flush()
+    write = out.write if raw is None else (lambda block: raw.write(block.encode()))  # the stream chosen once
     for block in table_blocks(df, columns, digits):
-        if raw is None:
-            out.write(block)
-        else:
-            raw.write(block.encode())
+        write(block)
     (raw or out).flush()
 
 
