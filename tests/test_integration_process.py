@@ -9,6 +9,7 @@ against the times the test itself measures around each child (spawn before
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -367,8 +368,25 @@ def test_other_ranks_record_nothing(tmp_path: Path) -> None:
     assert a.recorder is None and not (tmp_path / "run").exists()
 
 
+def test_an_explicit_finish_reaps_its_watcher_and_the_end_is_on_disk(tmp_path: Path) -> None:
+    """finish() in a process that goes on waits for the exit watcher: no process left, no ResourceWarning later."""
+    run = tmp_path / "run"
+    a = process.Attempt(run, "j", None, writer="t", framework="test")
+    a.start(rank=0)
+    watcher = a.watch.proc
+    a.finish()
+    assert watcher.returncode == 0  # waited for, exited cleanly
+    assert collect(run).attempts["end_reason"].to_list() == ["failure"]  # no wait needed: written before finish returned
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del a, watcher
+        gc.collect()
+    assert [w.category for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
 def test_callback_errors_are_counted_and_warned_about_once(tmp_path: Path) -> None:
     a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
+    gc.collect()  # what earlier tests in this worker left to the collector warns before the block, not in it
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         a.error(RuntimeError("before the recorder"))

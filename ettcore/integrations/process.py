@@ -473,6 +473,28 @@ class ExitWatch:
         """
         a = -1 if attempt is None else int(attempt)
         os.write(self._w, f"{reason} {t!r} {a} {'now' if now else 'exit'}\n".encode())
+        if now:
+            self._reap()
+
+    def _reap(self, timeout_s: float = 30.0) -> None:
+        """After a ``now`` report the watcher writes the end and exits: wait for it, so the end is on disk.
+
+        The process goes on (a notebook, a test), so the watcher is waited for
+        here rather than left to the garbage collector (which would warn that
+        it is still running) and its pipe is closed.  One that does not exit
+        within ``timeout_s`` is kept in :data:`_UNREAPED` and reaped later.
+        """
+        try:
+            os.close(self._w)
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _UNREAPED.append(self.proc)
+
+
+_UNREAPED: list[subprocess.Popen] = []  # watchers told to end now that had not exited when waited for
 
 
 REASONS = ("completed", "failure", "preemption", "cancelled")
