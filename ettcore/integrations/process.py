@@ -350,7 +350,8 @@ class Attempt:
         Called at interpreter exit (``at_exit``: the end is then written by
         the exit watcher when the process is gone); call it yourself when the
         process goes on after training (a notebook, a test): the attempt then
-        ends at ``t``.
+        ends at ``t``, and the call returns once the exit watcher has written
+        that end and exited.
         """
         if self.finished or self.recorder is None:
             return
