@@ -478,12 +478,12 @@ class ExitWatch:
             self._reap()
 
     def _reap(self, timeout_s: float = 30.0) -> None:
-        """After a ``now`` report the watcher writes the end and exits: wait for it, so the end is on disk.
+        """After a ``now`` report the watcher writes the end and exits: close its pipe and wait for it.
 
         The process goes on (a notebook, a test), so the watcher is waited for
-        here rather than left to the garbage collector (which would warn that
-        it is still running) and its pipe is closed.  One that does not exit
-        within ``timeout_s`` is kept in :data:`_UNREAPED` and reaped later.
+        here, and the end is on disk when this returns.  One still running
+        after ``timeout_s`` is left as it is (the garbage collector then warns
+        that it is still running: something is wrong with it).
         """
         try:
             os.close(self._w)
@@ -492,10 +492,7 @@ class ExitWatch:
         try:
             self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            _UNREAPED.append(self.proc)
-
-
-_UNREAPED: list[subprocess.Popen] = []  # watchers told to end now that had not exited when waited for
+            pass
 
 
 REASONS = ("completed", "failure", "preemption", "cancelled")
