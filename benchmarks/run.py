@@ -34,7 +34,10 @@ measurements to ``reports/benchmarks.json``.
 
 Ratios, not absolute times, are what the targets use, because the machine is
 shared and noisy: time / floor, time per million spans at the largest size /
-at 100k, and per-job time of the alternatives / per-job time of ettcore.
+at 100k, and per-job time of the alternatives / per-job time of ettcore.  The
+read floor is measured again before each pair of command runs (and once at the
+end), so the table also gives each command's *paired* ratio (median of run /
+the floor just before it) and how far the machine's speed drifted in the run.
 """
 
 from __future__ import annotations
@@ -389,15 +392,22 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
                 "trend": [*ett, "trend", str(trace), "--every", "day", "--json", *limit],
                 "summarize_text": [*ett, "summarize", str(trace), *limit]}  # no flags: the terminal tables
     for name, cmd in commands.items():
-        cold, cached = [], []
+        cold, cached, floors = [], [], []
         for _ in range(args.repeat):
+            # the read floor again just before each pair of runs: a shared machine's speed drifts over a long run, and
+            # a run over the floor measured next to it (paired) is not moved by that drift
+            floors.append(_sec(child("floor_read", trace, [], tmo)))
             with tempfile.TemporaryDirectory(prefix="ett-bench-cache-") as cache:
                 env = {"ETT_CACHE_DIR": cache}  # an empty check cache: the first run checks the trace (cold)
                 cold.append(measured(cmd, tmo, env))
                 cached.append(measured(cmd, tmo, env))  # the same trace again: its clean verdict is kept (cached)
         r[f"cli_{name}"], r[f"cli_{name}_cached"] = median_of(cold), median_of(cached)
+        r[f"cli_{name}"]["paired_x"] = paired_ratio(cold, floors)
+        r[f"cli_{name}_cached"]["paired_x"] = paired_ratio(cached, floors)
+        r[f"cli_{name}"]["floors_s"] = floors
         print(f"  ett {name}: cold {[round(x.get('wall_s', 0), 1) for x in cold]} s, "
-              f"cached {[round(x.get('wall_s', 0), 1) for x in cached]} s", flush=True)
+              f"cached {[round(x.get('wall_s', 0), 1) for x in cached]} s, "
+              f"read floor before each {[None if f is None else round(f, 2) for f in floors]} s", flush=True)
     if args.reference_jobs > 0:
         r["reference"] = child("reference", trace, [str(min(n, args.reference_jobs))], tmo)
         print(f"  reference: {_brief(r['reference'])}", flush=True)
@@ -407,7 +417,17 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     if args.spark_max_jobs and n <= args.spark_max_jobs:
         r["spark"] = child("spark", trace, [args.memory_limit], tmo)
         print(f"  spark: {_brief(r['spark'])}", flush=True)
+    r["floor_read_after"] = child("floor_read", trace, [], tmo)  # how far the machine drifted during this size's run
     return r
+
+
+def paired_ratio(runs: list[dict], floors: list[float | None]) -> float | None:
+    """The median over runs of (a run's seconds / the read floor measured just before it); None if any is missing."""
+    if len(runs) != len(floors) or not runs or any("error" in r or f is None or f <= 0 for r, f in zip(runs, floors)):
+        return None
+    xs = sorted(r["wall_s"] / f for r, f in zip(runs, floors))
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
 def _brief(m: dict) -> str:
@@ -452,8 +472,9 @@ def rows_for(r: dict) -> list[dict]:
         for suffix, how in (("", "cold: checks run, empty check cache"), ("_cached", "cached: clean verdict kept, checks skipped")):
             m = r.get(key + suffix, {})
             runs = ", ".join(f"{x:.1f}" for x in m.get("runs_s", []))
+            px = m.get("paired_x")
             add(f"{label} (command, default settings, {how})", None if not m or "error" in m else m.get("wall_s"), m,
-                f"median of {runs} s" if runs else "")
+                (f"median of {runs} s" if runs else "") + ("" if px is None else f"; paired: x{px:.1f} the floor measured just before"))
     ref = r.get("reference", {})
     if ref:
         res = ref.get("result", {})
@@ -495,13 +516,14 @@ def targets(results: list[dict]) -> list[str]:
     n = big["jobs"]
     rows = []
 
-    def row(what: str, value: float | None, target: float, unit: str, at_most: bool, limit: str) -> None:
+    def row(what: str, value: float | None, target: float, unit: str, at_most: bool, limit: str, paired: float | None = None) -> None:
+        pair = "" if paired is None else f"{paired:,.2f}{unit} ({'met' if paired <= target else 'not met'})"
         if value is None:
-            rows.append(f"| {what} | not measured | {'<=' if at_most else '>='} {target:g}{unit} | | |")
+            rows.append(f"| {what} | not measured | {'<=' if at_most else '>='} {target:g}{unit} | | {pair} | |")
             return
         ok = value <= target if at_most else value >= target
         gap = "met" if ok else f"NOT MET: {value / target:.2f}x the target" if at_most else f"NOT MET: {target / value:.2f}x short"
-        rows.append(f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {'' if ok else limit} |")
+        rows.append(f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | {'' if ok else limit} |")
 
     nb = (big.get("both", {}).get("result") or {}).get("batches") or 1
     for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
@@ -512,7 +534,8 @@ def targets(results: list[dict]) -> list[str]:
             row(f"1. {label}, default settings, {how}, x read floor", None if sec is None else sec / fr, 15, "x", True,
                 "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
                 f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
-                "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter")
+                "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter",
+                paired=None if sec is None else m.get("paired_x"))
     peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_text", "cli_summarize_cached",
                                                       "cli_trend_cached", "cli_summarize_text_cached")]
     peaks = [p for p in peaks if p is not None]
@@ -528,7 +551,7 @@ def targets(results: list[dict]) -> list[str]:
         row(f"3. metric time per span at {n:,} / at 100,000 jobs", per_m(big) / per_m(by_n[100_000]), 1.2, "", True,
             "more batches at 1M than at 100k under the same budget (each batch reads its own part of the span store)")
     else:
-        rows.append("| 3. time per span, largest / 100k | not evaluated (run with --full) | <= 1.2 | | |")
+        rows.append("| 3. time per span, largest / 100k | not evaluated (run with --full) | <= 1.2 | | | |")
     gp_c = [r for r in done if _sec(r.get("goodput", {})) is not None]
     if gp_c:
         r = max(gp_c, key=lambda r: r["jobs"])
@@ -538,10 +561,21 @@ def targets(results: list[dict]) -> list[str]:
         row(f"4. per job, goodput calculator / ettcore (load + checks + metric), at {r['jobs']:,} jobs", alt / ett, 100, "x", False,
             "")
     else:
-        rows.append("| 4. per job vs the goodput calculator | not measured | >= 100x | | |")
+        rows.append("| 4. per job vs the goodput calculator | not measured | >= 100x | | | |")
+    floors = [f for key in ("cli_summarize", "cli_trend", "cli_summarize_text") for f in big.get(key, {}).get("floors_s", []) if f]
+    after = _sec(big.get("floor_read_after", {}))
+    drift = ""
+    if floors:
+        every = [fr, *floors, *([after] if after else [])]
+        drift = (f"The read floor (best of 3 each time) was {fr:.2f} s at the start of this size, {min(floors):.2f} to {max(floors):.2f} s "
+                 "when measured again before each pair of command runs, and "
+                 + ("not measured" if after is None else f"{after:.2f} s") + " at the end: the machine's speed drifted by "
+                 f"{100 * (max(every) / min(every) - 1):.0f} % within the run.")
     return [f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each). The ratios depend on the "
-            "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine.", "",
-            "| target | measured | target | met / gap | what limits it |", "|---|---:|---:|---|---|", *rows]
+            "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine. "
+            "*Measured* divides by the floor at the start of the size; *paired* is the median over the runs of each run over the floor "
+            "measured just before it, which a slow drift of the machine's speed during the run moves much less.", "", drift, "",
+            "| target | measured | target | met / gap | paired | what limits it |", "|---|---:|---:|---|---|---|", *rows]
 
 
 def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out: Path) -> None:
