@@ -526,16 +526,19 @@ def targets(results: list[dict]) -> list[str]:
         rows.append(f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | {'' if ok else limit} |")
 
     nb = (big.get("both", {}).get("result") or {}).get("batches") or 1
+    limit1 = ("the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
+              f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
+              "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter")
+    said = False  # the limit is written out on the first row of target 1 not met, then referred to
     for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
                        ("cli_summarize_text", "`ett summarize` (no flags)")):
         for suffix, how in (("", "cold (checks run)"), ("_cached", "cached (checks skipped)")):
             m = big.get(key + suffix, {})
             sec = None if not m or "error" in m else m.get("wall_s")
-            row(f"1. {label}, default settings, {how}, x read floor", None if sec is None else sec / fr, 15, "x", True,
-                "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
-                f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
-                "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter",
-                paired=None if sec is None else m.get("paired_x"))
+            x = None if sec is None else sec / fr
+            row(f"1. {label}, default settings, {how}, x read floor", x, 15, "x", True,
+                "as above" if said else limit1, paired=None if sec is None else m.get("paired_x"))
+            said = said or (x is not None and x > 15)
     peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_text", "cli_summarize_cached",
                                                       "cli_trend_cached", "cli_summarize_text_cached")]
     peaks = [p for p in peaks if p is not None]
