@@ -46,6 +46,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -395,7 +396,7 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
         cold, cached, floors = [], [], []
         for _ in range(args.repeat):
             # the read floor again just before each pair of runs: a shared machine's speed drifts over a long run, and
-            # a run over the floor measured next to it (paired) is not moved by that drift
+            # a run over the floor measured next to it (paired) is moved much less by that drift
             floors.append(_sec(child("floor_read", trace, [], tmo)))
             with tempfile.TemporaryDirectory(prefix="ett-bench-cache-") as cache:
                 env = {"ETT_CACHE_DIR": cache}  # an empty check cache: the first run checks the trace (cold)
@@ -425,9 +426,7 @@ def paired_ratio(runs: list[dict], floors: list[float | None]) -> float | None:
     """The median over runs of (a run's seconds / the read floor measured just before it); None if any is missing."""
     if len(runs) != len(floors) or not runs or any("error" in r or f is None or f <= 0 for r, f in zip(runs, floors)):
         return None
-    xs = sorted(r["wall_s"] / f for r, f in zip(runs, floors))
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+    return statistics.median(r["wall_s"] / f for r, f in zip(runs, floors))
 
 
 def _brief(m: dict) -> str:
