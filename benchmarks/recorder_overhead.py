@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ettcore.recorder import Recorder  # noqa: E402
+from ettcore.integrations.recorder import Recorder  # noqa: E402
 
 STEP_S = 0.010
 

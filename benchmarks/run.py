@@ -94,7 +94,7 @@ def make_fleet(work: Path, n_jobs: int, seed: int, timeout: float) -> Path:
 
 
 def _generate(out: Path, n_jobs: int, seed: int) -> dict:
-    from ettcore.generator import generate
+    from ettcore.synthetic.generator import generate
 
     chunk = min(50_000, max(2_500, -(-n_jobs // 4)))
     generate("fleet", out, n_jobs=n_jobs, seed=seed, chunk_jobs=chunk)
@@ -248,7 +248,7 @@ def _sample_jobs(trace: Path, n: int) -> tuple[list[dict], list[dict], list[dict
 
 
 def _reference(trace: Path, n: int) -> dict:
-    from ettcore.reference import reference_metrics, reference_trend
+    from ettcore.metric.reference import reference_metrics, reference_trend
 
     jobs, atts, spans, _ = _sample_jobs(trace, n)
     t = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Every problem with a user's input is reported as a :class:`Problem` that names
 the file, the row (1-based, counting data rows; ``None`` for a whole-file
-problem) and the field.  :class:`TraceError` carries one or more of them; the
+problem) and the field.  :class:`InputError` carries one or more of them; the
 ``ett`` command prints one line per problem and exits with status 2.
 """
 
@@ -33,8 +33,10 @@ class Problem:
         return asdict(self)
 
 
-class TraceError(ValueError):
-    """Bad input.  ``problems`` lists every finding, each naming file, row and field."""
+class InputError(ValueError):
+    """Bad input: a trace, a log, a mapping or exclusion file, a command-line flag or a notebook parameter.
+
+    ``problems`` lists every finding, each naming file, row and field."""
 
     def __init__(self, problems: list[Problem] | Problem):
         if isinstance(problems, Problem):
@@ -80,3 +82,7 @@ def summarize_problems(problems: list[Problem], first: int = 5) -> list[str]:
             lines.append(f"{p.file}{field}: {counts[k] - first:,} more rows with the same problem ({k[2]}); "
                          f"'ett validate --json' lists every one")
     return lines
+
+
+# The name before the input-error type covered more than traces; kept for code that catches it.
+TraceError = InputError

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import yaml
 
-from .config import DEFAULTS_DIR
-from .errors import Problem, TraceError
+from ettcore.config import DEFAULTS_DIR
+from ettcore.errors import Problem, InputError
 
 COMPONENTS: tuple[str, ...] = (
     "scheduling",
@@ -64,15 +64,15 @@ def _read_mapping(path: Path) -> dict:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(Problem(str(path), None, None, f"cannot read mapping file: {exc}")) from None
+        raise InputError(Problem(str(path), None, None, f"cannot read mapping file: {exc}")) from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise TraceError(Problem(str(path), None, None, f"mapping file is not valid YAML/JSON: {exc}")) from None
+        raise InputError(Problem(str(path), None, None, f"mapping file is not valid YAML/JSON: {exc}")) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise TraceError(Problem(str(path), None, None, "mapping file must hold a mapping with 'phases' and/or 'owners'"))
+        raise InputError(Problem(str(path), None, None, "mapping file must hold a mapping with 'phases' and/or 'owners'"))
     return data
 
 
@@ -82,26 +82,26 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
     owners = dict(base.owner_of) if base else {}
     unknown_keys = set(data) - {"phases", "owners"}
     if unknown_keys:
-        raise TraceError(Problem(source, None, sorted(unknown_keys)[0], "unknown key in mapping file (expected 'phases', 'owners')"))
+        raise InputError(Problem(source, None, sorted(unknown_keys)[0], "unknown key in mapping file (expected 'phases', 'owners')"))
     for i, entry in enumerate(data.get("phases") or [], start=1):
         if not isinstance(entry, dict) or not isinstance(entry.get("phase"), str) or not isinstance(entry.get("component"), str):
-            raise TraceError(Problem(source, i, "phases", "each phase entry needs string keys 'phase' and 'component'"))
+            raise InputError(Problem(source, i, "phases", "each phase entry needs string keys 'phase' and 'component'"))
         p, c = entry["phase"], entry["component"]
         if c not in COMPONENTS:
-            raise TraceError(Problem(source, i, "component", f"unknown component {c!r}; expected one of {', '.join(COMPONENTS)}"))
+            raise InputError(Problem(source, i, "component", f"unknown component {c!r}; expected one of {', '.join(COMPONENTS)}"))
         if p in (UNATTRIBUTED, "productive"):
-            raise TraceError(Problem(source, i, "phase", f"{p!r} is reserved"))
+            raise InputError(Problem(source, i, "phase", f"{p!r} is reserved"))
         if base is not None and p == TRAIN and c != comp.get(TRAIN):
-            raise TraceError(Problem(source, i, "phase", "'train' cannot be re-mapped"))
+            raise InputError(Problem(source, i, "phase", "'train' cannot be re-mapped"))
         if p not in comp:
             phases.append(p)
         comp[p] = c
     for c, o in (data.get("owners") or {}).items():
         if c not in ALL_COMPONENTS or not isinstance(o, str):
-            raise TraceError(Problem(source, None, "owners", f"owner entry {c!r}: {o!r} must map a component name to a string"))
+            raise InputError(Problem(source, None, "owners", f"owner entry {c!r}: {o!r} must map a component name to a string"))
         owners[c] = o
     if len(phases) > 1000:
-        raise TraceError(Problem(source, None, "phases", "at most 1000 phases are supported"))
+        raise InputError(Problem(source, None, "phases", "at most 1000 phases are supported"))
     return PhaseMap(tuple(phases), comp, owners)
 
 

@@ -52,8 +52,8 @@ def screen_guard(monkeypatch):
     The screen (:mod:`ettcore.span_store`) lets a load leave the span checks out when no row is suspect; a screen that
     missed a failing row would let bad data through silently.  Returns the list of (spans checked?, span findings).
     """
-    from ettcore import checks
-    from ettcore.queries import check_names
+    from ettcore.trace import checks
+    from ettcore.trace.queries import check_names
 
     real = checks.run_checks
     seen: list[tuple[bool, int]] = []

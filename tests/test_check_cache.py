@@ -14,7 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore import check_cache, checks, metric
+from ettcore.trace import check_cache, checks
+from ettcore import metric
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
 
@@ -95,7 +96,7 @@ def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trac
     """A hit also builds the span store without its screen's flag (nothing reads it then), in memory or, for a trace
     beyond the memory budget, as Parquet parts by batch of jobs: the same numbers."""
     if partitioned:
-        from ettcore import span_store
+        from ettcore.trace import span_store
 
         monkeypatch.setattr(span_store, "BYTES_PER_SPAN", 10**9)
     path = csv_trace(tmp_path, sample_trace)

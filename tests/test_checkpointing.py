@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ettcore.checkpointing import (
+from ettcore.planning.checkpointing import (
     async_staging_effect,
     daly_interval,
     min_wasted_per_day,

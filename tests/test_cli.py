@@ -65,7 +65,8 @@ def test_summarize_json_is_the_same_text_through_a_byte_buffer(sample_trace, enc
 
     import polars as pl
 
-    from ettcore import metric, trace as trace_mod
+    from ettcore import metric
+    from ettcore.trace import load as trace_mod
 
     jobs = metric.job_summary(trace_mod.load_trace(sample_trace))
     jobs = jobs.with_columns(pl.Series("note", ["Zürich · 東京 \"q\""] * jobs.height))
@@ -87,7 +88,8 @@ def test_summarize_json_blocks_keep_job_order_when_encoded_in_parallel(sample_tr
     own, and the blocks are the jobs in order, the same as one worker's."""
     import json
 
-    from ettcore import metric, trace as trace_mod
+    from ettcore import metric
+    from ettcore.trace import load as trace_mod
 
     jobs = metric.job_summary(trace_mod.load_trace(sample_trace))
     assert jobs.height >= 3

@@ -34,7 +34,7 @@ from ettcore.atomic import atomic_path, write_text
 from ettcore.config import PROJECT_ROOT, SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
-from ettcore.trace_writer import write_trace
+from ettcore.trace.writer import write_trace
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="uses SIGKILL")
 

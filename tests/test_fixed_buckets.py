@@ -12,7 +12,7 @@ import pytest
 
 import slurm_oracle  # tests/slurm_oracle.py
 from ettcore import metric
-from ettcore import reference as ref
+from ettcore.metric import reference as ref
 from ettcore.config import DATA_DIR, SAMPLE_TRACE
 from ettcore.trace import load_trace
 

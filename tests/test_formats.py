@@ -176,7 +176,7 @@ def test_timestamps_round_to_the_nearest_millisecond():
     expression computes it another, faster way), for instants just below, at and above each half millisecond."""
     from decimal import ROUND_HALF_UP, Decimal
 
-    from ettcore.trace import _parse_expr
+    from ettcore.trace.load import _parse_expr
 
     base = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
     base_us = int(base.timestamp()) * 1_000_000

@@ -38,7 +38,7 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
     import polars as pl
 
     from ettcore.phases import ALL_COMPONENTS
-    from ettcore.queries import sql
+    from ettcore.trace.queries import sql
 
     rng = random.Random(7)
     seconds = ["wall_s", "productive_s", "tts_s", "ttr_total_s", "in_training_loss_s", "shutdown_tail_s", "excluded_s",

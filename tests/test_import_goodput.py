@@ -23,7 +23,6 @@ out by hand in each case's docstring.  Where the two agree and why they differ:
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import json
 from pathlib import Path
@@ -34,7 +33,6 @@ import pytest
 from ettcore.importers.goodput import MemoryLogger
 
 from ettcore import cli, metric
-from ettcore.importers import register
 from ettcore.errors import TraceError
 from ettcore.importers.frames import write_import
 from ettcore.importers.goodput import import_entries
@@ -217,13 +215,8 @@ def test_restart_that_does_not_repeat_a_step(tmp_path):
 # --- the importer on its own --------------------------------------------------------------------------
 
 def run_ett(argv: list[str]) -> int:
-    """The ``ett`` command; ``import`` via this package's ``register`` until the CLI lists it as a plugin."""
-    if "ettcore.importers" in cli.PLUGINS:
-        return cli.main(argv)
-    parser = argparse.ArgumentParser(prog="ett")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """The ``ett`` command."""
+    return cli.main(argv)
 
 
 def test_cli_import_goodput_and_running_job(tmp_path):

@@ -8,7 +8,6 @@ out by hand in the comments.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import logging
@@ -22,7 +21,6 @@ import pytest
 from ettcore import cli
 from ettcore.config import DATA_DIR
 from ettcore.errors import TraceError
-from ettcore.importers import register
 from ettcore.importers.mlperf import import_logs
 
 MLPERF = DATA_DIR / "mlperf"
@@ -35,18 +33,8 @@ def job_id_of(path: Path) -> str:
 
 
 def ett(argv: list[str]) -> int:
-    """Run the ``ett`` command; ``import`` via this package's ``register`` until the CLI lists it as a plugin."""
-    if "ettcore.importers" in cli.PLUGINS or argv[0] != "import":
-        return cli.main(argv)
-    parser = argparse.ArgumentParser(prog="ett")
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except TraceError as exc:
-        for p in exc.problems:
-            print(f"ett: {p.line()}")
-        return 2
+    """Run the ``ett`` command."""
+    return cli.main(argv)
 
 
 def raw_events(path: Path) -> list[dict]:

@@ -21,7 +21,7 @@ from ettcore.errors import TraceError
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import SACCT_FORMAT, import_sacct, user_label
 from ettcore.integrations.slurm import job_from_environment
-from ettcore.recorder import Recorder
+from ettcore.integrations.recorder import Recorder
 from ettcore.trace import load_trace
 
 T = 1_800_000_000  # epoch seconds, as sacct writes them with SLURM_TIME_FORMAT=%s

@@ -310,7 +310,7 @@ def test_notebook_string_parameters_arrive_verbatim():
     """papermill writes ``-p`` strings into the parameters cell as Python literals: a value never becomes code."""
     from papermill.translators import PythonTranslator
 
-    from ettcore import report
+    from ettcore.present import report
 
     values = HOSTILE + ['"); import os; os.system("echo pwned") #', "\\\"); open('/tmp/x','w') #", "\n__import__('os')\n", "'''", '"""']
     for v in values:
@@ -325,7 +325,7 @@ def test_notebook_string_parameters_arrive_verbatim():
 
 @pytest.mark.parametrize("value,type_name", [("1; import os", "int"), ("nan'); --", "float"), ("maybe", "bool"), ("[a-z]", "int")])
 def test_notebook_typed_parameters_refuse_text(value, type_name):
-    from ettcore import report
+    from ettcore.present import report
 
     with pytest.raises(TraceError) as info:
         report.coerce(value, type_name, "jobs")

@@ -26,8 +26,9 @@ import pytest
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
 from ettcore.integrations import process
-from ettcore.integrations.timeline import Timeline
-from ettcore.recorder import Recorder, RecorderWarning, collect, convert
+from ettcore.integrations.phase_clock import PhaseClock
+from ettcore.integrations.recorder import Recorder, RecorderWarning
+from ettcore.importers.recorder import collect, convert
 from ettcore.trace import load_trace
 
 T0 = 1_800_000_000.0
@@ -53,10 +54,10 @@ def _rows(run: Path) -> list[tuple]:
     return [tuple(r) for r in spans.select("phase", "stage", "s", "e", "cursor_start", "cursor_end").iter_rows()]
 
 
-def _timeline(tmp_path: Path, clock: Clock, interval: float = 100.0) -> tuple[Timeline, Recorder]:
+def _timeline(tmp_path: Path, clock: Clock, interval: float = 100.0) -> tuple[PhaseClock, Recorder]:
     rec = Recorder(tmp_path / "run", "j", 0, clock=clock)
     rec.attempt_start(t=T0)
-    return Timeline(rec, progress_interval_s=interval, clock=clock), rec
+    return PhaseClock(rec, progress_interval_s=interval, clock=clock), rec
 
 
 # ---------------------------------------------------------------- the timeline
@@ -155,7 +156,7 @@ def test_ending_a_phase_that_is_not_open_does_nothing_and_a_null_timeline_record
     clk = Clock()
     tl, rec = _timeline(tmp_path, clk)
     assert tl.end("eval", clk.at(1)) is None
-    null = Timeline(None, clock=clk)
+    null = PhaseClock(None, clock=clk)
     null.begin("trainer_init")
     null.train_begin(0)
     null.step(1)
@@ -420,10 +421,10 @@ def test_labels_become_job_columns_and_may_name_the_model_and_gpus(tmp_path: Pat
 
 
 def test_the_per_step_call_is_under_one_percent_of_a_10ms_step(tmp_path: Path) -> None:
-    """Timeline.step per call, default progress interval, a real recorder (budget: 100 us; the framework's own
+    """PhaseClock.step per call, default progress interval, a real recorder (budget: 100 us; the framework's own
     dispatch of the hook is measured by benchmarks/callback_overhead.py)."""
     rec = Recorder(tmp_path / "run", "j", 0)
-    tl = Timeline(rec)
+    tl = PhaseClock(rec)
     tl.train_begin(0)
     n, best = 20_000, float("inf")
     for rep in range(5):
@@ -433,4 +434,4 @@ def test_the_per_step_call_is_under_one_percent_of_a_10ms_step(tmp_path: Path) -
         best = min(best, (time.perf_counter() - t) / n)
     tl.train_end()
     rec.close()
-    assert best < 100e-6, f"Timeline.step costs {best * 1e6:.2f} us per step, over 1% of a 10 ms step"
+    assert best < 100e-6, f"PhaseClock.step costs {best * 1e6:.2f} us per step, over 1% of a 10 ms step"

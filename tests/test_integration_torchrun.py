@@ -35,7 +35,7 @@ sys.path.insert(0, str(JOBS))
 
 from ground_truth import child_env, compare, ground_truth, phase_truth, read_events, table, trace_measures  # noqa: E402
 
-from ettcore.recorder import convert  # noqa: E402
+from ettcore.importers.recorder import convert  # noqa: E402
 
 
 def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp_path: Path) -> None:

@@ -108,7 +108,7 @@ def test_conditions_validate() -> None:
 def test_fresh_live_run_agrees_with_supervisor_ground_truth(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from ettcore.demo.supervisor import run_job
-    from ettcore.recorder import convert
+    from ettcore.importers.recorder import convert
 
     _, cond = paired(steps=160, checkpoint_every=40, fail_at_steps=(70, 130), negotiation_s=0.2, requeue_s=0.2)
     gt = run_job(cond, tmp_path / "work", tmp_path / "recorder")

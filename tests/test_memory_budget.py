@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ettcore import memory
+from ettcore.trace import memory
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
 

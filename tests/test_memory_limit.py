@@ -26,7 +26,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from ettcore import metric
-from ettcore.generator import generate
+from ettcore.synthetic.generator import generate
 from ettcore.trace import load_trace
 
 JOBS = 3_000

@@ -28,9 +28,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ettcore import metric
-from ettcore import reference as ref
+from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
-from ettcore.window import Exclusion
+from ettcore.trace.window import Exclusion
 from trace_strategies import TS_MODES, traces, write_trace_folder
 
 SCALE = float(os.environ.get("ETT_PROPERTY_EXAMPLES", "1"))

@@ -27,7 +27,7 @@ import nbformat
 import pytest
 from pytest import approx
 
-from ettcore import report
+from ettcore.present import report
 from ettcore.config import NOTEBOOK_DIR
 
 NOTEBOOKS = report.discover()
@@ -219,7 +219,7 @@ def check_framework_run(card: dict) -> None:
 def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
     import slurm_oracle  # tests/slurm_oracle.py
-    from ettcore import reference as ref
+    from ettcore.metric import reference as ref
     from ettcore.config import DATA_DIR
 
     fleet_dir = DATA_DIR / "slurm-fleet"

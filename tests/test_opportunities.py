@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ettcore.opportunities import lost_by_component, rank_opportunities, register
+from ettcore.cli import opportunities as opportunities_command
+from ettcore.planning.opportunities import lost_by_component, rank_opportunities
 
 
 def lost() -> pl.DataFrame:
@@ -126,7 +127,7 @@ def test_lost_by_component_fills_missing_components_with_zero() -> None:
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="ett")
-    register(parser.add_subparsers())
+    opportunities_command.register(parser.add_subparsers())
     args = parser.parse_args(argv)
     rc = args.func(args)
     out = capsys.readouterr()
@@ -171,12 +172,11 @@ def test_cli_unknown_comparable_column(capsys) -> None:
     assert rc == 2 and "--comparable" in err and "nosuch" in err
 
 
-def test_wires_into_the_ett_command(monkeypatch, capsys) -> None:
-    """Registered through ettcore.cli's plugin list, the subcommand runs under ``ett``."""
+def test_wires_into_the_ett_command(capsys) -> None:
+    """Listed in ettcore.cli's commands, the subcommand runs under ``ett``."""
     from ettcore import cli
     from ettcore.config import SAMPLE_TRACE
 
-    monkeypatch.setattr(cli, "PLUGINS", tuple(dict.fromkeys((*cli.PLUGINS, "ettcore.opportunities"))))
     rc = cli.main(["opportunities", str(SAMPLE_TRACE), "--json", "--days", "1"])
     doc = json.loads(capsys.readouterr().out)
     assert rc == 0 and doc["window_days"] == 1.0 and doc["target"]["kind"] == "best_decile"

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from ettcore.checkpointing import optimal_interval
-from ettcore.planning import (
+from ettcore.planning.checkpointing import optimal_interval
+from ettcore.planning.expected import (
     JobPlan,
     expected_ett,
     expected_ett_first_order,

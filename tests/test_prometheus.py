@@ -137,7 +137,7 @@ def test_hostile_ids_cannot_break_the_format(hostile_trace):
 
 @needs_promtool
 def test_fleet_of_10k_jobs_passes_promtool(tmp_path):
-    from ettcore.generator import generate
+    from ettcore.synthetic.generator import generate
 
     folder = generate(SCENARIO_DIR / "fleet.yaml", tmp_path / "fleet", n_jobs=10_000, seed=3)
     text = export(folder)

@@ -10,7 +10,6 @@ hand or are the numbers of the same trace written plainly.
 from __future__ import annotations
 
 import copy
-import csv
 import json
 import subprocess
 import sys

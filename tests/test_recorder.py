@@ -15,10 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore import recorder as recorder_mod
+from ettcore.integrations import recorder as recorder_mod
 from ettcore.config import PACKAGE_DIR
 from ettcore.errors import TraceError
-from ettcore.recorder import Recorder, RecorderWarning, collect, convert, read_records
+from ettcore.integrations.recorder import Recorder, RecorderWarning
+from ettcore.importers.recorder import collect, convert, read_records
 
 T0 = 1_800_000_000.0  # 2027-01-15, a plausible epoch
 

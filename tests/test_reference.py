@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from ettcore import reference as ref
+from ettcore.metric import reference as ref
 
 M = 60_000  # ms per minute
 BASE = 1_780_000_000_000  # 2026-05-28T20:26:40Z, an arbitrary base instant

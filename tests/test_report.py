@@ -20,7 +20,9 @@ import polars as pl
 import pytest
 
 import browser
-from ettcore import buckets, charts, metric, report, scorecard, tables, timeline
+from ettcore.present import calendar as buckets, charts, report, scorecard, tables
+from ettcore import metric
+from ettcore.metric import intervals as timeline
 from ettcore.config import REPORT_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
@@ -330,10 +332,12 @@ def built_report(tmp_path_factory) -> Path:
     """``ett report 01-trace-overview 04-trainer-init 13-live-job --out DIR`` through the CLI entry point of this module."""
     import argparse
 
+    from ettcore.cli import report as report_command
+
     out = tmp_path_factory.mktemp("reports")
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    report.register(sub)
+    report_command.register(sub)
     args = parser.parse_args(["report", "01-trace-overview", "04-trainer-init", "13-live-job", "--out", str(out), "--quiet", "-p", "worst", "3"])
     assert args.func(args) == 0
     return out

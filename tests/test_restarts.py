@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ettcore.restarts import (
+from ettcore.planning.restarts import (
     attribute_savings,
     cascade_example,
     compound_saving,
@@ -157,7 +157,7 @@ def _trace(path, init_min: float):
     Each attempt: hardware setup 10 min, trainer init ``init_min``, then 30/30/50 min of training on new
     data; the first two end with a 10-min hang before the failure, the last with a 10-min shutdown.
     """
-    from ettcore.trace_writer import write_trace
+    from ettcore.trace.writer import write_trace
 
     t, attempts, spans, cursor = 0.0, [], [], 0.0
     for a, (train, tail, reason) in enumerate([(30, "hang", "failure"), (30, "hang", "failure"), (50, "shutdown", "completed")]):

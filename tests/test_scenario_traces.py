@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ettcore.config import GENERATED_DIR, PROJECT_ROOT
-from ettcore.scenario_traces import display_path, scenario_trace, trace_path
+from ettcore.synthetic.traces import display_path, scenario_trace, trace_path
 
 
 def test_generated_once_then_cached() -> None:

@@ -18,10 +18,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore import generator, metric
+from ettcore.synthetic import generator
+from ettcore import metric
 from ettcore.cli import main as ett_main
+from ettcore.cli import synth as synth_command
 from ettcore.errors import TraceError
-from ettcore.scenario import load_scenario
+from ettcore.synthetic.scenario import load_scenario
 from ettcore.trace import load_trace
 
 MIN = 60.0
@@ -31,7 +33,7 @@ FLEET_JOBS = 4000
 def synth(scenario: str, out: Path, jobs: int | None = None, seed: int = 0) -> Path:
     """Run ``ett synth`` through the subcommand that ``register`` adds."""
     parser = argparse.ArgumentParser(prog="ett")
-    generator.register(parser.add_subparsers())
+    synth_command.register(parser.add_subparsers())
     argv = ["synth", scenario, "--seed", str(seed), "--out", str(out), "--quiet"]
     if jobs is not None:
         argv += ["--jobs", str(jobs)]
@@ -376,7 +378,7 @@ def test_synth_cli_reports_bad_scenario(tmp_path, capsys):
     p = tmp_path / "s.yaml"
     p.write_text(BASE.replace("version: 1", "version: 9"))
     parser = argparse.ArgumentParser(prog="ett")
-    generator.register(parser.add_subparsers())
+    synth_command.register(parser.add_subparsers())
     args = parser.parse_args(["synth", str(p), "--out", str(tmp_path / "o"), "--quiet"])
     assert args.func(args) == 2
     assert f"{p}, field 'version'" in capsys.readouterr().err

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pytest import approx
 
-from ettcore import scheduling
-from ettcore.scenario_traces import scenario_trace
+from ettcore.planning import scheduling
+from ettcore.synthetic.traces import scenario_trace
 from ettcore.trace import load_trace
 
 TWO = scheduling.Jobs(gpus=np.array([1.0, 1.0]), interval_s=np.array([100.0, 100.0]), restart_s=np.array([10.0, 10.0]))

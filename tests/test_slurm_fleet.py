@@ -16,7 +16,7 @@ from ettcore.config import DATA_DIR
 from ettcore.demo.slurm_fleet import plan
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import import_sacct
-from ettcore.recorder import collect
+from ettcore.importers.recorder import collect
 
 FLEET = DATA_DIR / "slurm-fleet"
 

@@ -254,7 +254,7 @@ def every_recorded_span_inside_its_run(scenario, imported, tmp_path):
     frames, report, trace = imported["sacct.txt"]
     assert slurm_oracle.spans_outside(trace, scenario["work"] / "sacct.txt") == []
     # and the raw recorder spans, before any clipping, lie within the stated tolerance of their runs
-    from ettcore.recorder import collect
+    from ettcore.importers.recorder import collect
 
     raw = collect(scenario["work"] / "recorder").spans
     assert slurm_oracle.spans_outside(trace, scenario["work"] / "sacct.txt", tolerance_s=2.0, spans=raw) == []

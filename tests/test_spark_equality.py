@@ -25,7 +25,7 @@ from conftest import write_csv_trace  # noqa: E402
 from ettcore import engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE, SCENARIO_DIR, SQL_DIR  # noqa: E402
 from ettcore.engines.spark import spark_available  # noqa: E402
-from ettcore.engines.transpile import duckdb_to_spark, spark_sql  # noqa: E402
+from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql  # noqa: E402
 from ettcore.trace import load_trace  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
@@ -103,7 +103,7 @@ def session(spark_session):
 
 @pytest.fixture(scope="module")
 def fleet_trace(tmp_path_factory):
-    from ettcore.generator import generate
+    from ettcore.synthetic.generator import generate
 
     return generate(SCENARIO_DIR / "fleet.yaml", tmp_path_factory.mktemp("spark") / "fleet", n_jobs=300, seed=11)
 

@@ -29,11 +29,11 @@ from ettcore import cli, engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE  # noqa: E402
 from conftest import SPARK_TEST_MASTER as MASTER  # noqa: E402
 from ettcore.engines.spark import spark_available  # noqa: E402
-from ettcore.engines.transpile import spark_sql  # noqa: E402
+from ettcore.engines.spark.transpile import spark_sql  # noqa: E402
 from ettcore.errors import TraceError  # noqa: E402
-from ettcore.queries import check_names  # noqa: E402
+from ettcore.trace.queries import check_names  # noqa: E402
 from ettcore.trace import load_trace  # noqa: E402
-from ettcore.trace_writer import write_table, write_trace  # noqa: E402
+from ettcore.trace.writer import write_table, write_trace  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
@@ -147,7 +147,7 @@ def problems_key(problems) -> list[tuple]:
 
 
 def open_uri(session, path: Path, **kw):
-    from ettcore.engines import spark_load
+    from ettcore.engines.spark import load as spark_load
 
     return spark_load.open_uri(uri(path), session, **kw)
 
@@ -283,7 +283,7 @@ def test_uri_input_errors_are_clear(session, tmp_path, sample_parquet):
     with pytest.raises(TraceError, match="holds no .parquet files"):
         open_uri(session, empty)
 
-    from ettcore.engines import spark_load
+    from ettcore.engines.spark import load as spark_load
 
     with pytest.raises(TraceError, match=r"Spark cannot open this URI.*hadoop-aws"):
         spark_load.open_uri("s3a://bucket/fleet", session)  # no S3 connector in the test session

@@ -16,8 +16,9 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from ettcore import metric, stalls
-from ettcore import reference as ref
+from ettcore import metric
+from ettcore.metric import stalls
+from ettcore.metric import reference as ref
 from ettcore.cli import main
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ettcore.startup import (
+from ettcore.planning.startup import (
     MODEL_D,
     MODEL_D_TECHNIQUES,
     StageGraph,

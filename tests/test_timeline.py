@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ettcore import metric, timeline
+from ettcore import metric
+from ettcore.metric import intervals as timeline
 from ettcore.config import DATA_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
@@ -49,7 +50,7 @@ def test_sample_with_as_of() -> None:
 
 @pytest.mark.parametrize("name, jobs", [("representative", 2), ("benchmark", 14)])
 def test_scenario_traces(name: str, jobs: int) -> None:
-    from ettcore.scenario_traces import scenario_trace
+    from ettcore.synthetic.traces import scenario_trace
 
     _check(load_trace(scenario_trace(name, jobs, 0)))
 

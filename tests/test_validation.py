@@ -195,7 +195,7 @@ def test_a_partitioned_span_store_finds_the_same_problems(tmp_path, good_rows, s
                                                           value, field, words):
     """A trace too large for memory keeps its spans in Parquet parts, one a batch of jobs, and screens them from the
     parts' statistics: made to do so here (a span 'weighs' a gigabyte), it finds the same problem as in memory."""
-    from ettcore import span_store
+    from ettcore.trace import span_store
 
     monkeypatch.setattr(span_store, "BYTES_PER_SPAN", 10**9)
     attempts, spans = _mutated(good_rows, table, row, col, value)
@@ -207,7 +207,8 @@ def test_a_partitioned_span_store_finds_the_same_problems(tmp_path, good_rows, s
 
 
 def test_a_partitioned_span_store_gives_the_same_numbers(tmp_path, good_rows, sample_trace, screen_guard, monkeypatch):
-    from ettcore import metric, span_store
+    from ettcore import metric
+    from ettcore.trace import span_store
 
     monkeypatch.setenv("ETT_CHECK_CACHE", "0")  # the checks and the screen run on each load
     want = metric.job_summary(load_trace(sample_trace))

@@ -11,8 +11,8 @@ import itertools
 import polars as pl
 import pytest
 
-from ettcore.restarts import attribute_savings, cascade_example
-from ettcore.whatif import Cut, blocking_from_l2, project
+from ettcore.planning.restarts import attribute_savings, cascade_example
+from ettcore.planning.whatif import Cut, blocking_from_l2, project
 
 
 def jobs() -> pl.DataFrame:

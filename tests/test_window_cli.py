@@ -19,7 +19,7 @@ from ettcore.cli import main
 from ettcore.config import SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
-from ettcore.window import Exclusion, read_exclusions
+from ettcore.trace.window import Exclusion, read_exclusions
 
 MIN = 60
 

@@ -23,7 +23,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from ettcore import metric
-from ettcore import reference as ref
+from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 from test_metric_properties import (
     L1_COUNTS, L1_SECONDS, SECONDS_TOL, Diffs, _gpu_h_tol, _group_keys, _ms, _settings, compare_all, measure, measure_trace,
@@ -221,7 +221,7 @@ def held_as_reference(t) -> dict:
 
 
 def _ms_of(text: str) -> int:
-    from ettcore.window import parse_instant
+    from ettcore.trace.instants import parse_instant
 
     return parse_instant(text, "test", "t")
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import polars as pl
 
-from ettcore.trace_writer import write_table
+from ettcore.trace.writer import write_table
 from hypothesis import strategies as st
 
 MINUTE = 60_000

@@ -62,9 +62,9 @@ import torch.distributed.checkpoint as dcp  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict  # noqa: E402
 
-from ..recorder import Recorder  # noqa: E402
-from .conditions import RunConditions  # noqa: E402
-from .recsys import ClickData, ClickModel, ModelShape  # noqa: E402
+from ettcore.integrations.recorder import Recorder  # noqa: E402
+from ettcore.demo.conditions import RunConditions  # noqa: E402
+from ettcore.demo.recsys import ClickData, ClickModel, ModelShape  # noqa: E402
 
 T_IMPORTED = time.time()  # interpreter started and torch imported
 
@@ -250,7 +250,7 @@ def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path
                    progress_interval_s=cond.progress_interval_s)
     attempt = rec.attempt
     if under_slurm:  # no supervisor here to describe the job
-        from .supervisor import MODEL_NAME
+        from ettcore.demo.supervisor import MODEL_NAME
 
         rec.job(model=MODEL_NAME, gpus=1, variant=cond.variant, device="cpu", plan_job=cond.job_id)
     rec.span("hardware_setup", spawn_t, max(T_IMPORTED, spawn_t), stage="process_launch")

@@ -37,8 +37,8 @@ from typing import Any
 
 import polars as pl
 
-from ..atomic import atomic_path, write_text
-from ..config import DATA_DIR, PROJECT_ROOT
+from ettcore.atomic import atomic_path, write_text
+from ettcore.config import DATA_DIR, PROJECT_ROOT
 
 FRAMEWORK_RUN_DIR = DATA_DIR / "framework-run"
 COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
@@ -58,8 +58,8 @@ def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
     """Run the three tries and replace ``out_dir``'s ``recorder/``, ``trace/``, ``events.csv`` and ``runs.json``."""
     from importlib import metadata
 
-    from ..recorder import convert
-    from .live_job import _machine
+    from ettcore.importers.recorder import convert
+    from ettcore.demo.live_job import _machine
 
     gt = _jobs_module()
     out_dir = Path(out_dir)
@@ -116,8 +116,8 @@ def load(directory: str | Path = FRAMEWORK_RUN_DIR) -> FrameworkRun:
 
 def trace_values(trace_dir: str | Path) -> dict[str, Any]:
     """What the trace says, through :func:`ettcore.metric.job_summary` and its spans (the comparison's trace side)."""
-    from .. import metric
-    from ..trace import load_trace
+    from ettcore import metric
+    from ettcore.trace.load import load_trace
 
     trace_dir = Path(trace_dir)
     row = metric.job_summary(load_trace(trace_dir)).row(0, named=True)

@@ -37,10 +37,10 @@ from typing import Any
 
 import polars as pl
 
-from ..atomic import atomic_path, write_text
-from ..config import DATA_DIR
-from ..recorder import convert
-from .conditions import RunConditions, paired
+from ettcore.atomic import atomic_path, write_text
+from ettcore.config import DATA_DIR
+from ettcore.importers.recorder import convert
+from ettcore.demo.conditions import RunConditions, paired
 
 LIVE_JOB_DIR = DATA_DIR / "live-job"
 COMMAND = ".venv/bin/python -m ettcore.demo.live_job"
@@ -71,8 +71,8 @@ def measurements(trace_dir: str | Path) -> dict[str, Any]:
     and the TTS and TTR reductions and their ratio (TTR reduction / TTS
     reduction, the paper's "1.8-8.6x").
     """
-    from .. import metric
-    from ..trace import load_trace
+    from ettcore import metric
+    from ettcore.trace.load import load_trace
 
     trace_dir = Path(trace_dir)
     summary = metric.job_summary(load_trace(trace_dir))
@@ -130,7 +130,7 @@ def run_pair(out_dir: str | Path = LIVE_JOB_DIR, *, work: str | Path | None = No
     outlasts the optimized one it has the machine to itself, which favours the
     baseline.
     """
-    from .supervisor import run_job
+    from ettcore.demo.supervisor import run_job
 
     out_dir = Path(out_dir)
     work_root = Path(work) if work else Path(tempfile.mkdtemp(prefix="ett-live-job-"))
@@ -255,7 +255,7 @@ def _cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=LIVE_JOB_DIR, help="results folder (default: data/live-job)")
     p.add_argument("--work", type=Path, default=None, help="work folder for checkpoints and caches (default: a temporary one)")
     p.add_argument("--keep-work", action="store_true", help="keep the work folder")
@@ -268,13 +268,8 @@ def _parser(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return p
 
 
-def register(subparsers: Any) -> None:
-    """``ett live-job``: run the paired live experiment and regenerate data/live-job (needs PyTorch)."""
-    _parser(subparsers.add_parser("live-job", help="run the paired live PyTorch job and regenerate data/live-job"))
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = _parser(argparse.ArgumentParser(description="Run the paired live-job experiment.")).parse_args(argv)
+    args = add_arguments(argparse.ArgumentParser(description="Run the paired live-job experiment.")).parse_args(argv)
     return args.func(args)
 
 

@@ -46,10 +46,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_path
-from ..config import DATA_DIR, PROJECT_ROOT
-from ..importers.slurm import export_commands
-from .conditions import BASELINE, OPTIMIZED, RunConditions
+from ettcore.atomic import atomic_path
+from ettcore.config import DATA_DIR, PROJECT_ROOT
+from ettcore.importers.slurm import export_commands
+from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions
 
 FLEET_DIR = DATA_DIR / "slurm-fleet"
 COMMAND = "make slurm-fleet"
@@ -180,7 +180,7 @@ def _all_ended(parsable: str) -> bool:
 
 def _machine() -> dict[str, Any]:
     """The live job's machine description, with the CPU model."""
-    from .live_job import _machine as live_job_machine
+    from ettcore.demo.live_job import _machine as live_job_machine
 
     m = live_job_machine()
     try:
@@ -319,7 +319,7 @@ def export(raw: Path, start: str, *, settle_s: float = 10.0, timeout_s: float = 
 
 def ground_truth(work: Path) -> dict[str, Any]:
     """Per planned job and attempt, from the training loop's own step logs: first and last step, steps run."""
-    from .supervisor import read_step_log
+    from ettcore.demo.supervisor import read_step_log
 
     out: dict[str, Any] = {}
     for job_dir in sorted((work / "jobs").iterdir()):
@@ -350,8 +350,8 @@ def bundle(work: Path, out_dir: Path, campaign: dict[str, Any]) -> None:
 
 def rebuild(out_dir: Path = FLEET_DIR) -> Path:
     """Re-import ``sacct.txt`` with ``recorder/`` into ``trace/`` (no Slurm, no PyTorch)."""
-    from ..importers.frames import write_import
-    from ..importers.slurm import import_sacct
+    from ettcore.importers.frames import write_import
+    from ettcore.importers.slurm import import_sacct
 
     out_dir = Path(out_dir)
     campaign = json.loads((out_dir / "campaign.json").read_text(encoding="utf-8"))

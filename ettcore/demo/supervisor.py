@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..config import PACKAGE_DIR
-from ..recorder import Recorder
-from .conditions import RunConditions
+from ettcore.config import PACKAGE_DIR
+from ettcore.integrations.recorder import Recorder
+from ettcore.demo.conditions import RunConditions
 
 MODEL_NAME = "click-dlrm-small"
 

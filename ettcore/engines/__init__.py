@@ -23,37 +23,18 @@ For the ``ett`` command: :func:`add_engine_args` adds ``--engine`` and
 
 from __future__ import annotations
 
-import argparse
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from .. import metric
-from ..errors import Problem, TraceError
-from ..trace import Trace, load_trace
+from ettcore import metric
+from ettcore.errors import Problem, InputError
+from ettcore.trace.load import Trace, is_uri, load_trace
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_MASTER = "local[*]"
-URI_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-
-
-def is_uri(path: Any) -> bool:
-    """True for ``scheme://...`` text (``s3a://bucket/t``, ``file:///abs/t``); a plain local path is not a URI."""
-    return isinstance(path, str) and URI_PATTERN.match(path) is not None
-
-
-def add_engine_args(parser: argparse.ArgumentParser) -> None:
-    """``--engine duckdb|spark`` and ``--spark-master URL`` for a subcommand."""
-    parser.add_argument("--engine", choices=ENGINES, default="duckdb",
-                        help="where the metric runs: duckdb (default, in process) or spark (a local trace is checked by DuckDB first;"
-                             " a URI such as s3a://bucket/trace is read and checked by Spark alone)")
-    parser.add_argument("--spark-master", metavar="URL", default=DEFAULT_MASTER,
-                        help="Spark master for --engine spark: local[*] (default), spark://host:7077, yarn, k8s://...")
-
-
 class SparkMetric:
     """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's trace."""
 
@@ -66,7 +47,7 @@ class SparkMetric:
 
         A trace read from a URI (:func:`open_trace`) is already on Spark: its own is used.
         """
-        from . import spark
+        from ettcore.engines import spark
 
         st = trace._cache.get("spark_trace")
         if st is None:
@@ -75,44 +56,44 @@ class SparkMetric:
         return st
 
     def job_summary(self, trace: Trace) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.job_summary(self.on_spark(trace))
 
     def fleet_summary(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.fleet_summary(self.on_spark(trace), by)
 
     def trend(self, trace: Trace, every: str = "day", window: Any = None) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.trend(self.on_spark(trace), every, window)
 
     def l2_matrix(self, trace: Trace) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.l2_matrix(self.on_spark(trace))
 
     def phase_busy(self, trace: Trace) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.phase_busy(self.on_spark(trace))
 
     def exclusion_summary(self, trace: Trace) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.exclusion_summary(self.on_spark(trace))
 
     def owner_gpu_hours(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
-        from . import spark
+        from ettcore.engines import spark
 
         return spark.owner_gpu_hours(self.on_spark(trace), by)
 
 
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
-        raise TraceError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
+        raise InputError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
 
 
 def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark_conf: dict[str, str] | None = None) -> Any:
@@ -134,17 +115,18 @@ def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEF
     measured window (:mod:`ettcore.window`) on either engine; the result is a
     :class:`~ettcore.engines.spark_load.UriTrace`, which :func:`metric_for` ``("spark")``
     computes on.  A URI with ``engine="duckdb"`` is refused with a
-    :class:`TraceError` saying to use the Spark engine.
+    :class:`InputError` saying to use the Spark engine.
     """
     _check_engine(engine)
     if not is_uri(path):
         return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
                           memory_limit=memory_limit, temp_directory=temp_directory, since=since, until=until, exclude=exclude)
     if engine != "spark":
-        raise TraceError(
+        raise InputError(
             Problem(str(path), None, None, "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark")
         )
-    from . import spark, spark_load
+    from ettcore.engines import spark
+    from ettcore.engines.spark import load as spark_load
 
     session = spark.get_session(spark_master, spark_conf)
     return spark_load.open_uri(str(path), session, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
@@ -212,7 +194,7 @@ def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, ever
     per-job, fleet and trend frames (:func:`max_relative_difference`).
     ``memory_limit`` caps DuckDB (as ``load_trace``'s); Spark's memory is set through ``spark_conf``.
     """
-    from . import spark as sp
+    from ettcore.engines import spark as sp
 
     out: dict[str, Any] = {"trace": str(path), "spark_master": spark_master}
 

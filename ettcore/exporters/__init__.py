@@ -1,40 +1,4 @@
-"""Exports of the metric to the systems where people read numbers (``ett export ...``).
+"""Exports of the metric to the systems where people read numbers.
 
-``ett export prometheus TRACE [--out FILE]``: the Prometheus text exposition format
-(:mod:`ettcore.exporters.prometheus`), to stdout or written atomically to a file (for node_exporter's textfile
-collector, which must never read a half-written file).
+- :mod:`ettcore.exporters.prometheus`  the Prometheus text exposition format (``ett export prometheus``)
 """
-
-from __future__ import annotations
-
-import argparse
-import io
-import sys
-
-
-def cmd_prometheus(args: argparse.Namespace) -> int:
-    from ..atomic import write_text
-    from ..cli import open_checked
-    from . import prometheus
-
-    trace = open_checked(args)
-    if args.out:
-        buf = io.StringIO()
-        n = prometheus.write(trace, buf)
-        write_text(args.out, buf.getvalue())
-        print(f"wrote {args.out} ({n} samples)", file=sys.stderr)
-    else:
-        prometheus.write(trace, sys.stdout)
-    return 0
-
-
-def register(sub) -> None:
-    from ..cli import add_trace_args
-
-    p = sub.add_parser("export", help="write the metric where dashboards read it (Prometheus text format)")
-    kinds = p.add_subparsers(dest="export_kind", metavar="FORMAT", required=True)
-    q = kinds.add_parser("prometheus", help="fleet, per-model and per-job gauges in the Prometheus text exposition format "
-                         "(seconds and ratios; for node_exporter's textfile collector)")
-    add_trace_args(q, uri=False)
-    q.add_argument("--out", metavar="FILE", help="write to FILE (atomically: a temporary file renamed into place) instead of stdout")
-    q.set_defaults(func=cmd_prometheus)

@@ -41,9 +41,10 @@ from typing import Any, Iterable, Iterator
 
 import polars as pl
 
-from .. import metric, stalls
-from ..phases import ALL_COMPONENTS
-from ..trace import Trace
+from ettcore import metric
+from ettcore.metric import stalls
+from ettcore.phases import ALL_COMPONENTS
+from ettcore.trace.load import Trace
 
 L1_BUCKETS = {"productive": "productive", "tts": "tts", "recovery": "ttr_total", "in_training_loss": "in_training_loss",
               "shutdown_tail": "shutdown_tail"}  # label value -> column stem of job_summary / group_summary

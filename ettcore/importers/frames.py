@@ -14,8 +14,8 @@ from pathlib import Path
 
 import polars as pl
 
-from ..trace_writer import write_trace
-from .import_report import REPORT_JSON, REPORT_MD, ImportReport
+from ettcore.trace.writer import write_trace
+from ettcore.importers.import_report import REPORT_JSON, REPORT_MD, ImportReport
 
 ATTEMPT_SCHEMA = {"job_id": pl.String, "attempt": pl.Int64, "start": pl.Float64, "end": pl.Float64, "end_reason": pl.String}
 SPAN_SCHEMA = {

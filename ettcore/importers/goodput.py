@@ -63,10 +63,10 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..trace import TS_MAX_MS, TS_MIN_MS
-from ..errors import Problem, TraceError
-from .frames import TraceFrames
-from .import_report import EXPLICIT, FileReport, ImportReport
+from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.errors import Problem, InputError
+from ettcore.importers.frames import TraceFrames
+from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
 
 JOB_NAME = "job_name"
 STEP_COUNT, STEP_START = "step_count", "step_start_time"
@@ -93,9 +93,9 @@ class Entry:
 def _num(e: Entry, key: str, src: str) -> float:
     v = e.data.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise TraceError(Problem(src, e.row, key, f"must be a number (seconds since the epoch or a duration), got {v!r}"))
+        raise InputError(Problem(src, e.row, key, f"must be a number (seconds since the epoch or a duration), got {v!r}"))
     if key.endswith("_time") and not TS_MIN_MS <= v * 1000 <= TS_MAX_MS:
-        raise TraceError(Problem(src, e.row, key, f"timestamp out of the plausible range 1990..2100: {v!r}"))
+        raise InputError(Problem(src, e.row, key, f"timestamp out of the plausible range 1990..2100: {v!r}"))
     return float(v)
 
 
@@ -131,11 +131,11 @@ def _read_array(src: str, text: str) -> list[Entry]:
             obj, j = dec.raw_decode(text, i)
         except ValueError as exc:
             where = line_at(min(getattr(exc, "pos", i), len(text)))
-            raise TraceError(Problem(src, where, None, f"not a complete JSON array ({getattr(exc, 'msg', exc)}); {EXPECTED}")) from None
+            raise InputError(Problem(src, where, None, f"not a complete JSON array ({getattr(exc, 'msg', exc)}); {EXPECTED}")) from None
         row = line_at(i)
         d = _entry(obj)
         if d is None:
-            raise TraceError(Problem(src, row, None, f"array element is not a JSON object; {EXPECTED}"))
+            raise InputError(Problem(src, row, None, f"array element is not a JSON object; {EXPECTED}"))
         out.append(Entry(row, d))
         i = j
         while i < len(text) and text[i] in " \t\r\n":
@@ -145,7 +145,7 @@ def _read_array(src: str, text: str) -> list[Entry]:
             continue
         if i < len(text) and text[i] == "]" and not text[i + 1:].strip():
             break
-        raise TraceError(Problem(src, line_at(min(i, len(text))), None, f"not a complete JSON array (expected ',' or ']'); {EXPECTED}"))
+        raise InputError(Problem(src, line_at(min(i, len(text))), None, f"not a complete JSON array (expected ',' or ']'); {EXPECTED}"))
     return out
 
 
@@ -159,7 +159,7 @@ def read_entries(path: Path) -> list[Entry]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(Problem(src, None, None, f"cannot read entries: {exc}")) from None
+        raise InputError(Problem(src, None, None, f"cannot read entries: {exc}")) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     if text.lstrip().startswith("["):
@@ -182,11 +182,11 @@ def read_entries(path: Path) -> list[Entry]:
             out.append(Entry(row, entry))
         if problems and not parsed:
             first = problems[0].row
-            raise TraceError(Problem(src, first, None, f"no line is a JSON value ({len(problems):,} lines tried); {EXPECTED}"))
+            raise InputError(Problem(src, first, None, f"no line is a JSON value ({len(problems):,} lines tried); {EXPECTED}"))
         if problems:
-            raise TraceError(problems)
+            raise InputError(problems)
     if not out:
-        raise TraceError(Problem(src, None, None, "no entries in the file"))
+        raise InputError(Problem(src, None, None, "no entries in the file"))
     return out
 
 
@@ -267,7 +267,7 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
     """Attempts and spans (epoch seconds) of one job from its entries, in any order."""
     starts = sorted(((_num(e, JOB_START, src), e.row) for e in entries if JOB_START in e.data))
     if not starts:
-        raise TraceError(Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown"))
+        raise InputError(Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown"))
 
     ends: list[tuple[float, int]] = []
     steps: list[tuple[float, int, int]] = []  # (time, step, row)
@@ -288,7 +288,7 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             t = _num(e, STEP_START, src)
             sc = d.get(STEP_COUNT)
             if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not math.isfinite(sc) or abs(sc) >= 2**53 or sc != int(sc):
-                raise TraceError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
+                raise InputError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
             steps.append((t, int(sc), e.row))
             used = True
         for (ks, ke), (phase, stage) in PAIRS.items():
@@ -510,7 +510,7 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
     path = Path(path)
     src = str(path)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
+        raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
     report = ImportReport("goodput")
     fr = report.add_file(src)
     entries = read_entries(path)
@@ -526,9 +526,9 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
             by_job[names[0]].sort(key=lambda e: e.row)
             fr.note("inferred", "entries without job_name", f"the file holds one job; given to {names[0]!r}", [e.row for e in nameless])
         else:
-            raise TraceError([Problem(src, e.row, JOB_NAME, "entry without job_name in a file holding several jobs") for e in nameless[:20]])
+            raise InputError([Problem(src, e.row, JOB_NAME, "entry without job_name in a file holding several jobs") for e in nameless[:20]])
     if not names:
-        raise TraceError(Problem(src, None, JOB_NAME, "no entry names its job (job_name)"))
+        raise InputError(Problem(src, None, JOB_NAME, "no entry names its job (job_name)"))
     attempts, spans, jobs = [], [], []
     for job in names:
         a, s = _import_job(job, by_job[job], src, fr)

@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..atomic import write_text
+from ettcore.atomic import write_text
 
 KINDS: tuple[str, ...] = ("dropped", "merged", "inferred", "corrected", "clipped", "warning", "info")
 EXPLICIT = "explicit"  # a span both of whose ends are logged events

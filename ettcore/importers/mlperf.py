@@ -87,10 +87,10 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
-from ..trace import TS_MAX_MS
-from ..errors import Problem, TraceError
-from .frames import TraceFrames
-from .import_report import EXPLICIT, FileReport, ImportReport
+from ettcore.trace.instants import TS_MAX_MS
+from ettcore.errors import Problem, InputError
+from ettcore.importers.frames import TraceFrames
+from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
 
 TOKEN = ":::MLLOG"
 SYSJSON_TOKEN = ":::SYSJSON"
@@ -174,7 +174,7 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise TraceError(Problem(str(path), None, None, f"cannot read MLPerf log: {exc}")) from None
+        raise InputError(Problem(str(path), None, None, f"cannot read MLPerf log: {exc}")) from None
     events: list[Event] = []
     sysjson = sysjson_row = None
     bad_json: list[int] = []
@@ -225,7 +225,7 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
     if prefixed_rows:
         fr.note("info", "rank/host prefix before ':::MLLOG'", "prefix stripped; the event is read as usual", prefixed_rows)
     if not events:
-        raise TraceError(Problem(str(path), None, "key", "no ':::MLLOG' event lines found: not an MLPerf result log"))
+        raise InputError(Problem(str(path), None, "key", "no ':::MLLOG' event lines found: not an MLPerf result log"))
     return ParsedLog(path, events, sysjson, sysjson_row, len(lines))
 
 
@@ -302,7 +302,7 @@ def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) 
                 except (OSError, ValueError):
                     counts[f] = None
             if len(set(counts.values())) > 1:
-                raise TraceError(Problem(str(path), None, "accelerators", "several system descriptions match and disagree on the "
+                raise InputError(Problem(str(path), None, "accelerators", "several system descriptions match and disagree on the "
                                          f"accelerator count: {', '.join(map(str, found))}; pass --systems DIR or --gpus N"))
         if found:
             return found[0], tried
@@ -318,9 +318,9 @@ def _accelerators(desc: dict, source: str) -> tuple[int, int, str | None]:
         try:
             n = int(str(v).strip())
         except (TypeError, ValueError):
-            raise TraceError(Problem(source, None, field_, f"system description needs an integer {field_}, got {v!r}")) from None
+            raise InputError(Problem(source, None, field_, f"system description needs an integer {field_}, got {v!r}")) from None
         if n < 0:
-            raise TraceError(Problem(source, None, field_, f"{field_} must be >= 0, got {n}"))
+            raise InputError(Problem(source, None, field_, f"{field_} must be >= 0, got {n}"))
         return n
 
     return num("number_of_nodes"), num("accelerators_per_node"), desc.get("accelerator_model_name")
@@ -542,7 +542,7 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         elif str(benchmark) != parts["benchmark"]:
             fr.note("info", "benchmark", f"log says {benchmark!r}, folder says {parts['benchmark']!r}; the log is used")
     if benchmark is None:
-        raise TraceError(Problem(src, None, "submission_benchmark", "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt"))
+        raise InputError(Problem(src, None, "submission_benchmark", "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt"))
     benchmark = str(benchmark)
     org = _first_value(ev_all, "submission_org")
     if parts is not None and org is not None and str(org) != submitter:
@@ -577,7 +577,7 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     init_starts, init_stops = times("init_start"), times("init_stop")
     run_starts, run_stops = times("run_start"), times("run_stop")
     if not init_starts and not run_starts:
-        raise TraceError(Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown"))
+        raise InputError(Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown"))
     if init_starts:
         t0 = init_starts[0].t
     else:
@@ -621,7 +621,7 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         end_reason = "failure"
         fr.note("inferred", "run end", "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure")
     if t1 < run_start:
-        raise TraceError(Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start"))
+        raise InputError(Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start"))
 
     # after run_stop: interval events the job went on logging (the hardware was still held) are its shutdown tail
     t_end, after_families, late_lines = t1, set(), []
@@ -849,14 +849,14 @@ def _accelerator_count(path: Path, src: str, log: ParsedLog, parts: dict | None,
         try:
             nodes, per_node, acc_model = _accelerators(log.sysjson, f"{src}, line {log.sysjson_row} (:::SYSJSON)")
             acc_src = "SYSJSON"
-        except TraceError as exc:
+        except InputError as exc:
             fr.note("dropped", ":::SYSJSON line", f"unusable: {exc}", [log.sysjson_row])
     sys_file, tried = _find_system_json(path, parts, Path(systems_dir) if systems_dir is not None else None)
     if sys_file is not None:
         try:
             desc = json.loads(sys_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise TraceError(Problem(str(sys_file), None, None, f"system description is not valid JSON: {exc}")) from None
+            raise InputError(Problem(str(sys_file), None, None, f"system description is not valid JSON: {exc}")) from None
         d_nodes, d_per, d_model = _accelerators(desc, str(sys_file))
         if acc_src is None:
             nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model, f"system description {sys_file.name}"
@@ -869,7 +869,7 @@ def _accelerator_count(path: Path, src: str, log: ParsedLog, parts: dict | None,
         fr.note("inferred", "gpus", f"--gpus {gpus_override} given: used instead of {before}")
         return nodes, per_node, acc_model, "--gpus", gpus_override, gpus_override
     if acc_src is None:
-        raise TraceError(Problem(src, log.sysjson_row, "accelerators",
+        raise InputError(Problem(src, log.sysjson_row, "accelerators",
                                  "no :::SYSJSON line and no system description found (tried: " + "; ".join(tried)
                                  + "); pass --systems DIR holding <round>/<submitter>/<system>.json, or --gpus N"))
     accelerators = nodes * per_node
@@ -894,7 +894,7 @@ def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
         else:
             out.append(p)
     if problems:
-        raise TraceError(problems)
+        raise InputError(problems)
     return list(dict.fromkeys(out))
 
 
@@ -911,19 +911,19 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
     (MLPerf's score, ``run_stop - run_start``), ``init_s``, ``after_run_stop_s``,
     ``submission`` (round/submitter/system/benchmark: the runs of one submission)
     and ``result`` (N of ``result_N.txt``).  Raises
-    :class:`~ettcore.errors.TraceError` for a file that cannot be a run
+    :class:`~ettcore.errors.InputError` for a file that cannot be a run
     (unreadable, no events, no start, no accelerator count) or when two files
     give the same job id.
     """
     for n in ([gpus] if not isinstance(gpus, dict) else gpus.values()):
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
-            raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {n!r}"))
+            raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {n!r}"))
     logs = expand_logs(paths)
     if isinstance(gpus, dict):
         by_path = {Path(k).resolve(): v for k, v in gpus.items()}
         unknown = [k for k in gpus if Path(k).resolve() not in {p.resolve() for p in logs}]
         if unknown:
-            raise TraceError([Problem("--gpus", None, "gpus", f"{k} is not one of the logs imported") for k in unknown])
+            raise InputError([Problem("--gpus", None, "gpus", f"{k} is not one of the logs imported") for k in unknown])
     report = ImportReport("mlperf")
     attempts, spans, jobs = [], [], []
     problems: list[Problem] = []
@@ -933,7 +933,7 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
         override = by_path.get(p.resolve()) if isinstance(gpus, dict) else gpus
         try:
             a, s, j = import_log(p, systems_dir, fr, override)
-        except TraceError as exc:
+        except InputError as exc:
             problems.extend(exc.problems)
             continue
         if j["job_id"] in seen:
@@ -944,7 +944,7 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
         spans.extend(s)
         jobs.append(j)
     if problems:
-        raise TraceError(problems)
+        raise InputError(problems)
     metadata = {"synthetic": False, "source": "MLPerf Training result logs (MLLOG)", "importer": "ettcore.importers.mlperf",
                 "source_files": [str(p) for p in logs]}
     return TraceFrames.from_rows(attempts, spans, jobs, metadata), report

@@ -29,9 +29,9 @@ from typing import Callable
 
 import polars as pl
 
-from ..recorder import collect
-from .frames import TraceFrames
-from .import_report import ImportReport
+from ettcore.importers.recorder import collect
+from ettcore.importers.frames import TraceFrames
+from ettcore.importers.import_report import ImportReport
 
 
 

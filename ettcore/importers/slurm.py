@@ -54,7 +54,7 @@ run or job the accounting does not have, is left out and listed, never moved.
 
 Bad input (a truncated file, an unknown state, a run without a start, a
 duplicated row, runs of one job that overlap) is a
-:class:`~ettcore.errors.TraceError` naming file, line and field.
+:class:`~ettcore.errors.InputError` naming file, line and field.
 """
 
 from __future__ import annotations
@@ -66,13 +66,16 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone as dt_timezone
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ..errors import Problem, TraceError
-from ..trace import TS_MAX_MS, TS_MIN_MS
-from .frames import TraceFrames
-from .import_report import FileReport, ImportReport
+from ettcore.errors import Problem, InputError
+from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.importers.frames import TraceFrames
+from ettcore.importers.import_report import FileReport, ImportReport
+
+if TYPE_CHECKING:
+    import polars as pl
 
 REQUIRED_FIELDS = ("JobID", "JobIDRaw", "State", "Submit", "Start", "End")
 OPTIONAL_FIELDS = ("JobName", "Partition", "Account", "QOS", "User", "ExitCode", "Eligible", "AllocTRES", "NodeList", "DBIndex")
@@ -178,7 +181,7 @@ def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | Zone
     if value is None:
         return None
     if isinstance(value, bool):
-        raise TraceError(_problem(src, row, fld, f"not a time: {value!r}"))
+        raise InputError(_problem(src, row, fld, f"not a time: {value!r}"))
     if isinstance(value, (int, float)):
         if value == 0:
             return None
@@ -195,22 +198,22 @@ def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | Zone
             try:
                 t = datetime.fromisoformat(text).replace(tzinfo=tz).timestamp()
             except ValueError as exc:
-                raise TraceError(_problem(src, row, fld, f"not a valid time: {text!r} ({exc})")) from None
+                raise InputError(_problem(src, row, fld, f"not a valid time: {text!r} ({exc})")) from None
             seen_zoneless.append(row)
         else:
-            raise TraceError(_problem(src, row, fld, f"not a time sacct writes (epoch seconds, or YYYY-MM-DDTHH:MM:SS, "
+            raise InputError(_problem(src, row, fld, f"not a time sacct writes (epoch seconds, or YYYY-MM-DDTHH:MM:SS, "
                                                     f"'Unknown'): {text!r}"))
     if not math.isfinite(t) or not TS_MIN_MS <= t * 1000 <= TS_MAX_MS:
-        raise TraceError(_problem(src, row, fld, f"time out of the plausible range 1990..2100: {value!r}"))
+        raise InputError(_problem(src, row, fld, f"time out of the plausible range 1990..2100: {value!r}"))
     return t
 
 
 def _state(value: Any, src: str, row: int, fld: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise TraceError(_problem(src, row, fld, f"missing job state: {value!r}"))
+        raise InputError(_problem(src, row, fld, f"missing job state: {value!r}"))
     s = value.strip().split()[0].upper()   # "CANCELLED by 0" -> CANCELLED
     if s not in END_REASON:
-        raise TraceError(_problem(src, row, fld, f"unknown job state {value.strip()!r}; known: {', '.join(sorted(END_REASON))}"))
+        raise InputError(_problem(src, row, fld, f"unknown job state {value.strip()!r}; known: {', '.join(sorted(END_REASON))}"))
     return s
 
 
@@ -219,16 +222,16 @@ def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
     untyped, typed = None, 0
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
-            raise TraceError(_problem(src, row, fld, f"not a TRES list (name=count,...): {text!r}"))
+            raise InputError(_problem(src, row, fld, f"not a TRES list (name=count,...): {text!r}"))
         name, count = part.split("=", 1)
         if not _GPU_TRES.match(name):
             continue
         try:
             n = int(count)
         except ValueError:
-            raise TraceError(_problem(src, row, fld, f"gres/gpu count is not an integer: {part!r}")) from None
+            raise InputError(_problem(src, row, fld, f"gres/gpu count is not an integer: {part!r}")) from None
         if n < 0:
-            raise TraceError(_problem(src, row, fld, f"negative gres/gpu count: {part!r}"))
+            raise InputError(_problem(src, row, fld, f"negative gres/gpu count: {part!r}"))
         if name == "gres/gpu":
             untyped = n
         else:
@@ -249,7 +252,7 @@ def _exit_status(text: str, src: str, row: int, fld: str) -> int | None:
         return None
     m = re.fullmatch(r"(\d+):(\d+)", text)
     if not m:
-        raise TraceError(_problem(src, row, fld, f"not an exit code (status:signal): {text!r}"))
+        raise InputError(_problem(src, row, fld, f"not an exit code (status:signal): {text!r}"))
     return int(m.group(1))
 
 
@@ -258,14 +261,14 @@ def _ids(job_id: str, raw: str, src: str, row: int, fld: str) -> tuple[str | Non
     if m:
         return m.group(1), m.group(2)
     if not (job_id.isdigit() or _HET.match(job_id)):
-        raise TraceError(_problem(src, row, fld, f"not a job id sacct writes (1234, 1234_7, 1234+0): {job_id!r}"))
+        raise InputError(_problem(src, row, fld, f"not a job id sacct writes (1234, 1234_7, 1234+0): {job_id!r}"))
     return None, None
 
 
 def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
     lines = text.splitlines()
     if not lines or "|" not in lines[0]:
-        raise TraceError(_problem(src, 1 if lines else None, None,
+        raise InputError(_problem(src, 1 if lines else None, None,
                                   "no header line of '|'-separated field names: export with --parsable2 (without --noheader)"))
     head = lines[0].split("|")
     trailing = head[-1] == ""   # --parsable (not 2) ends every line with '|'
@@ -273,11 +276,11 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
         head = head[:-1]
     missing = [f for f in REQUIRED_FIELDS if f not in head]
     if missing:
-        raise TraceError(_problem(src, 1, missing[0], f"header lacks the field(s) {', '.join(missing)}; "
+        raise InputError(_problem(src, 1, missing[0], f"header lacks the field(s) {', '.join(missing)}; "
                                                       f"export with --format={','.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}"))
     dup = sorted({f for f in head if head.count(f) > 1})
     if dup:
-        raise TraceError(_problem(src, 1, dup[0], "field named twice in the header"))
+        raise InputError(_problem(src, 1, dup[0], "field named twice in the header"))
     fr.facts["fields"] = ",".join(head)
     absent = [f for f in OPTIONAL_FIELDS if f not in head]
     if absent:
@@ -294,12 +297,12 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
         if trailing and vals and vals[-1] == "":
             vals = vals[:-1]
         if len(vals) != len(head):
-            raise TraceError(_problem(src, lineno, None, f"{len(vals)} fields where the header has {len(head)} "
+            raise InputError(_problem(src, lineno, None, f"{len(vals)} fields where the header has {len(head)} "
                                                          f"(a truncated line, or a '|' inside a value)"))
         d = dict(zip(head, vals))
         job_id, raw = d["JobID"].strip(), d["JobIDRaw"].strip()
         if not job_id:
-            raise TraceError(_problem(src, lineno, "JobID", "empty job id"))
+            raise InputError(_problem(src, lineno, "JobID", "empty job id"))
         if "." in job_id or "." in raw:
             steps.append(lineno)
             continue
@@ -307,16 +310,16 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
             pending_arrays.append(lineno)
             continue
         if not raw.isdigit():
-            raise TraceError(_problem(src, lineno, "JobIDRaw", f"not a job id: {raw!r}"))
+            raise InputError(_problem(src, lineno, "JobIDRaw", f"not a job id: {raw!r}"))
         array_job, array_task = _ids(job_id, raw, src, lineno, "JobID")
         state = _state(d["State"], src, lineno, "State")
         submit = _parse_time(d["Submit"], src, lineno, "Submit", tz, zoneless)
         if submit is None:
-            raise TraceError(_problem(src, lineno, "Submit", "no submit time", job_id))
+            raise InputError(_problem(src, lineno, "Submit", "no submit time", job_id))
         opt = lambda k: (d.get(k) or "").strip() or None  # noqa: E731
         db = opt("DBIndex")
         if db is not None and not db.isdigit():
-            raise TraceError(_problem(src, lineno, "DBIndex", f"not an integer: {db!r}", job_id))
+            raise InputError(_problem(src, lineno, "DBIndex", f"not an integer: {db!r}", job_id))
         runs.append(Run(
             src=src, row=lineno, raw_id=raw, job_id=job_id, state=state, submit=submit,
             start=_parse_time(d["Start"], src, lineno, "Start", tz, zoneless),
@@ -344,7 +347,7 @@ def _json_get(obj: Any, path: Sequence[str], src: str, row: int, prefix: str, re
         if not isinstance(cur, dict) or key not in cur:
             if not required:
                 return None
-            raise TraceError(_problem(src, row, f"{prefix}.{'.'.join(path[:i + 1])}", "missing"))
+            raise InputError(_problem(src, row, f"{prefix}.{'.'.join(path[:i + 1])}", "missing"))
         cur = cur[key]
     return cur
 
@@ -354,19 +357,19 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         line = min(exc.lineno, max(1, len(text.splitlines())))  # the end of a file ending in a newline is its last line
-        raise TraceError(_problem(src, line, None, f"not valid JSON (a truncated export?): {exc.msg} "
+        raise InputError(_problem(src, line, None, f"not valid JSON (a truncated export?): {exc.msg} "
                                                    f"at line {exc.lineno} column {exc.colno}")) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
-        raise TraceError(_problem(src, None, "jobs", "not a sacct --json export: no 'jobs' list"))
+        raise InputError(_problem(src, None, "jobs", "not a sacct --json export: no 'jobs' list"))
     errors = doc.get("errors") or []
     if errors:
-        raise TraceError(_problem(src, None, "errors", f"sacct reported errors with this export: {json.dumps(errors)[:300]}"))
+        raise InputError(_problem(src, None, "errors", f"sacct reported errors with this export: {json.dumps(errors)[:300]}"))
     version = ((doc.get("meta") or {}).get("Slurm") or {}).get("release")
     if version:
         fr.facts["slurm_release"] = version
     clusters = sorted({j.get("cluster") for j in doc["jobs"] if isinstance(j, dict) and j.get("cluster")})
     if len(clusters) > 1:
-        raise TraceError(_problem(src, None, "cluster", f"jobs of several clusters ({', '.join(clusters)}): "
+        raise InputError(_problem(src, None, "cluster", f"jobs of several clusters ({', '.join(clusters)}): "
                                                         "export one cluster at a time (sacct -M NAME)"))
     runs: list[Run] = []
     steps_missing: list[int] = []
@@ -376,17 +379,17 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
     for i, j in enumerate(doc["jobs"], start=1):
         pre = f"jobs[{i - 1}]"
         if not isinstance(j, dict):
-            raise TraceError(_problem(src, i, pre, "a job must be an object"))
+            raise InputError(_problem(src, i, pre, "a job must be an object"))
         g = lambda *path, required=True: _json_get(j, path, src, i, pre, required)  # noqa: E731
         raw = g("job_id")
         if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
-            raise TraceError(_problem(src, i, f"{pre}.job_id", f"not a job id: {raw!r}"))
+            raise InputError(_problem(src, i, f"{pre}.job_id", f"not a job id: {raw!r}"))
         def whole(path: tuple[str, ...], none_ok: bool = True) -> int | None:
             v = g(*path, required=False)
             if v is None and none_ok:
                 return None
             if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise TraceError(_problem(src, i, f"{pre}.{'.'.join(path)}", f"not a whole number >= 0: {v!r}"))
+                raise InputError(_problem(src, i, f"{pre}.{'.'.join(path)}", f"not a whole number >= 0: {v!r}"))
             return v
 
         array_job = whole(("array", "job_id")) or 0
@@ -405,17 +408,17 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         f = {k: f"{pre}.time.{k.lower()}" for k in ("Submission", "Start", "End", "Eligible")}
         submit = _parse_time(g("time", "submission"), src, i, f["Submission"], tz, zoneless)
         if submit is None:
-            raise TraceError(_problem(src, i, f["Submission"], "no submit time", job_id))
+            raise InputError(_problem(src, i, f["Submission"], "no submit time", job_id))
         untyped, typed = None, 0
         allocated_tres = g("tres", "allocated", required=False) or []
         if not isinstance(allocated_tres, list):
-            raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id))
+            raise InputError(_problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id))
         for t in allocated_tres:
             if isinstance(t, dict) and t.get("type") == "gres" and isinstance(t.get("name"), str) \
                     and (t["name"] == "gpu" or t["name"].startswith("gpu:")):
                 n = t.get("count")
                 if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                    raise TraceError(_problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id))
+                    raise InputError(_problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id))
                 if t["name"] == "gpu":
                     untyped = n
                 else:
@@ -424,7 +427,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         batch_failed = None
         steps = j.get("steps")
         if steps is not None and not isinstance(steps, list):
-            raise TraceError(_problem(src, i, f"{pre}.steps", f"not a list of steps: {steps!r}"[:200], job_id))
+            raise InputError(_problem(src, i, f"{pre}.steps", f"not a list of steps: {steps!r}"[:200], job_id))
         if steps:
             for s in steps:
                 name = ((s or {}).get("step") or {}).get("name") if isinstance(s, dict) else None
@@ -437,7 +440,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
             v = j.get(key)
             if v is None or isinstance(v, str):
                 return (v or "").strip() or None
-            raise TraceError(_problem(src, i, f"{pre}.{key}", f"not a text: {v!r}"[:200], job_id))
+            raise InputError(_problem(src, i, f"{pre}.{key}", f"not a text: {v!r}"[:200], job_id))
 
         runs.append(Run(
             src=src, row=i, raw_id=str(raw), job_id=job_id, state=state, submit=submit,
@@ -469,16 +472,16 @@ def read_sacct(path: str | Path, fr: FileReport, timezone: str = "UTC") -> list[
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(_problem(src, None, None, f"cannot read sacct export: {exc}")) from None
+        raise InputError(_problem(src, None, None, f"cannot read sacct export: {exc}")) from None
     if not text.strip():
-        raise TraceError(_problem(src, None, None, "empty sacct export"))
+        raise InputError(_problem(src, None, None, "empty sacct export"))
     if text.lstrip().startswith("{"):
         fr.facts["form"] = "sacct --json"
         return _read_json(text, src, fr)
     try:
         tz = dt_timezone.utc if timezone.upper() == "UTC" else ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise TraceError(Problem("--timezone", None, "timezone", f"unknown time zone {timezone!r} (e.g. UTC, Europe/Paris)")) from None
+        raise InputError(Problem("--timezone", None, "timezone", f"unknown time zone {timezone!r} (e.g. UTC, Europe/Paris)")) from None
     fr.facts["form"] = "sacct --parsable2"
     return _read_text(text, src, tz, fr)
 
@@ -534,7 +537,7 @@ def _check_duplicates(runs: list[Run]) -> None:
                 problems.append(_problem(r.src, r.row, "DBIndex", f"DBIndex {r.db_index} also on {first.src} line {first.row}", r.job_id))
             seen_db.setdefault(r.db_index, r)
     if problems:
-        raise TraceError(problems[:50])
+        raise InputError(problems[:50])
 
 
 def _group(runs: list[Run]) -> list[_Job]:
@@ -546,7 +549,7 @@ def _group(runs: list[Run]) -> list[_Job]:
         ids = sorted({r.job_id for r in rs})
         if len(ids) > 1:
             r = next(x for x in rs if x.job_id != rs[0].job_id)
-            raise TraceError(_problem(r.src, r.row, "JobID", f"JobIDRaw {raw} is JobID {rs[0].job_id!r} on {rs[0].src} line "
+            raise InputError(_problem(r.src, r.row, "JobID", f"JobIDRaw {raw} is JobID {rs[0].job_id!r} on {rs[0].src} line "
                                                              f"{rs[0].row} but {r.job_id!r} here"))
         jobs.append(_Job(raw, ids[0], _order(rs)))
     return sorted(jobs, key=lambda j: (j.runs[0].submit, int(j.raw_id)))
@@ -565,15 +568,15 @@ def _build_job(job: _Job, *, timeout_as: str, as_of: float,
         reason = _end_reason(r, timeout_as)
         if r.start is None:
             if r.state not in QUEUE_ONLY_STATES:
-                raise TraceError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+                raise InputError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
             if not last:
-                raise TraceError(_problem(r.src, r.row, r.where("Start"), "a run that never started, followed by another "
+                raise InputError(_problem(r.src, r.row, r.where("Start"), "a run that never started, followed by another "
                                           "run of the same job", job.job_id))
             # queue time only: requeued and still waiting, or cancelled / failed while waiting
             q0 = r.submit if prev_end is None else prev_end
             q1 = r.end if reason is not None else as_of
             if reason is not None and q1 is None:
-                raise TraceError(_problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id))
+                raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id))
             if q1 < q0:
                 odd.setdefault(("corrected", "queue end before its start (clock skew, or --as-of before the requeue): "
                                 "zero queue time"), []).append(r)
@@ -587,15 +590,15 @@ def _build_job(job: _Job, *, timeout_as: str, as_of: float,
                                []).append(r)
             break
         if reason is None and not last:
-            raise TraceError(_problem(r.src, r.row, r.where("State"), f"still {r.state} but a later run of the same job "
+            raise InputError(_problem(r.src, r.row, r.where("State"), f"still {r.state} but a later run of the same job "
                                       "follows (a runaway record: see sacctmgr show runawayjobs)", job.job_id))
         if reason is not None and r.end is None:
-            raise TraceError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
+            raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
         if r.end is not None and r.end < r.start:
-            raise TraceError(_problem(r.src, r.row, r.where("End"), f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
+            raise InputError(_problem(r.src, r.row, r.where("End"), f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
                                       job.job_id))
         if prev_end is not None and r.start < prev_end:
-            raise TraceError(_problem(r.src, r.row, r.where("Start"), f"the run starts before the previous run of the job ended "
+            raise InputError(_problem(r.src, r.row, r.where("Start"), f"the run starts before the previous run of the job ended "
                                       f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)", job.job_id))
         if k == 0:
             a_start = r.submit
@@ -636,13 +639,13 @@ def import_sacct(
     """
     paths = [Path(p) for p in paths]
     if not paths:
-        raise TraceError(Problem("sacct", None, None, "no sacct export given"))
+        raise InputError(Problem("sacct", None, None, "no sacct export given"))
     if timeout_as not in ("failure", "cancelled"):
-        raise TraceError(Problem("--timeout-as", None, "timeout_as", f"must be 'failure' or 'cancelled', got {timeout_as!r}"))
+        raise InputError(Problem("--timeout-as", None, "timeout_as", f"must be 'failure' or 'cancelled', got {timeout_as!r}"))
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
-        raise TraceError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
+        raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
     if isinstance(clock_tolerance_s, bool) or not isinstance(clock_tolerance_s, (int, float)) or not 0 <= clock_tolerance_s < 3600:
-        raise TraceError(Problem("--clock-tolerance", None, "clock_tolerance_s", f"must be seconds in [0, 3600), got {clock_tolerance_s!r}"))
+        raise InputError(Problem("--clock-tolerance", None, "clock_tolerance_s", f"must be seconds in [0, 3600), got {clock_tolerance_s!r}"))
 
     def name(p: Path) -> str:
         if relative_to is not None:
@@ -662,7 +665,7 @@ def import_sacct(
         fr.facts["rows"] = len(got)
         runs.extend(got)
     if not runs:
-        raise TraceError(Problem(report.files[0].file, None, None, "no job allocation rows in the export(s)"))
+        raise InputError(Problem(report.files[0].file, None, None, "no job allocation rows in the export(s)"))
     _check_duplicates(runs)
     unallocated: dict[str, list[int]] = {}
     for r in runs:
@@ -693,7 +696,7 @@ def import_sacct(
         if all(r.start is None for r in job.runs):
             for r in job.runs:
                 if r.state not in QUEUE_ONLY_STATES:
-                    raise TraceError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+                    raise InputError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
             never_ran.append(job)
             continue
         a, s = _build_job(job, timeout_as=timeout_as, as_of=as_of, odd=odd, bounds=bounds)
@@ -726,7 +729,7 @@ def import_sacct(
             for r in job.runs:
                 files_of.setdefault(r.src, set()).add(job.job_id)
     if no_gpus:
-        raise TraceError([_problem(r.src, r.row, r.where("AllocTRES"), f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
+        raise InputError([_problem(r.src, r.row, r.where("AllocTRES"), f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
                                    "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)", r.job_id) for r in no_gpus[:20]])
 
     for (kind, what), where in odd.items():
@@ -765,7 +768,7 @@ def import_sacct(
         "source_files": [f.file for f in report.files], "clock_tolerance_s": clock_tolerance_s,
     })
     if recorder_dir is not None:
-        from .recorder_join import join_recorder
+        from ettcore.importers.recorder_join import join_recorder
 
         kept_bounds = {k: v for k, v in bounds.items() if k[0] in kept}
         frames = join_recorder(frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s,

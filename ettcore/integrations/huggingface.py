@@ -37,7 +37,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from .process import Attempt
+from ettcore.integrations.process import Attempt
 
 WRITER = "hf-trainer"
 

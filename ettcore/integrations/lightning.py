@@ -38,7 +38,7 @@ from typing import Any
 
 from lightning.pytorch.callbacks import Callback
 
-from .process import Attempt
+from ettcore.integrations.process import Attempt
 
 WRITER = "lightning"
 

@@ -62,8 +62,8 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from ..recorder import Recorder, RecorderWarning
-from .timeline import Timeline
+from ettcore.integrations.recorder import Recorder, RecorderWarning
+from ettcore.integrations.phase_clock import PhaseClock
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
 ENV_JOB_ID = "ETT_JOB_ID"
@@ -100,7 +100,7 @@ def resolve_run_dir(run_dir: str | os.PathLike | None) -> Path:
 
 def _slurm_job():
     """The Slurm job this process runs in (``None`` outside Slurm, or when its variables are malformed)."""
-    from .slurm import job_from_environment
+    from ettcore.integrations.slurm import job_from_environment
 
     try:
         return job_from_environment()
@@ -193,7 +193,7 @@ class Attempt:
         self.labels = dict(labels or {})
         self.fsync = fsync
         self.clock = clock
-        self.timeline = Timeline(None, progress_interval_s=progress_interval_s, clock=clock)
+        self.timeline = PhaseClock(None, progress_interval_s=progress_interval_s, clock=clock)
         self.recorder: Recorder | None = None
         self.job_id: str | None = None
         self.attempt: int | None = None
@@ -449,7 +449,7 @@ class ExitWatch:
 
     def __init__(self, run_dir: Path, job_id: str, attempt: int, writer: str, *, fsync: bool = False,
                  end: bool = True) -> None:
-        from ..config import PACKAGE_DIR
+        from ettcore.config import PACKAGE_DIR
 
         r, w = os.pipe()
         env = dict(os.environ)

@@ -64,10 +64,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..recorder import Recorder
-from .process import (AGENT, ENV_ATTEMPT, ENV_ATTEMPTS_BY, ENV_JOB_ID, ENV_RUN_DIR, Attempt, ExitWatch,
-                      process_start_time, resolve_attempt, resolve_job_id, resolve_run_dir)
-from .timeline import Timeline
+from ettcore.integrations.recorder import Recorder
+from ettcore.integrations.process import (
+    AGENT,
+    ENV_ATTEMPT,
+    ENV_ATTEMPTS_BY,
+    ENV_JOB_ID,
+    ENV_RUN_DIR,
+    Attempt,
+    ExitWatch,
+    process_start_time,
+    resolve_attempt,
+    resolve_job_id,
+    resolve_run_dir,
+)
+from ettcore.integrations.phase_clock import PhaseClock
 
 WRITER = "torchelastic-agent"
 EVENT_DESTINATIONS = ("null", "console", "dynamic_rendezvous")
@@ -81,8 +92,8 @@ def worker_ids(run_dir: str | os.PathLike | None = None, job_id: str | None = No
 
 
 def record_worker(run_dir: str | os.PathLike | None = None, *, job_id: str | None = None, writer: str = "worker",
-                  model: str | None = None, progress_interval_s: float = 1.0, **labels: Any) -> Timeline:
-    """A plain training loop's :class:`~ettcore.integrations.timeline.Timeline`, for every rank.
+                  model: str | None = None, progress_interval_s: float = 1.0, **labels: Any) -> PhaseClock:
+    """A plain training loop's :class:`~ettcore.integrations.phase_clock.PhaseClock`, for every rank.
 
     Global rank 0 (``RANK``) records; on the other ranks the timeline does
     nothing, so the loop calls it unconditionally::

@@ -305,7 +305,7 @@ def stages_by_attempt(spans: pl.DataFrame) -> dict[tuple[int, str], list[str]]:
 def restart_run(script: Path, tmp_path: Path, plan: dict[int, list[str]], *, reasons: list[str],
                 final_step: int = 60) -> RestartRun:
     """Run the tries of ``plan`` one after the other, convert the run folder, compare with the ground truth."""
-    from ettcore.recorder import convert
+    from ettcore.importers.recorder import convert
 
     run, work = tmp_path / "run", tmp_path / "work"
     work.mkdir()
@@ -343,8 +343,8 @@ def check_compiled_first_step(spans: pl.DataFrame, events: list[Event]) -> float
 
 def break_the_callback(monkeypatch: Any) -> None:
     """The disk fails after a few records, and the timeline's per-step call has a bug."""
-    from ettcore.integrations.timeline import Timeline
-    from ettcore.recorder import Recorder
+    from ettcore.integrations.phase_clock import PhaseClock
+    from ettcore.integrations.recorder import Recorder
 
     calls = {"n": 0}
     real_emit = Recorder._emit
@@ -359,10 +359,10 @@ def break_the_callback(monkeypatch: Any) -> None:
         raise RuntimeError("a bug in the callback")
 
     monkeypatch.setattr(Recorder, "_emit", flaky_emit)
-    monkeypatch.setattr(Timeline, "step", broken_step)
+    monkeypatch.setattr(PhaseClock, "step", broken_step)
 
 
 def recorder_warnings(caught: list) -> list:
-    from ettcore.recorder import RecorderWarning
+    from ettcore.integrations.recorder import RecorderWarning
 
     return [w for w in caught if issubclass(w.category, RecorderWarning)]

@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from ettcore.recorder import Recorder
+from ettcore.integrations.recorder import Recorder
 
 work, steps, step_s = Path(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 crash_at, crash_exit = (int(sys.argv[4]), int(sys.argv[5])) if len(sys.argv) > 5 else (0, 0)

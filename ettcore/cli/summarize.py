@@ -1,0 +1,69 @@
+"""``ett summarize TRACE``: ETT%, Level 1 and Level 2 per job, per group and for the fleet."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import polars as pl
+
+from ettcore import engines
+from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window, window_head
+from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_summary_json, write_table
+from ettcore.phases import ALL_COMPONENTS
+from ettcore.trace.instants import iso as _iso_ms
+
+def run(args: argparse.Namespace) -> int:
+    trace = open_checked(args)
+    m = engines.metric_for(args.engine, args.spark_master)
+    jobs = m.job_summary(trace)
+    fleet = m.fleet_summary(trace)
+    groups = m.fleet_summary(trace, by=args.by) if args.by else None
+    extra = ("excluded_s",) if trace.window.exclusions else ()
+    if args.json:
+        head = {"trace": str(args.trace), "synthetic": trace.synthetic, "as_of": _iso_ms(trace.as_of_ms), **window_head(trace, m)}
+        tail: dict[str, Any] = {
+            "fleet": group_records(fleet, None, extra)[0] if fleet.height else None,
+            "accounting": trace.accounting,
+            "not_started_by_as_of": trace.not_started,
+        }
+        if groups is not None:
+            tail["groups"] = group_records(groups, args.by, extra)
+        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns], extra=extra)
+    elif args.csv:
+        print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
+    else:
+        if trace.synthetic:
+            print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
+        print_window(trace, m)
+        cols = ["job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof", "ttr_total_s",
+                "in_training_loss_s", "shutdown_tail_s"]
+        write_table(jobs, cols)  # a row a job: streamed, not built as one string
+        print()
+        print("Level 2 components (seconds, non-productive time):")
+        write_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]])
+        print()
+        labels = [c for c in trace.labels if c in jobs.columns]
+        if labels:  # the jobs table's own columns (for an imported MLPerf run: time_to_train_s, MLPerf's score, ...)
+            print("Job labels (from the jobs table):")
+            write_table(jobs, ["job_id", *labels], digits=3)
+            print()
+        if groups is not None:
+            print(f"By {args.by}:")
+            print(format_table(groups, [args.by, *FLEET_KEYS], digits=2))
+            print()
+        print("Fleet (GPU-time weighted):")
+        print(format_table(fleet, list(FLEET_KEYS) + ["excluded_gpu_h"] * bool(extra), digits=2))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``ett summarize``."""
+    p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
+    add_trace_args(p)
+    add_engine_args(p)
+    p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")
+    fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")
+    p.set_defaults(func=run)

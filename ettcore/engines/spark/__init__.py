@@ -1,0 +1,542 @@
+"""The ETT metric on Apache Spark: the same views, the same queries, the same frames.
+
+How a trace gets onto Spark (``open_trace``):
+
+1. The trace is first loaded and **checked by DuckDB** (:func:`ettcore.trace.load_trace`):
+   every data check, the row accounting, the as-of time and the list of jobs
+   left out by ``--skip-invalid`` come from there.  The checks stay DuckDB-only.
+2. Spark reads the same files itself (Parquet files or part folders, CSV,
+   JSONL; a DuckDB database file cannot be read by Spark) into ``raw_<table>``
+   temp views, then builds ``typed_<table>`` with the same columns and the same
+   parsing rules as the DuckDB loader (timestamps to integer milliseconds since
+   the Unix epoch, zone-less = UTC; integers; finite numbers; plausible
+   timestamps 1990..2100), and ``clean_<table>``: the typed rows of the jobs
+   the checks kept.  ``ett_params`` (as-of and cut-off) and ``ett_phases`` (the
+   phase map) are copied from the DuckDB trace.
+3. A fingerprint of each ``clean_<table>`` (row and job counts, sums of the
+   parsed times modulo a prime, of the cursors, of text lengths) is computed on
+   both engines and must agree; otherwise the two engines parsed the input
+   differently and a :class:`InputError` says so instead of giving different
+   numbers.
+4. The metric queries of ``ettcore/sql/metric/`` are translated to Spark SQL
+   (:mod:`ettcore.engines.transpile`) and run unchanged in meaning, under the
+   same view names: ``metric_jobs``, ``metric_attempts``, ``metric_spans``,
+   ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` cached), then ``job_summary``,
+   ``group_summary``, ``fleet_trend``...
+
+Results come back as Polars frames with the DuckDB frames' columns and types
+(timestamps as zone-less UTC), so callers cannot tell the engines apart.
+
+A trace given as a **URI** (``s3a://``, ``hdfs://``, ``gs://``, ``abfss://``,
+``file:///``...) cannot be read by DuckDB: :mod:`ettcore.engines.spark_load`
+then does steps 1 and 2 on Spark alone (discovery through Hadoop's FileSystem
+API, the same data checks translated to Spark SQL, as-of, accounting) for a
+Parquet trace, with no fingerprint (there is no DuckDB side), and the same
+step 4.  Reading an object store needs its Hadoop connector on Spark's
+classpath and its credentials, both set in the Spark configuration (``conf``
+of :func:`get_session`, ``spark-defaults.conf``, or ``PYSPARK_SUBMIT_ARGS``).
+
+Temp views live in the Spark session: one trace is active per session at a
+time; using a :class:`SparkTrace` after another trace was opened in the same
+session registers its views again.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import os
+import shutil
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+import polars as pl
+
+from ettcore.errors import Problem, InputError
+from ettcore.metric import bucket_ms, check_by, group_columns, name_groups, trend_window
+from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
+from ettcore.trace.instants import DAY_MS
+from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
+from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
+
+if TYPE_CHECKING:  # pyspark is optional: imported only when Spark is used
+    from pyspark.sql import DataFrame, SparkSession
+
+DEFAULT_MASTER = "local[*]"
+# pyspark checks the pandas version when converting results and warns about pandas 3; the metric never uses pandas
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+_PRIME = 1_000_000_007  # fingerprint sums of millisecond times are taken modulo this, so they never overflow
+
+
+# ----------------------------------------------------------------------------- session
+
+
+def java_available() -> bool:
+    """True when a ``java`` executable is found (``JAVA_HOME/bin/java`` or on ``PATH``)."""
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").is_file():
+        return True
+    return shutil.which("java") is not None
+
+
+def spark_available() -> bool:
+    """True when both pyspark and Java are present (what the Spark engine and its tests need)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False
+    return java_available()
+
+
+def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> "SparkSession":
+    """A Spark session for the metric (reused if one is already running in this process).
+
+    The session time zone is UTC (the trace format's zone-less times are UTC).
+    In local mode the shuffle uses few partitions (``spark.sql.shuffle.partitions``,
+    default 8; adaptive execution coalesces further) and the web UI is off.
+    ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster).
+    """
+    if not spark_available():
+        raise InputError(
+            Problem("--engine", None, "engine", "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)")
+        )
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()
+    if running is not None and running.sparkContext.master == master:
+        # a session started elsewhere: the metric needs UTC; other settings are applied where Spark allows it at run time
+        running.conf.set("spark.sql.session.timeZone", "UTC")
+        for k, v in (conf or {}).items():
+            if running.conf.isModifiable(k):
+                running.conf.set(k, v)
+        return running
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("ettcore")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.ui.showConsoleProgress", "false")
+    )
+    if master.startswith("local"):
+        builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+# ----------------------------------------------------------------------------- input errors
+
+# Spark error conditions that mean the input cannot be read (missing, changed or malformed files).
+_INPUT_ERRORS = ("FAILED_READ_FILE", "PATH_NOT_FOUND", "MALFORMED_RECORD", "MALFORMED_CSV_RECORD", "CANNOT_READ_FILE_FOOTER",
+                 "UNABLE_TO_INFER_SCHEMA", "FileNotFoundException")
+
+
+@contextmanager
+def input_errors(path: str | Path) -> Iterator[None]:
+    """Turn Spark's "cannot read this input" errors into a :class:`InputError` naming the trace; others pass through."""
+    try:
+        yield
+    except Exception as exc:  # pyspark raises PySparkException subclasses or py4j's Py4JJavaError
+        text = str(exc)
+        if type(exc).__module__.startswith(("pyspark", "py4j")) and any(code in text for code in _INPUT_ERRORS):
+            first = next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
+            raise InputError(Problem(str(path), None, None, f"Spark cannot read the trace: {first[:300]}")) from None
+        raise
+
+
+# ----------------------------------------------------------------------------- raw and typed layers
+
+
+def _q(name: str) -> str:
+    """Quote a Spark identifier that came from the data's own schema."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | list[str]) -> "DataFrame":
+    """Read one table's files (local paths or URIs) as Spark reads them, with ``_file`` (and ``_row`` for Parquet).
+
+    ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
+    the 1-based row within that file (``_metadata.row_index + 1``), as the
+    DuckDB loader numbers Parquet rows.
+    """
+    from pyspark.sql import functions as F
+
+    paths = [str(f) for f in files]
+    bad = [p for p in paths if set(p) & set("*?[]{}\\")]
+    if bad:
+        raise InputError(Problem(bad[0], None, None, "the Spark engine reads paths as glob patterns: rename the file or folder (no * ? [ ] { } \\)"))
+    if kind == "parquet":
+        df = spark.read.option("mergeSchema", "true").parquet(*paths)
+        row = F.col("_metadata.row_index") + F.lit(1)
+    elif kind == "csv":
+        df = spark.read.options(header=True, inferSchema=False, escape='"', multiLine=True, mode="FAILFAST").csv(paths)
+        row = F.lit(None).cast("bigint")
+    elif kind == "jsonl":
+        df = spark.read.options(primitivesAsString=True, mode="FAILFAST").json(paths)
+        row = F.lit(None).cast("bigint")
+    else:
+        raise InputError(
+            Problem(paths[0], None, None, "the Spark engine reads Parquet, CSV or JSONL traces, not DuckDB database files; export the tables to Parquet")
+        )
+    return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
+
+
+def _finite(d: str) -> str:
+    return f"({d} IS NOT NULL AND NOT isnan({d}) AND abs({d}) <= CAST('1.7976931348623157E308' AS DOUBLE))"
+
+
+def typed_expr(col: str, kind: str, dtype: Any | None) -> tuple[str, str]:
+    """(typed expression, raw-text expression) of one field in Spark SQL.
+
+    The same rules as the DuckDB loader (:func:`ettcore.trace._parse_expr`):
+    ``str`` is the text; ``int`` a finite whole number below 9e15; ``num`` a
+    finite number; ``ts`` integer milliseconds since the epoch from a timestamp
+    column (zone-less = UTC), from seconds since the epoch (a number, or text
+    that reads as one; rounded to the millisecond) or from an ISO-8601 text, and
+    NULL outside 1990..2100.  Types other than text, numbers and timestamps
+    are parsed from their text form.  A NULL result marks an unparsable value.
+    """
+    from pyspark.sql import types as T
+
+    if dtype is None:
+        return "NULL", "CAST(NULL AS STRING)"
+    q = _q(col)
+    raw = f"CAST({q} AS STRING)"
+    if isinstance(dtype, T.TimestampType):  # a zoned timestamp: DuckDB's text of a TIMESTAMPTZ ends with its zone, '+00'
+        raw = f"concat({raw}, '+00')"
+    numeric = isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType))
+    temporal = isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType))
+    if not (numeric or temporal or isinstance(dtype, T.StringType)):
+        q = raw
+    if kind == "str":
+        return raw, raw
+    d = f"CAST({q} AS DOUBLE)" if numeric else f"TRY_CAST({q} AS DOUBLE)"
+    if kind == "int":
+        return f"CASE WHEN {_finite(d)} AND abs({d}) < 9e15 AND {d} = round({d}) THEN CAST({d} AS BIGINT) END", raw
+    if kind == "num":
+        return f"CASE WHEN {_finite(d)} THEN {d} END", raw
+    from_seconds = f"CASE WHEN {_finite(d)} AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END"
+    if temporal:
+        ms = f"unix_millis(CAST({q} AS TIMESTAMP))"
+    elif numeric:
+        ms = from_seconds
+    else:
+        ms = f"CASE WHEN {d} IS NOT NULL THEN ({from_seconds}) ELSE unix_millis(TRY_CAST(trim({q}) AS TIMESTAMP)) END"
+    return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
+
+
+def typed_select(table: str, schema: Any | None, labels: list[str]) -> str:
+    """The ``typed_<table>`` query over ``raw_<table>`` (``schema`` None: the table is absent)."""
+    types = {f.name: f.dataType for f in schema.fields} if schema is not None else {}
+    held = schema_columns(table, list(types))  # names compared without case, as the DuckDB loader does
+    parts = ["_file", "_row"] if schema is not None else ["CAST(NULL AS STRING) AS _file", "CAST(NULL AS BIGINT) AS _row"]
+    for col, kind in SCHEMA[table]:
+        expr, raw = typed_expr(held.get(col, col), kind, types.get(held.get(col, "")))
+        if expr == "NULL":  # an absent column: NULL of the typed column's type
+            expr = {"str": "CAST(NULL AS STRING)", "int": "CAST(NULL AS BIGINT)", "num": "CAST(NULL AS DOUBLE)", "ts": "CAST(NULL AS BIGINT)"}[kind]
+        name = f"{col}_ms" if kind == "ts" else col
+        parts.append(f"{expr} AS {_q(name)}")
+        if kind != "str":
+            parts.append(f"{raw} AS {_q(col + '_raw')}")
+    for label in labels:
+        if label not in types:
+            raise InputError(Problem(f"{table} table", None, label, "label column seen by DuckDB but not by Spark"))
+        parts.append(_q(label))
+    src = f"raw_{table}" if schema is not None else "(SELECT 1 AS one) AS empty WHERE false"
+    return f"SELECT {', '.join(parts)} FROM {src}"
+
+
+# ----------------------------------------------------------------------------- fingerprints
+
+# One query for the three clean tables, written for DuckDB and translated for Spark like the metric's queries.
+FINGERPRINT_SQL = f"""
+WITH j AS (
+    SELECT count(*) AS jobs_n, count(DISTINCT job_id) AS jobs_ids, sum(gpus) AS jobs_gpus,
+           sum(length(model)) AS jobs_model_chars
+    FROM clean_jobs
+),
+a AS (
+    SELECT count(*) AS attempts_n, count(DISTINCT job_id) AS attempts_jobs, sum(attempt) AS attempts_numbers,
+           sum(start_ms % {_PRIME}) AS attempts_start_mod, count(end_ms) AS attempts_ends,
+           sum(end_ms % {_PRIME}) AS attempts_end_mod, sum(length(end_reason)) AS attempts_reason_chars
+    FROM clean_attempts
+),
+s AS (
+    SELECT count(*) AS spans_n, count(DISTINCT job_id) AS spans_jobs, sum(attempt) AS spans_attempts,
+           sum(start_ms % {_PRIME}) AS spans_start_mod, sum(end_ms % {_PRIME}) AS spans_end_mod,
+           sum(length(phase)) AS spans_phase_chars, count(cursor_start) AS spans_cursors,
+           sum(cursor_start) AS spans_cursor_start_sum, sum(cursor_end) AS spans_cursor_end_sum
+    FROM clean_spans
+)
+SELECT * FROM j CROSS JOIN a CROSS JOIN s
+"""
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, float) or isinstance(b, float):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    return int(a) == int(b)
+
+
+def fingerprint_differences(st: "SparkTrace") -> list[Problem]:
+    """Where Spark's ``clean_*`` tables differ from DuckDB's: one Problem a differing figure (none: they agree).
+
+    The figures (row and job counts; sums of attempt numbers, of start and end
+    times modulo a prime, of cursors, of text lengths) catch a row one engine
+    keeps and the other drops, and a time or number the two parse differently.
+    """
+    ours = st.spark.sql(duckdb_to_spark(FINGERPRINT_SQL)).collect()[0].asDict()
+    theirs = st.trace.con.sql(FINGERPRINT_SQL).pl().row(0, named=True)
+    problems = []
+    for key, value in theirs.items():
+        if not _same(value, ours[key]):
+            table = key.split("_", 1)[0]
+            problems.append(
+                Problem(str(st.trace.path), None, key, f"Spark reads table '{table}' differently from DuckDB ({key}: {ours[key]} vs {value})", table=table)
+            )
+    return problems
+
+
+# ----------------------------------------------------------------------------- the trace on Spark
+
+_ids = itertools.count(1)
+_ACTIVE = "_ett_active_trace"  # attribute set on a SparkSession: ident of the SparkTrace whose views are registered
+
+
+@dataclass
+class SparkTrace:
+    """A trace whose metric runs on ``spark``.
+
+    Here ``trace`` is a :class:`~ettcore.trace.Trace` checked by DuckDB; a trace read
+    from a URI and checked by Spark alone is a
+    :class:`~ettcore.engines.spark_load.UriSparkTrace` (same functions, other inputs).
+    """
+
+    spark: "SparkSession"
+    trace: Any
+    verify: bool = True
+    grid_ms: int = DAY_MS  # the attribution's regular cut (an hour once an hourly trend was asked for)
+    ident: int = field(default_factory=lambda: next(_ids))
+    _cached: list = field(default_factory=list, repr=False)
+
+    @property
+    def synthetic(self) -> bool:
+        return self.trace.synthetic
+
+    def register_inputs(self) -> None:
+        """(Re-)register the views the metric reads: ``clean_*``, ``ett_params``, ``ett_phases`` (and below them)."""
+        _register_from_duckdb(self)
+
+    def sql(self, query: str, args: dict | None = None) -> pl.DataFrame:
+        """Run a Spark SQL query on this trace's views (parameters bound, never pasted) into Polars."""
+        with input_errors(self.trace.path):
+            _ensure_registered(self)
+            return to_polars(self.spark.sql(query, args=args) if args else self.spark.sql(query))
+
+
+def to_polars(df: "DataFrame") -> pl.DataFrame:
+    """A Spark result as the Polars frame DuckDB would give: zone-aware timestamps become zone-less UTC."""
+    out = pl.from_arrow(df.toArrow())
+    assert isinstance(out, pl.DataFrame)
+    fixes = []
+    for name, dtype in out.schema.items():
+        if isinstance(dtype, pl.Datetime) and dtype.time_zone is not None:
+            fixes.append(pl.col(name).dt.convert_time_zone("UTC").dt.replace_time_zone(None))
+        elif isinstance(dtype, pl.Decimal):
+            fixes.append(pl.col(name).cast(pl.Float64))
+    return out.with_columns(fixes) if fixes else out
+
+
+def open_trace(trace: Trace, spark: "SparkSession", verify: bool = True) -> SparkTrace:
+    """Put a DuckDB-checked trace onto Spark (see the module docstring); views are registered now."""
+    st = SparkTrace(spark=spark, trace=trace, verify=verify)
+    with input_errors(trace.path):
+        register_trace(st)
+    return st
+
+
+def _ensure_registered(st: SparkTrace) -> None:
+    if getattr(st.spark, _ACTIVE, None) != st.ident:
+        register_trace(st)
+
+
+def register_trace(st: SparkTrace) -> None:
+    """Register every view of ``st`` in its session (inputs, then the metric's views) and mark it active."""
+    for df in st._cached:
+        df.unpersist()
+    st._cached.clear()
+    st.register_inputs()
+    register_metric_views(st)
+    setattr(st.spark, _ACTIVE, st.ident)
+
+
+def forget_active(spark: "SparkSession") -> None:
+    """Mark that no :class:`SparkTrace` owns the session's views any more (a loader is about to replace them)."""
+    setattr(spark, _ACTIVE, None)
+
+
+def _register_from_duckdb(st: SparkTrace) -> None:
+    """``raw_*``, ``typed_*``, ``clean_*``, ``ett_params``, ``ett_phases`` of a DuckDB-checked trace; then the fingerprint."""
+    spark, trace = st.spark, st.trace
+    sources = {s.table: s for s in discover(Path(trace.path))}
+    for table in TABLES:
+        src = sources.get(table)
+        schema = None
+        if src is not None:
+            raw = read_raw(spark, table, src.kind, src.files)
+            raw.createOrReplaceTempView(f"raw_{table}")
+            schema = raw.schema
+        register_typed(spark, table, schema, trace.labels if table == "jobs" else [])
+    register_clean(spark, trace.excluded_jobs)
+    as_of_ms, cut_ms = trace.con.execute("SELECT as_of_ms, cut_ms FROM ett_params").fetchall()[0]
+    register_params(spark, as_of_ms, cut_ms)
+    register_phases(spark, trace.phase_map)
+    if st.verify:
+        problems = fingerprint_differences(st)
+        if problems:
+            raise InputError(problems)
+
+
+def register_typed(spark: "SparkSession", table: str, schema: Any | None, labels: list[str]) -> None:
+    """``typed_<table>`` over ``raw_<table>`` (``schema`` None: the table is absent, the view is empty)."""
+    spark.sql(typed_select(table, schema, labels)).createOrReplaceTempView(f"typed_{table}")
+
+
+def register_clean(spark: "SparkSession", excluded_jobs: list[str]) -> None:
+    """``ett_excluded_jobs`` and ``clean_<table>``: the typed rows with a job_id, of jobs not left out."""
+    excluded = spark.createDataFrame([(j,) for j in excluded_jobs], "job_id string")
+    excluded.createOrReplaceTempView("ett_excluded_jobs")
+    for table in TABLES:
+        spark.sql(
+            f"SELECT t.* FROM typed_{table} AS t LEFT ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id WHERE t.job_id IS NOT NULL"
+        ).createOrReplaceTempView(f"clean_{table}")
+
+
+def register_params(spark: "SparkSession", as_of_ms: int | None, cut_ms: int | None) -> None:
+    """``ett_params``: the as-of time (clips running work) and the cut-off (exclusive bound on starts)."""
+    spark.createDataFrame([(as_of_ms, cut_ms)], "as_of_ms bigint, cut_ms bigint").createOrReplaceTempView("ett_params")
+
+
+def register_phases(spark: "SparkSession", phase_map: Any) -> None:
+    """``ett_phases``: the phase map (defaults plus any mapping file), as the DuckDB loader's table."""
+    phases = [(int(i), p, c, o, p == "train") for i, p, c, o in phase_map.rows()]
+    spark.createDataFrame(phases, "phase_id bigint, phase string, component string, owner string, is_train boolean").createOrReplaceTempView(
+        "ett_phases"
+    )
+
+
+def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None:
+    """``ett_window``, ``ett_exclusions`` and ``ett_grid``: the measured part of time and the attribution's grid."""
+    spark.createDataFrame([(window.since_ms, window.until_ms)], "since_ms bigint, until_ms bigint").createOrReplaceTempView("ett_window")
+    schema = EXCLUSION_COLUMNS.replace("BIGINT", "bigint").replace("VARCHAR", "string")
+    spark.createDataFrame(exclusion_rows(window), schema).createOrReplaceTempView("ett_exclusions")
+    spark.createDataFrame([(grid_ms,)], "grid_ms bigint").createOrReplaceTempView("ett_grid")
+
+
+def register_exclusion_jobs(st: SparkTrace) -> None:
+    """``ett_exclusion_jobs``: for each exclusion, the keys of the jobs it applies to (label columns checked, values bound)."""
+    window = st.trace.window
+    check_labels(window, group_columns(st.trace))
+    parts = []
+    for i, x in enumerate(window.exclusions):
+        where, params = match_conditions(x, _q, "STRING", lambda n: f":{n}")
+        parts.append(st.spark.sql(f"SELECT CAST(:id AS BIGINT) AS exclusion_id, job_key FROM metric_jobs WHERE {where}", args={"id": i, **params}))
+    df = functools.reduce(lambda a, b: a.unionAll(b), parts) if parts else st.spark.createDataFrame([], "exclusion_id bigint, job_key bigint")
+    df.createOrReplaceTempView("ett_exclusion_jobs")
+
+
+def register_metric_views(st: SparkTrace) -> None:
+    """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
+    register_window(st.spark, st.trace.window, st.grid_ms)
+    # cached: the per-job and per-attempt views (small: a row a job or attempt, read by several queries), the
+    # per-instant attribution and the per-job metric; metric_spans (a row a span) is read once and not kept
+    for view, name, keep in (
+        ("metric_jobs", "metric/metric_jobs", True),
+        ("metric_attempts", "metric/metric_attempts", True),
+        ("unmeasured_time", "metric/unmeasured_time", True),
+        ("analysis_cuts", "metric/analysis_cuts", False),
+        ("keyed_spans", "metric/keyed_spans", False),
+        ("metric_spans", "metric/metric_spans", False),
+        ("attributed_time", "metric/attributed_time", True),
+        ("measured_time", "metric/measured_time", False),
+        ("measured_interruptions", "metric/measured_interruptions", False),
+        ("fleet_slots", "metric/fleet_slots", False),
+        ("job_metrics", "metric/job_summary", True),
+    ):
+        if view == "unmeasured_time":
+            register_exclusion_jobs(st)
+        df = st.spark.sql(spark_sql(name))
+        if keep:
+            df = df.persist()
+            st._cached.append(df)
+        df.createOrReplaceTempView(view)
+        if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused
+            dup = st.spark.sql("SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 LIMIT 1").collect()
+            if dup:
+                raise InputError(Problem(str(st.trace.path), None, "job_id",
+                                         f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); rename one of them"))
+
+
+# ----------------------------------------------------------------------------- the metric (same frames as ettcore.metric)
+
+
+def job_summary(st: SparkTrace) -> pl.DataFrame:
+    """One row a job, as :func:`ettcore.metric.job_summary`."""
+    return st.sql("SELECT * FROM job_metrics ORDER BY job_id")
+
+
+def l2_matrix(st: SparkTrace) -> pl.DataFrame:
+    """The long Level 2 matrix, as :func:`ettcore.metric.l2_matrix`."""
+    return st.sql(spark_sql("metric/job_l2_matrix"))
+
+
+def phase_busy(st: SparkTrace) -> pl.DataFrame:
+    """Busy seconds per job and phase, as :func:`ettcore.metric.phase_busy`."""
+    return st.sql(spark_sql("metric/phase_busy"))
+
+
+def _set_groups(st: SparkTrace, by: str | None) -> None:
+    if by is None:
+        expr = "'fleet'"
+    else:
+        check_by(st.trace, by)
+        expr = f"CAST({_q(by)} AS STRING)"
+    _ensure_registered(st)
+    st.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
+
+
+def fleet_summary(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
+    """One row for the fleet or a group, as :func:`ettcore.metric.fleet_summary`."""
+    _set_groups(st, by)
+    return name_groups(st.sql(spark_sql("metric/group_summary")), by)
+
+
+def owner_gpu_hours(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
+    """GPU-hours lost per component and owner, as :func:`ettcore.metric.owner_gpu_hours`."""
+    _set_groups(st, by)
+    return name_groups(st.sql(spark_sql("metric/owner_gpu_hours")), by)
+
+
+def exclusion_summary(st: SparkTrace) -> pl.DataFrame:
+    """One row an exclusion window, as :func:`ettcore.metric.exclusion_summary`."""
+    return st.sql(spark_sql("metric/exclusion_summary"))
+
+
+def trend(st: SparkTrace, every: str = "day", window: Any = None) -> pl.DataFrame:
+    """Fleet ETT% per UTC bucket (calendar, or rolling over a trailing window), as :func:`ettcore.metric.trend`."""
+    window_ms = trend_window(every, window)
+    if window_ms is None:
+        return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
+    step = bucket_ms(every)
+    if step < st.grid_ms:  # a finer grid: attribute again (as ettcore.metric.prepare does)
+        st.grid_ms = step
+        register_trace(st)
+    return st.sql(spark_sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})

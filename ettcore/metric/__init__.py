@@ -1,0 +1,309 @@
+"""ETT%, Level 1 and Level 2, per job, per group, for the fleet and over time.
+
+Every number is computed by the DuckDB queries in ``ettcore/sql/metric/`` (one
+query a file, named after what it returns) and returned as a Polars frame.
+The definitions are in ``docs/metric.md``; the plain-Python oracle the tests
+compare against is :mod:`ettcore.reference`.
+
+The views are built once per trace, in this order::
+
+    clean_* --> metric_jobs, metric_attempts
+    span store (typed at load, :mod:`ettcore.span_store`) --> keyed_spans (clean jobs' spans) --> metric_spans
+        ett_window, ett_exclusions --> ett_exclusion_jobs --> unmeasured_time; analysis_cuts
+    --> attributed_time (materialized; every instant of every job, per cell)
+    --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
+        --> job_summary (materialized as job_metrics on first need), job_l2_matrix, exclusion_summary, phase_busy
+        --> group_summary / owner_gpu_hours (through job_groups), fleet_slots --> fleet_trend, fleet_rolling
+
+A trace measures every instant by default; ``load_trace(..., since=, until=, exclude=)`` or :func:`set_window`
+choose a window and exclusion windows (:mod:`ettcore.window`).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import duckdb
+import polars as pl
+
+from ettcore.errors import Problem, InputError
+from ettcore.phases import ALL_COMPONENTS
+from ettcore.trace.queries import sql
+from ettcore.trace import span_store, window
+from ettcore.trace.load import Trace, damaged_file, quote_ident
+from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
+
+TREND_BUCKETS = ("hour", "day", "week", "month")
+ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
+COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
+
+
+def attribution_batches(trace: Trace) -> int:
+    """How many job batches the attribution runs in: 1 unless the trace's spans would not fit in half the memory limit
+    (:func:`ettcore.span_store.batches`)."""
+    spans = (trace.accounting.get("spans") or {}).get("used", 0)
+    return span_store.batches(trace.con, spans)
+
+
+def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Drop the temporary table or view ``name`` (one of this module's), whichever it is now."""
+    kind = con.execute("SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n",
+                       {"n": name}).fetchall()
+    if kind:
+        con.execute(f"DROP {kind[0][0]} {name}")
+
+
+def _attribute_in_batches(trace: Trace, batches: int) -> None:
+    """``attributed_time`` computed one batch of jobs at a time (jobs split by their key modulo ``batches``).
+
+    Each batch reads only its part of the span store (:mod:`ettcore.span_store`: written partitioned by batch at
+    load), so the window and the sorts of one batch fit in memory.  Every job is in exactly one batch and the
+    attribution of a job reads nothing of other jobs, so the union of the batches is the single-pass result
+    (``tests/test_memory_limit.py`` checks it).
+    """
+    con = trace.con
+    store = trace.span_store()
+    excluded = bool(trace.excluded_jobs)
+    # while the batches run, metric_attempts and metric_spans hold one batch; both are put back after
+    con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
+        con.execute(
+            "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
+            "WHERE a.job_key % x.n = x.b"
+        )
+        for b in range(batches):
+            con.execute("UPDATE ett_batch SET b = $b", {"b": b})
+            span_store.register_keyed(con, excluded, store.batch_source(b, batches))
+            con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")  # read once, used twice
+            verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
+            con.execute(f"{verb} {sql('metric/attributed_time')}")
+    finally:
+        con.execute("DROP VIEW IF EXISTS metric_attempts")
+        con.execute("ALTER TABLE metric_attempts_all RENAME TO metric_attempts")
+        _drop(con, "metric_spans")
+        span_store.register_keyed(con, excluded)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
+
+
+def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
+    """Refuse a trace in which two job ids share a job key (the 64-bit ``hash(job_id)`` the metric sorts and joins on).
+
+    At a million jobs the chance is about 3e-8; when it happens the two jobs' numbers would be merged, so it is an error.
+    """
+    dup = con.execute(
+        "SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
+    ).fetchall()
+    if not dup:  # a job left out for a finding must not share its key either: its spans are left out by key
+        dup = con.execute(
+            "SELECT j.job_id, x.job_id FROM metric_jobs AS j JOIN ett_excluded_jobs AS x "
+            "ON hash(x.job_id) = j.job_key AND x.job_id <> j.job_id ORDER BY ALL LIMIT 1"
+        ).fetchall()
+    if dup:
+        a, b = dup[0]
+        raise InputError(Problem(where, None, "job_id", f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them"))
+
+
+def _attribute(trace: Trace, n: int) -> None:
+    """Materialize ``attributed_time`` for the trace's grid and analysis cuts (in ``n`` batches of jobs when n > 1)."""
+    con = trace.con
+    trace.span_store()
+    if n <= 1:
+        # materialized once: the attribution reads spans twice
+        _drop(con, "metric_spans")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
+    else:
+        _attribute_in_batches(trace, n)
+
+
+def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None) -> None:
+    """Create the metric views and materialize the per-instant attribution, once.
+
+    ``batches`` (default: :func:`attribution_batches`) > 1 computes the attribution one batch of jobs at a time, so
+    a trace larger than DuckDB's memory limit is processed without the sorts spilling; the answer is the same.
+    ``grid_ms`` (default: a UTC day) is the regular cut of the attribution: the hourly trend asks for an hour, and a
+    trace already cut finer keeps its finer grid (every coarser bucket is a union of its cells).
+    """
+    grid = DAY_MS if grid_ms is None else int(grid_ms)
+    if trace._cache.get("prepared"):
+        if grid >= trace._cache["grid_ms"]:
+            return
+        _regrid(trace, grid)
+        return
+    con = trace.con
+    n = attribution_batches(trace) if batches is None else int(batches)
+    try:
+        con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid})
+        con.execute(f"CREATE OR REPLACE TEMP TABLE metric_jobs AS {sql('metric/metric_jobs')}")
+        check_job_keys(con, str(trace.path))
+        con.execute(f"CREATE OR REPLACE TEMP TABLE metric_attempts AS {sql('metric/metric_attempts')}")
+        window.check_labels(trace.window, group_columns(trace))
+        window.match_jobs(con, trace.window, quote_ident)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE unmeasured_time AS {sql('metric/unmeasured_time')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW analysis_cuts AS {sql('metric/analysis_cuts')}")
+        _attribute(trace, n)
+        con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW fleet_slots AS {sql('metric/fleet_slots')}")
+        _drop(con, "job_metrics")  # per-job results are materialized on first need (job_metrics): a trend needs none
+    except duckdb.Error as exc:
+        bad = damaged_file(trace.sources)  # a damaged column the checks never read (e.g. a label) shows up here
+        if bad is None:
+            raise
+        raise InputError(Problem(bad, None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
+    trace._cache.update(prepared=True, batches=n, grid_ms=grid, job_metrics=False)
+
+
+def job_metrics(trace: Trace) -> None:
+    """Materialize ``job_metrics`` (``job_summary.sql``: one row a job, in job id order) once per preparation.
+
+    Per-job results, groups and stalls read it; a trend does not, so :func:`prepare` leaves it to the first of them
+    (2.9 s of a 1M-job trend otherwise)."""
+    prepare(trace)
+    if not trace._cache.get("job_metrics"):
+        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
+        trace._cache["job_metrics"] = True
+
+
+def _regrid(trace: Trace, grid: int) -> None:
+    """Attribute again on a finer grid (the per-job results do not depend on the grid, so job_metrics stays)."""
+    trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
+    _attribute(trace, trace._cache["batches"])
+    trace._cache["grid_ms"] = grid
+
+
+def set_window(trace: Trace, since=None, until=None, exclude=None) -> None:
+    """Measure ``trace`` over another window: ``[since, until)`` minus the exclusions (see :mod:`ettcore.window`).
+
+    The attribution is computed again on the next metric call; ``set_window(trace)`` measures every instant again.
+    """
+    trace.window = window.make_window(since, until, exclude)
+    window.register(trace.con, trace.window)
+    trace._cache.pop("prepared", None)
+    trace._cache.pop("exclusion_summary", None)
+
+
+def group_columns(trace: Trace) -> list[str]:
+    """Columns a summary can be grouped by: ``model``, ``gpus`` and every label of ``jobs``."""
+    return ["model", "gpus", *trace.labels]
+
+
+def check_by(trace, by: str) -> None:
+    """Refuse a ``--by`` that is not a column a summary can be grouped by (on either engine)."""
+    allowed = group_columns(trace)
+    if by not in allowed:
+        raise InputError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
+
+
+def bucket_ms(every: str) -> int | None:
+    """The fixed length of a trend bucket in ms: an hour, a day, or a duration that divides a UTC day (``5m``,
+    ``15m``, ``2h``); ``None`` for the calendar buckets week and month.  Anything else is refused."""
+    if every in ROLLING_BUCKETS:
+        return ROLLING_BUCKETS[every]
+    if every in TREND_BUCKETS:
+        return None
+    try:
+        ms = parse_duration(every, "--every")
+    except InputError:
+        ms = None
+    if ms is None or ms < 1000 or DAY_MS % ms:
+        raise InputError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)},"
+                                 " or a duration that divides a day (5m, 15m, 2h)"))
+    return ms
+
+
+def check_every(every: str) -> None:
+    """Refuse a trend bucket other than hour, day, week, month or a duration dividing a day (on either engine)."""
+    bucket_ms(every)
+
+
+def trend_window(every: str, window: str | timedelta | None = None) -> int | None:
+    """The trailing window of a trend in ms, or ``None`` for plain calendar buckets (day, week, month).
+
+    ``--every hour`` or a duration (``5m``) always rolls (a window of one bucket unless given); a window needs
+    ``--every`` hour, day or a duration, and must be a whole number of buckets (``24h``, ``7d``; ``90m`` with hours
+    is refused).
+    """
+    step = bucket_ms(every)
+    if window is None:
+        return None if every in TREND_BUCKETS and every != "hour" else step
+    if step is None:
+        raise InputError(Problem("--window", None, "window", f"a trailing window needs --every hour, day or a duration, not {every!r}"))
+    ms = int(window.total_seconds() * 1000) if isinstance(window, timedelta) else parse_duration(window)
+    if ms <= 0 or ms % step:
+        raise InputError(Problem("--window", None, "window", f"the window {window!s} is not a whole number of " + (f"{every}s" if every in ROLLING_BUCKETS else f"{every} buckets")))
+    return ms
+
+
+def name_groups(df: pl.DataFrame, by: str | None) -> pl.DataFrame:
+    """A grouped result's ``group_key`` column named after ``by``; dropped for the whole fleet."""
+    return df.drop("group_key") if by is None else df.rename({"group_key": by})
+
+
+def _set_groups(trace: Trace, by: str | None) -> None:
+    """Point the ``job_groups`` view at one column (checked against the schema, then quoted)."""
+    if by is None:
+        expr = "'fleet'"
+    else:
+        check_by(trace, by)
+        expr = f"CAST({quote_ident(by)} AS VARCHAR)"
+    trace.con.execute(f"CREATE OR REPLACE TEMP VIEW job_groups AS SELECT job_id, {expr} AS group_key FROM metric_jobs")
+
+
+def job_summary(trace: Trace) -> pl.DataFrame:
+    """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
+    job_metrics(trace)
+    # job_metrics was written in job_id order (job_summary.sql ends with ORDER BY), and DuckDB returns a table's rows
+    # in the order they were inserted (preserve_insertion_order, on by default): no second sort of a million ids
+    return trace.sql("SELECT * FROM job_metrics")
+
+
+def l2_matrix(trace: Trace) -> pl.DataFrame:
+    """Long frame ``job_id, bucket, phase, component, owner, seconds``; sums to each job's wall."""
+    prepare(trace)
+    return trace.sql(sql("metric/job_l2_matrix"))
+
+
+def phase_busy(trace: Trace) -> pl.DataFrame:
+    """Busy seconds per job and phase (overlapping spans counted twice)."""
+    prepare(trace)
+    return trace.sql(sql("metric/phase_busy"))
+
+
+def fleet_summary(trace: Trace, by: str | None = None) -> pl.DataFrame:
+    """One row for the fleet, or one row a group when ``by`` names a column of ``jobs``."""
+    job_metrics(trace)
+    _set_groups(trace, by)
+    return name_groups(trace.sql(sql("metric/group_summary")), by)
+
+
+def owner_gpu_hours(trace: Trace, by: str | None = None) -> pl.DataFrame:
+    """GPU-hours lost per component and owner (per group when ``by`` is given)."""
+    prepare(trace)
+    _set_groups(trace, by)
+    return name_groups(trace.sql(sql("metric/owner_gpu_hours")), by)
+
+
+def exclusion_summary(trace: Trace) -> pl.DataFrame:
+    """One row an exclusion window (file order): its filter, and the jobs, wall and productive GPU-hours and
+    interruptions it took out of the measurement (inside the analysis window; overlapping exclusions count in each)."""
+    prepare(trace)
+    return trace.sql(sql("metric/exclusion_summary"))
+
+
+def trend(trace: Trace, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
+    """GPU-time-weighted ETT% and component GPU-hours per UTC bucket, prorated per instant.
+
+    Calendar buckets (``every`` day, week or month): ``fleet_trend``, one row a bucket with measured time or an
+    interruption.  ``every="hour"`` or a fixed duration that divides a day (``"5m"``, ``"15m"``), or a trailing
+    ``window`` (``"24h"``, ``"7d"``, a timedelta) with such buckets or days: ``fleet_rolling``, one row a bucket from the first to the last, each over the window ending with it
+    (columns ``bucket_start``, ``window_start``, ``window_end``, then the same figures).
+    """
+    window_ms = trend_window(every, window)
+    if window_ms is None:
+        prepare(trace)
+        return trace.sql(sql("metric/fleet_trend"), {"every": every})
+    step = bucket_ms(every)
+    prepare(trace, grid_ms=step)
+    return trace.sql(sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})

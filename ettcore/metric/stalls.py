@@ -1,0 +1,56 @@
+"""Stalls: train spans in which a job's data cursor stood still for longer than a threshold (reporting only).
+
+A hang (a collective that never returns, a stuck data loader) shows in a trace as a train span that takes far
+longer than its cursor advance needs.  Per job, the **pace** is its own step rate: the median, over its train
+spans that advanced, of cursor units per second.  A span's **stalled time** is how much longer it took than its
+cursor advance takes at that pace (all of it when the cursor did not move).  The span is a **stall** when its
+stalled time exceeds the threshold: ``stall_after`` seconds when given (``ett stalls --stall-after``), otherwise the
+time of 10 cursor units at the job's pace, but at least 60 s.  A stall counts where its span starts: inside the
+analysis window and outside the job's exclusion windows (:mod:`ettcore.window`).
+
+Stalls change no figure of the metric: the span's time stays productive or replay as the cursor says (docs/metric.md).
+The queries are ``ettcore/sql/metric/train_pace.sql``, ``train_stalls.sql`` and ``job_stalls.sql``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ettcore import metric
+from ettcore.errors import Problem, InputError
+from ettcore.trace.queries import sql
+from ettcore.trace.load import Trace
+
+
+def _stall_after(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise InputError(Problem("--stall-after", None, "stall_after", f"not a positive number of seconds: {value!r}"))
+    return seconds
+
+
+def _prepare(trace: Trace, stall_after: float | str | None) -> None:
+    metric.job_metrics(trace)  # job_stalls.sql reads the per-job results
+    con = trace.con
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_stall_params AS SELECT $s::DOUBLE AS stall_after_s", {"s": _stall_after(stall_after)})
+    con.execute(f"CREATE OR REPLACE TEMP VIEW train_pace AS {sql('metric/train_pace')}")
+    con.execute(f"CREATE OR REPLACE TEMP VIEW train_stalls AS {sql('metric/train_stalls')}")
+
+
+def train_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
+    """One row a stall: ``job_id, attempt, start, end, stalled_s, threshold_s, pace_per_s``."""
+    _prepare(trace, stall_after)
+    return trace.sql("SELECT * FROM train_stalls")
+
+
+def job_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
+    """One row a measured job: ``job_id, model, stalls, longest_stall_s, stall_s, pace_per_s, stall_after_s``."""
+    _prepare(trace, stall_after)
+    return trace.sql(sql("metric/job_stalls"))

@@ -1,0 +1,6 @@
+"""Synthetic traces, always labelled synthetic: scenario files, the generator and cached scenario traces.
+
+- :mod:`ettcore.synthetic.scenario`   scenario files (``data/scenarios/``), each listing its assumptions
+- :mod:`ettcore.synthetic.generator`  drawing a trace from a scenario
+- :mod:`ettcore.synthetic.traces`     generated traces cached under ``data/generated/`` for the notebooks
+"""

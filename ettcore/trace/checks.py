@@ -1,0 +1,100 @@
+"""Validation: run every data check and turn failing rows into Problems.
+
+Each check is one query in ``ettcore/sql/checks/`` that returns the failing
+rows.  After the checks, ``clean_<table>`` views hold the rows of jobs without
+problems; :func:`accounting` counts, per table, rows read, used and rejected
+(by reason), so nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import polars as pl
+
+from ettcore.errors import Problem
+from ettcore.trace.queries import check_names, sql
+
+
+def is_span_check(name: str) -> bool:
+    return name.startswith(("spans_", "train_spans_"))
+
+
+def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool = True) -> pl.DataFrame:
+    """All failing rows of all checks, with the check's name, ordered by file and row.
+
+    The checks run as one UNION ALL query: one round trip instead of one a check.  ``spans=False`` leaves out the
+    span checks (when the span store's screen shows they would find nothing: :mod:`ettcore.span_store`).
+    """
+    names = [n for n in check_names() if (has_jobs or not n.startswith("jobs_")) and (spans or not is_span_check(n))]
+    union = "\nUNION ALL\n".join(
+        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS \"check\" FROM ({sql('checks/' + n)})"
+        for n in names
+    )
+    return con.sql(f"SELECT * FROM ({union}) ORDER BY _file, _row, field, message").pl()
+
+
+def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool = True) -> list[Problem]:
+    df = findings(con, has_jobs, spans)
+    con.register("_arrow_findings", df.to_arrow())
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_findings AS SELECT * FROM _arrow_findings")
+    return [
+        Problem(file=r["_file"], row=r["_row"], field=r["field"], message=r["message"], table=r["table_name"], job_id=r["job_id"])
+        for r in df.iter_rows(named=True)
+    ]
+
+
+def register_no_findings(con: duckdb.DuckDBPyConnection) -> None:
+    """``ett_findings`` without rows, for a trace whose clean verdict is known (:mod:`ettcore.check_cache`)."""
+    con.execute(
+        'CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, job_id VARCHAR, '
+        'message VARCHAR, "check" VARCHAR)'
+    )
+
+
+def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> None:
+    """``clean_<table>``: rows without findings, of jobs without findings."""
+    con.execute(
+        """
+        CREATE OR REPLACE TEMP TABLE ett_excluded_jobs AS
+        SELECT DISTINCT job_id FROM ett_findings WHERE job_id IS NOT NULL
+        """
+    )
+    for table in ("jobs", "attempts", "spans"):
+        # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
+        anti = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if problems else ""
+        con.execute(f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS NOT NULL")
+
+
+def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
+    """Per table: rows read, used, rejected, and rejected rows by reason.
+
+    A row is rejected when it has a finding itself (reason: its first check's
+    message kind) or belongs to a job excluded for a finding elsewhere
+    (reason: ``job excluded``).  ``read == used + rejected`` always.
+    """
+    out: dict[str, dict] = {}
+    for table in ("jobs", "attempts", "spans"):
+        read = con.execute(f"SELECT count(*) FROM typed_{table}").fetchall()[0][0]
+        if not problems:  # no finding: every row is used (a missing job_id is itself a finding)
+            out[table] = {"read": read, "used": read, "rejected": 0, "rejected_by_reason": {}}
+            continue
+        used = con.execute(f"SELECT count(*) FROM clean_{table}").fetchall()[0][0]
+        reasons = con.execute(
+            f"""
+            WITH own AS (
+                SELECT _file, _row, min("check") AS reason
+                FROM ett_findings WHERE table_name = $t GROUP BY _file, _row
+            ),
+            rejected AS (
+                SELECT coalesce(own.reason, 'job excluded') AS reason
+                FROM typed_{table} AS t
+                LEFT JOIN own ON own._file = t._file AND own._row = t._row
+                LEFT JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id  -- distinct job ids: no row is repeated
+                WHERE t.job_id IS NULL OR own.reason IS NOT NULL OR x.job_id IS NOT NULL
+            )
+            SELECT reason, count(*) AS n FROM rejected GROUP BY reason ORDER BY reason
+            """,
+            {"t": table},
+        ).fetchall()
+        out[table] = {"read": read, "used": used, "rejected": read - used, "rejected_by_reason": {r: n for r, n in reasons}}
+    return out
