@@ -108,9 +108,19 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
     data = DataLoader(TensorDataset(torch.zeros(steps, 2)), batch_size=1)
 
     def trainer(callbacks: list) -> L.Trainer:
-        return L.Trainer(max_steps=steps, callbacks=callbacks, logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, enable_checkpointing=False, accelerator="cpu", devices=1,
-                         num_sanity_val_steps=0, limit_val_batches=0, default_root_dir=str(tmp))
+        return L.Trainer(
+            max_steps=steps,
+            callbacks=callbacks,
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            enable_checkpointing=False,
+            accelerator="cpu",
+            devices=1,
+            num_sanity_val_steps=0,
+            limit_val_batches=0,
+            default_root_dir=str(tmp),
+        )
 
     out = []
     for interval, label in INTERVALS:
@@ -129,6 +139,7 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
         cost = added_cost(lambda: hook(others), lambda: hook(others + [cb]), calls)
         out.append((f"on_train_batch_end dispatch, {label}", cost))
         cb.ett.finish()
+
     class LoopTimer(L.Callback):
         def on_train_start(self, trainer, pl_module):
             self.t = time.perf_counter()
@@ -141,7 +152,9 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
         trainer(callbacks + [timer]).fit(Busy(), data)
         return timer.seconds
 
-    out.append(("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"pl-fit-{r}", job_id=f"b{r}"), repeats)))
+    out.append(
+        ("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"pl-fit-{r}", job_id=f"b{r}"), repeats))
+    )
     return out
 
 
@@ -176,9 +189,19 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
             return {"x": torch.zeros(2), "labels": torch.zeros(1)}
 
     def args(out: Path) -> TrainingArguments:
-        return TrainingArguments(output_dir=str(out), max_steps=steps, per_device_train_batch_size=1, save_strategy="no",
-                                 eval_strategy="no", logging_strategy="no", report_to="none", disable_tqdm=True,
-                                 use_cpu=True, dataloader_num_workers=0, learning_rate=0.0)
+        return TrainingArguments(
+            output_dir=str(out),
+            max_steps=steps,
+            per_device_train_batch_size=1,
+            save_strategy="no",
+            eval_strategy="no",
+            logging_strategy="no",
+            report_to="none",
+            disable_tqdm=True,
+            use_cpu=True,
+            dataloader_num_workers=0,
+            learning_rate=0.0,
+        )
 
     out = []
     a = args(tmp / "hf-args")
@@ -197,6 +220,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
 
         out.append((f"on_step_end dispatch, {label}", added_cost(hook, lambda: hook(mine), calls)))
         cb.ett.finish()
+
     class LoopTimer(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
             self.t = time.perf_counter()
@@ -206,10 +230,14 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
 
     def fit(callbacks: list) -> float:
         timer = LoopTimer()
-        BusyTrainer(model=Tiny(), args=args(tmp / "hf-out"), train_dataset=Rows(), callbacks=callbacks + [timer]).train()
+        BusyTrainer(
+            model=Tiny(), args=args(tmp / "hf-out"), train_dataset=Rows(), callbacks=callbacks + [timer]
+        ).train()
         return timer.seconds
 
-    out.append(("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"hf-fit-{r}", job_id=f"b{r}"), repeats)))
+    out.append(
+        ("end-to-end ratio", end_to_end(fit, lambda r: ETTCallback(tmp / f"hf-fit-{r}", job_id=f"b{r}"), repeats))
+    )
     return out
 
 
@@ -257,14 +285,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}:")
             for label, value in fn(Path(tmp) / name, args.steps, args.repeats, args.calls):
                 if label == "end-to-end ratio":
-                    print(f"  end to end, {args.steps} x 10 ms steps, median of {args.repeats}: ratio {value:.4f} "
-                          f"({100 * (value - 1):+.3f}%; noise on a shared machine is of this order)")
+                    print(
+                        f"  end to end, {args.steps} x 10 ms steps, median of {args.repeats}: ratio {value:.4f} "
+                        f"({100 * (value - 1):+.3f}%; noise on a shared machine is of this order)"
+                    )
                 else:
                     print(line(label, value))
                     worst = max(worst, value) if "interval 1 s" in label else worst
             measured += 1
         if measured:
-            print(f"once per attempt: the callback's start (recorder file, exit watcher): {1e3 * start_up(Path(tmp)):.1f} ms")
+            print(
+                f"once per attempt: the callback's start (recorder file, exit watcher): {1e3 * start_up(Path(tmp)):.1f} ms"
+            )
     if not measured:
         return 0
     ok = worst < 0.01 * STEP_S

@@ -48,7 +48,9 @@ STEPS = ("load_s", "summarize_s", "trend_s", "metric_s", "load_cpu_s", "summariz
 
 def export(rev: str, into: Path) -> Path:
     """The ``ettcore`` package of git revision ``rev``, written under ``into``."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", rev, "ettcore"], check=True, capture_output=True).stdout
+    data = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", rev, "ettcore"], check=True, capture_output=True
+    ).stdout
     into.mkdir(parents=True)
     with tarfile.open(fileobj=BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
@@ -57,15 +59,21 @@ def export(rev: str, into: Path) -> Path:
 
 def measure(tree: Path, trace: str, memory_limit: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(tree))
-    out = subprocess.run([sys.executable, "-c", CHILD, trace, memory_limit], env=env, cwd=tempfile.gettempdir(),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, trace, memory_limit],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 IN_PROCESS = r"""
 import json, sys, time
 from ettcore import metric
-from ettcore.queries import sql
+from ettcore.trace.queries import sql
 from ettcore.trace import load_trace
 path, limit, rounds, base_dir = sys.argv[1], (sys.argv[2] or None), int(sys.argv[3]), sys.argv[4]
 base = lambda name: open(f"{base_dir}/ettcore/sql/metric/{name}.sql", encoding="utf-8").read()
@@ -98,8 +106,13 @@ def in_process(trace: str, base: Path, rounds: int, memory_limit: str) -> None:
     The base revision's SQL files must read the tables the head's loader makes (true while the loader's clean views,
     ``metric_jobs``, ``metric_attempts``, ``metric_spans`` and ``ett_phases`` keep their columns).
     """
-    out = subprocess.run([sys.executable, "-c", IN_PROCESS, trace, memory_limit, str(rounds), str(base)], cwd=tempfile.gettempdir(),
-                         check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", IN_PROCESS, trace, memory_limit, str(rounds), str(base)],
+        cwd=tempfile.gettempdir(),
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     doc = json.loads(out.strip().splitlines()[-1])
     print(f"in one process, one loaded trace, {rounds} rounds alternating; same per-job answers: {doc['same']}")
     print(f"{'step':<16} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
@@ -117,8 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head", default=None, help="git revision measured as 'after' (default: the working tree)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--memory-limit", default="3GB", help="DuckDB memory limit of every measurement (as make bench)")
-    ap.add_argument("--in-process", action="store_true", help="time instead the attribution and per-job queries of both revisions "
-                    "on one trace loaded once by the head (no process-to-process noise)")
+    ap.add_argument(
+        "--in-process",
+        action="store_true",
+        help="time instead the attribution and per-job queries of both revisions "
+        "on one trace loaded once by the head (no process-to-process noise)",
+    )
     args = ap.parse_args(argv)
     if args.in_process:
         if args.head:
@@ -127,18 +144,22 @@ def main(argv: list[str] | None = None) -> int:
             in_process(args.trace, export(args.base, Path(tmp) / "base"), args.rounds, args.memory_limit)
         return 0
     with tempfile.TemporaryDirectory(prefix="ett-revs-") as tmp:
-        trees = {"base": export(args.base, Path(tmp) / "base"),
-                 "head": export(args.head, Path(tmp) / "head") if args.head else ROOT}
+        trees = {
+            "base": export(args.base, Path(tmp) / "base"),
+            "head": export(args.head, Path(tmp) / "head") if args.head else ROOT,
+        }
         runs: dict[str, list[dict]] = {"base": [], "head": []}
         for r in range(args.rounds):
-            for name in (("base", "head") if r % 2 == 0 else ("head", "base")):
+            for name in ("base", "head") if r % 2 == 0 else ("head", "base"):
                 runs[name].append(measure(trees[name], args.trace, args.memory_limit))
     for name in runs:
         answers = {(m["jobs"], round(m["ett_pct"], 9), m["buckets"]) for m in runs[name]}
         assert len(answers) == 1, f"{name} gave different answers across rounds: {answers}"
     same = {(m["jobs"], round(m["ett_pct"], 9), m["buckets"]) for m in runs["base"] + runs["head"]}
-    print(f"trace {args.trace}: {runs['head'][0]['jobs']} jobs; base {args.base}, head {args.head or 'working tree'}; "
-          f"{args.rounds} rounds, memory limit {args.memory_limit}; same answers: {len(same) == 1}")
+    print(
+        f"trace {args.trace}: {runs['head'][0]['jobs']} jobs; base {args.base}, head {args.head or 'working tree'}; "
+        f"{args.rounds} rounds, memory limit {args.memory_limit}; same answers: {len(same) == 1}"
+    )
     print(f"{'step':<16} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
     for step in STEPS:
         b = [m[step] for m in runs["base"]]

@@ -87,9 +87,15 @@ def main(argv: list[str] | None = None) -> int:
         a_default = per_call_advance(d, 1.0)
         a_every = per_call_advance(d, 0.0)
         ph = per_call_phase(d)
-        print(f"advance(), progress line every 1 s : {a_default * 1e6:8.3f} us/step = {100 * a_default / STEP_S:.4f}% of a 10 ms step")
-        print(f"advance(), progress line every step: {a_every * 1e6:8.3f} us/step = {100 * a_every / STEP_S:.4f}% of a 10 ms step")
-        print(f"phase() enter+exit (two lines)     : {ph * 1e6:8.3f} us/span = {100 * ph / STEP_S:.4f}% of a 10 ms step")
+        print(
+            f"advance(), progress line every 1 s : {a_default * 1e6:8.3f} us/step = {100 * a_default / STEP_S:.4f}% of a 10 ms step"
+        )
+        print(
+            f"advance(), progress line every step: {a_every * 1e6:8.3f} us/step = {100 * a_every / STEP_S:.4f}% of a 10 ms step"
+        )
+        print(
+            f"phase() enter+exit (two lines)     : {ph * 1e6:8.3f} us/span = {100 * ph / STEP_S:.4f}% of a 10 ms step"
+        )
         base, rec_t = [], []
         for r in range(args.repeats):
             base.append(loop(args.steps, None))
@@ -97,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
             rec_t.append(loop(args.steps, rec))
             rec.close()
         b, w = statistics.median(base), statistics.median(rec_t)
-        print(f"end to end, {args.steps} x 10 ms steps, median of {args.repeats}: without {b:.4f} s, with {w:.4f} s, "
-              f"ratio {w / b:.4f} ({100 * (w / b - 1):+.3f}%; noise on a shared machine is of this order)")
+        print(
+            f"end to end, {args.steps} x 10 ms steps, median of {args.repeats}: without {b:.4f} s, with {w:.4f} s, "
+            f"ratio {w / b:.4f} ({100 * (w / b - 1):+.3f}%; noise on a shared machine is of this order)"
+        )
         ok = a_default < 0.01 * STEP_S
         print("PASS: under 1% of a 10 ms step" if ok else "FAIL: over 1% of a 10 ms step")
     return 0 if ok else 1

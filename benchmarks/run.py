@@ -2,7 +2,7 @@
 
 For each fleet size (jobs; default 10,000 and 100,000, plus 1,000,000 with
 ``--full``) a **synthetic** fleet is generated from the ``fleet`` scenario
-(``ettcore.generator``, Parquet partitioned into parts) and, in one run, timed:
+(``ettcore.synthetic.generator``, Parquet partitioned into parts) and, in one run, timed:
 
 * the two floors, in DuckDB on the same Parquet files:
   ``count(*)`` with a sum of span durations, and a query that reads every
@@ -13,7 +13,7 @@ For each fleet size (jobs; default 10,000 and 100,000, plus 1,000,000 with
 * the same as the ``ett`` command (``ett summarize TRACE --json``,
   ``ett trend TRACE --every day --json``, and ``ett summarize TRACE`` with no
   flags, which prints the terminal tables), end to end;
-* the plain-Python reference implementation (``ettcore.reference``) on a
+* the plain-Python reference implementation (``ettcore.metric.reference``) on a
   subsample of jobs (every k-th job), scaled per job;
 * ml-goodput-measurement's ``GoodputCalculator`` on a smaller subsample, each
   job recorded through the library's ``GoodputRecorder`` into an in-memory
@@ -107,7 +107,9 @@ def measured(args: list[str], timeout: float, env: dict | None = None) -> dict:
     ``env`` is added to this process's environment for the child."""
     t = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=str(ROOT), text=True, env={**os.environ, **(env or {})})
+        proc = subprocess.Popen(
+            args, stdout=out, stderr=err, cwd=str(ROOT), text=True, env={**os.environ, **(env or {})}
+        )
         deadline = time.monotonic() + timeout
         status, usage = 0, None
         while True:
@@ -135,7 +137,7 @@ def measured(args: list[str], timeout: float, env: dict | None = None) -> dict:
     return res
 
 
-# in-process measurements always check the trace: the check cache (ettcore.check_cache) is off for them
+# in-process measurements always check the trace: the check cache (ettcore.trace.check_cache) is off for them
 NO_CACHE = {"ETT_CHECK_CACHE": "0"}
 
 
@@ -164,7 +166,8 @@ def _floor_count(trace: Path) -> dict:
     con = duckdb.connect()
     t = time.perf_counter()
     n, s = con.execute(
-        'SELECT count(*), sum(epoch_ms("end") - epoch_ms(start)) FROM read_parquet($f)', {"f": parquet_glob(trace, "spans")}
+        'SELECT count(*), sum(epoch_ms("end") - epoch_ms(start)) FROM read_parquet($f)',
+        {"f": parquet_glob(trace, "spans")},
     ).fetchall()[0]
     return {"seconds": time.perf_counter() - t, "spans": n, "span_ms": s}
 
@@ -184,7 +187,9 @@ def _floor_read(trace: Path) -> dict:
         'SELECT count(job_id), count(attempt), max(start), max("end"), count(end_reason) FROM read_parquet($f)',
         {"f": parquet_glob(trace, "attempts")},
     ).fetchall()
-    con.execute("SELECT count(job_id), count(model), sum(gpus) FROM read_parquet($f)", {"f": parquet_glob(trace, "jobs")}).fetchall()
+    con.execute(
+        "SELECT count(job_id), count(model), sum(gpus) FROM read_parquet($f)", {"f": parquet_glob(trace, "jobs")}
+    ).fetchall()
     return {"seconds": time.perf_counter() - t}
 
 
@@ -262,9 +267,9 @@ def _reference(trace: Path, n: int) -> dict:
 
 def _goodput(trace: Path, n: int, step_s: float) -> dict:
     """Record each sampled job through GoodputRecorder into memory, then time GoodputCalculator.get_job_goodput."""
-    from ettcore.importers.goodput import MemoryLogger
-
     import socket
+
+    from ettcore.importers.goodput import MemoryLogger
 
     def refuse(*a, **k):
         raise RuntimeError("network access attempted by the goodput library during the benchmark")
@@ -293,7 +298,12 @@ def _goodput(trace: Path, n: int, step_s: float) -> dict:
         trains = sorted((s for s in js if s["phase"] == "train"), key=lambda s: s["start"])
         per_step = None
         for s in trains:  # cursor units per step, from the first train span with progress
-            if s["cursor_end"] is not None and s["cursor_start"] is not None and s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]:
+            if (
+                s["cursor_end"] is not None
+                and s["cursor_start"] is not None
+                and s["end"] > s["start"]
+                and s["cursor_end"] > s["cursor_start"]
+            ):
                 per_step = (s["cursor_end"] - s["cursor_start"]) * step_ms / (s["end"] - s["start"])
                 break
         for a in ja:
@@ -322,8 +332,14 @@ def _goodput(trace: Path, n: int, step_s: float) -> dict:
         pct, _b, _st = calc.get_job_goodput(include_badput_breakdown=True)
         calc_s += time.perf_counter() - t
         pcts.append(pct)
-    return {"jobs": len(by_job), "spans": len(spans), "steps": steps, "record_s": rec_s, "seconds": calc_s,
-            "mean_goodput_pct": sum(pcts) / max(1, len(pcts))}
+    return {
+        "jobs": len(by_job),
+        "spans": len(spans),
+        "steps": steps,
+        "record_s": rec_s,
+        "seconds": calc_s,
+        "mean_goodput_pct": sum(pcts) / max(1, len(pcts)),
+    }
 
 
 def child_main(kind: str, trace: Path, extra: list[str]) -> None:
@@ -342,8 +358,13 @@ def child_main(kind: str, trace: Path, extra: list[str]) -> None:
     elif kind == "spark":
         from ettcore.engines import benchmark_engines
 
-        res = benchmark_engines(trace, spark_master="local[*]", every="day", spark_conf={"spark.driver.memory": "8g"},
-                                memory_limit=extra[0] or None)
+        res = benchmark_engines(
+            trace,
+            spark_master="local[*]",
+            every="day",
+            spark_conf={"spark.driver.memory": "8g"},
+            memory_limit=extra[0] or None,
+        )
         res["seconds"] = res["spark_summary_s"] + res["spark_trend_s"]
     else:
         raise SystemExit(f"unknown child measurement {kind!r}")
@@ -366,12 +387,22 @@ def machine() -> dict:
         pass
     mem = "unknown"
     try:
-        kb = int(next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")).split()[1])
+        kb = int(
+            next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")).split()[1]
+        )
         mem = f"{kb / 2**20:.1f} GiB"
     except (OSError, StopIteration):
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory": mem, "python": platform.python_version(), "os": platform.platform(),
-            "duckdb": version("duckdb"), "polars": version("polars"), "load_average_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg())}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory": mem,
+        "python": platform.python_version(),
+        "os": platform.platform(),
+        "duckdb": version("duckdb"),
+        "polars": version("polars"),
+        "load_average_at_start": " ".join(f"{x:.1f}" for x in os.getloadavg()),
+    }
 
 
 def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
@@ -387,11 +418,17 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
         r[kind] = child(kind, trace, [args.memory_limit], tmo)
         print(f"  {kind}: {_brief(r[kind])}", flush=True)
     exe = Path(sys.executable).with_name("ett")
-    ett = [str(exe)] if exe.is_file() else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
+    ett = (
+        [str(exe)]
+        if exe.is_file()
+        else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
+    )
     limit = ["--memory-limit", args.memory_limit] if args.memory_limit else []  # default: no flag, as a user runs it
-    commands = {"summarize": [*ett, "summarize", str(trace), "--json", *limit],
-                "trend": [*ett, "trend", str(trace), "--every", "day", "--json", *limit],
-                "summarize_text": [*ett, "summarize", str(trace), *limit]}  # no flags: the terminal tables
+    commands = {
+        "summarize": [*ett, "summarize", str(trace), "--json", *limit],
+        "trend": [*ett, "trend", str(trace), "--every", "day", "--json", *limit],
+        "summarize_text": [*ett, "summarize", str(trace), *limit],
+    }  # no flags: the terminal tables
     for name, cmd in commands.items():
         cold, cached, floors = [], [], []
         for _ in range(args.repeat):
@@ -406,9 +443,12 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
         r[f"cli_{name}"]["paired_x"] = paired_ratio(cold, floors)
         r[f"cli_{name}_cached"]["paired_x"] = paired_ratio(cached, floors)
         r[f"cli_{name}"]["floors_s"] = floors
-        print(f"  ett {name}: cold {[round(x.get('wall_s', 0), 1) for x in cold]} s, "
-              f"cached {[round(x.get('wall_s', 0), 1) for x in cached]} s, "
-              f"read floor before each {[None if f is None else round(f, 2) for f in floors]} s", flush=True)
+        print(
+            f"  ett {name}: cold {[round(x.get('wall_s', 0), 1) for x in cold]} s, "
+            f"cached {[round(x.get('wall_s', 0), 1) for x in cached]} s, "
+            f"read floor before each {[None if f is None else round(f, 2) for f in floors]} s",
+            flush=True,
+        )
     if args.reference_jobs > 0:
         r["reference"] = child("reference", trace, [str(min(n, args.reference_jobs))], tmo)
         print(f"  reference: {_brief(r['reference'])}", flush=True)
@@ -432,7 +472,10 @@ def paired_ratio(runs: list[dict], floors: list[float | None]) -> float | None:
 def _brief(m: dict) -> str:
     if "error" in m:
         return "ERROR " + m["error"]
-    return json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in m.get("result", {}).items()}) + f" peak {m['peak_mib']:.0f} MiB"
+    return (
+        json.dumps({k: (round(v, 2) if isinstance(v, float) else v) for k, v in m.get("result", {}).items()})
+        + f" peak {m['peak_mib']:.0f} MiB"
+    )
 
 
 def _sec(m: dict, key: str = "seconds") -> float | None:
@@ -452,8 +495,17 @@ def rows_for(r: dict) -> list[dict]:
             out.append({"what": name, "note": m.get("error", "not run") if m else "not run"})
             return
         sp = per_spans if per_spans is not None else spans
-        out.append({"what": name, "seconds": secs, "peak_mib": m.get("peak_mib"), "s_per_m_spans": secs / (sp / 1e6) if sp else None,
-                    "x_read_floor": secs / fr if fr else None, "x_count_floor": secs / fc if fc else None, "note": note})
+        out.append(
+            {
+                "what": name,
+                "seconds": secs,
+                "peak_mib": m.get("peak_mib"),
+                "s_per_m_spans": secs / (sp / 1e6) if sp else None,
+                "x_read_floor": secs / fr if fr else None,
+                "x_count_floor": secs / fc if fc else None,
+                "note": note,
+            }
+        )
 
     add("floor: count(*) + sum of span durations", fc, r.get("floor_count", {}))
     add("floor: read every column the metric uses", fr, r.get("floor_read", {}))
@@ -462,38 +514,69 @@ def rows_for(r: dict) -> list[dict]:
     add("summarize (metric only, after load)", _sec(s, "summarize_s"), s)
     add("trend --every day (metric only, after load)", _sec(t, "trend_s"), t)
     nb = (b.get("result") or {}).get("batches")
-    add("summarize + trend, one pass (metric only)", _sec(b, "metric_s"), b,
-        f"attribution in {nb} batches of jobs" if nb and nb > 1 else "")
+    add(
+        "summarize + trend, one pass (metric only)",
+        _sec(b, "metric_s"),
+        b,
+        f"attribution in {nb} batches of jobs" if nb and nb > 1 else "",
+    )
     lb = _sec(b, "load_s")
     add("summarize + trend, one pass, incl. load+checks", None if lb is None else lb + _sec(b, "metric_s"), b)
-    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
-                       ("cli_summarize_text", "`ett summarize` (no flags: text tables)")):
-        for suffix, how in (("", "cold: checks run, empty check cache"), ("_cached", "cached: clean verdict kept, checks skipped")):
+    for key, label in (
+        ("cli_summarize", "`ett summarize --json`"),
+        ("cli_trend", "`ett trend --every day --json`"),
+        ("cli_summarize_text", "`ett summarize` (no flags: text tables)"),
+    ):
+        for suffix, how in (
+            ("", "cold: checks run, empty check cache"),
+            ("_cached", "cached: clean verdict kept, checks skipped"),
+        ):
             m = r.get(key + suffix, {})
             runs = ", ".join(f"{x:.1f}" for x in m.get("runs_s", []))
             px = m.get("paired_x")
-            add(f"{label} (command, default settings, {how})", None if not m or "error" in m else m.get("wall_s"), m,
-                (f"median of {runs} s" if runs else "") + ("" if px is None else f"; paired: x{px:.1f} the floor measured just before"))
+            add(
+                f"{label} (command, default settings, {how})",
+                None if not m or "error" in m else m.get("wall_s"),
+                m,
+                (f"median of {runs} s" if runs else "")
+                + ("" if px is None else f"; paired: x{px:.1f} the floor measured just before"),
+            )
     ref = r.get("reference", {})
     if ref:
         res = ref.get("result", {})
-        add(f"reference implementation, {res.get('jobs', '?')}-job subsample (summarize + trend)", _sec(ref), ref,
-            note="per-span figure over the subsample's spans", per_spans=res.get("spans"))
+        add(
+            f"reference implementation, {res.get('jobs', '?')}-job subsample (summarize + trend)",
+            _sec(ref),
+            ref,
+            note="per-span figure over the subsample's spans",
+            per_spans=res.get("spans"),
+        )
     gp = r.get("goodput", {})
     if gp:
         res = gp.get("result", {})
-        add(f"ml-goodput-measurement calculator, {res.get('jobs', '?')}-job subsample", _sec(gp), gp,
+        add(
+            f"ml-goodput-measurement calculator, {res.get('jobs', '?')}-job subsample",
+            _sec(gp),
+            gp,
             note=f"{res.get('steps', '?')} recorded steps; recording took {res.get('record_s', 0):.1f} s (not counted)",
-            per_spans=res.get("spans"))
+            per_spans=res.get("spans"),
+        )
     sk = r.get("spark", {})
     if sk:
         res = sk.get("result", {})
-        add("Spark local[*], same queries (summarize + trend, after its load)", _sec(sk), sk,
-            note=(f"with its read + fingerprint ({res.get('spark_open_s', 0):.1f} s, not in the seconds column): "
-                  f"x{res.get('spark_over_duckdb', float('nan')):.1f} DuckDB's summarize + trend on this fleet; "
-                  f"largest relative difference {res.get('max_rel_diff', float('nan')):.1e}; "
-                  f"session start {res.get('spark_session_s', 0):.1f} s not counted")
-            if "error" not in sk else sk.get("error", ""))
+        add(
+            "Spark local[*], same queries (summarize + trend, after its load)",
+            _sec(sk),
+            sk,
+            note=(
+                f"with its read + fingerprint ({res.get('spark_open_s', 0):.1f} s, not in the seconds column): "
+                f"x{res.get('spark_over_duckdb', float('nan')):.1f} DuckDB's summarize + trend on this fleet; "
+                f"largest relative difference {res.get('max_rel_diff', float('nan')):.1e}; "
+                f"session start {res.get('spark_session_s', 0):.1f} s not counted"
+            )
+            if "error" not in sk
+            else sk.get("error", ""),
+        )
     return out
 
 
@@ -515,43 +598,94 @@ def targets(results: list[dict]) -> list[str]:
     n = big["jobs"]
     rows = []
 
-    def row(what: str, value: float | None, target: float, unit: str, at_most: bool, limit: str, paired: float | None = None) -> None:
+    def row(
+        what: str, value: float | None, target: float, unit: str, at_most: bool, limit: str, paired: float | None = None
+    ) -> None:
         pair = "" if paired is None else f"{paired:,.2f}{unit} ({'met' if paired <= target else 'not met'})"
         if value is None:
             rows.append(f"| {what} | not measured | {'<=' if at_most else '>='} {target:g}{unit} | | {pair} | |")
             return
         ok = value <= target if at_most else value >= target
-        gap = "met" if ok else f"NOT MET: {value / target:.2f}x the target" if at_most else f"NOT MET: {target / value:.2f}x short"
-        rows.append(f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | {'' if ok else limit} |")
+        gap = (
+            "met"
+            if ok
+            else f"NOT MET: {value / target:.2f}x the target"
+            if at_most
+            else f"NOT MET: {target / value:.2f}x short"
+        )
+        rows.append(
+            f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | {'' if ok else limit} |"
+        )
 
     nb = (big.get("both", {}).get("result") or {}).get("batches") or 1
-    limit1 = ("the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
-              f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
-              "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter")
+    limit1 = (
+        "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
+        f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
+        "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter"
+    )
     said = False  # the limit is written out on the first row of target 1 not met, then referred to
-    for key, label in (("cli_summarize", "`ett summarize --json`"), ("cli_trend", "`ett trend --every day --json`"),
-                       ("cli_summarize_text", "`ett summarize` (no flags)")):
+    for key, label in (
+        ("cli_summarize", "`ett summarize --json`"),
+        ("cli_trend", "`ett trend --every day --json`"),
+        ("cli_summarize_text", "`ett summarize` (no flags)"),
+    ):
         for suffix, how in (("", "cold (checks run)"), ("_cached", "cached (checks skipped)")):
             m = big.get(key + suffix, {})
             sec = None if not m or "error" in m else m.get("wall_s")
             x = None if sec is None else sec / fr
-            row(f"1. {label}, default settings, {how}, x read floor", x, 15, "x", True,
-                "as above" if said else limit1, paired=None if sec is None else m.get("paired_x"))
+            row(
+                f"1. {label}, default settings, {how}, x read floor",
+                x,
+                15,
+                "x",
+                True,
+                "as above" if said else limit1,
+                paired=None if sec is None else m.get("paired_x"),
+            )
             said = said or (x is not None and x > 15)
-    peaks = [big.get(k, {}).get("peak_mib") for k in ("cli_summarize", "cli_trend", "cli_summarize_text", "cli_summarize_cached",
-                                                      "cli_trend_cached", "cli_summarize_text_cached")]
+    peaks = [
+        big.get(k, {}).get("peak_mib")
+        for k in (
+            "cli_summarize",
+            "cli_trend",
+            "cli_summarize_text",
+            "cli_summarize_cached",
+            "cli_trend_cached",
+            "cli_summarize_text_cached",
+        )
+    ]
     peaks = [p for p in peaks if p is not None]
-    row("2. peak RSS of the commands, default settings (MiB)", max(peaks) if peaks else None, 4096, " MiB", True,
-        "DuckDB's buffers beyond the budget")
+    row(
+        "2. peak RSS of the commands, default settings (MiB)",
+        max(peaks) if peaks else None,
+        4096,
+        " MiB",
+        True,
+        "DuckDB's buffers beyond the budget",
+    )
     b = _sec(big.get("both", {}), "metric_s")
-    row("3. metric alone (summarize + trend, one pass, in process), x read floor", None if b is None else b / fr, 10, "x", True,
-        "the attribution's window (see 1.)")
+    row(
+        "3. metric alone (summarize + trend, one pass, in process), x read floor",
+        None if b is None else b / fr,
+        10,
+        "x",
+        True,
+        "the attribution's window (see 1.)",
+    )
     by_n = {r["jobs"]: r for r in done}
     if 100_000 in by_n and n > 100_000 and b is not None and _sec(by_n[100_000].get("both", {}), "metric_s"):
+
         def per_m(r):
             return _sec(r.get("both", {}), "metric_s") / (r["spans"] / 1e6)
-        row(f"3. metric time per span at {n:,} / at 100,000 jobs", per_m(big) / per_m(by_n[100_000]), 1.2, "", True,
-            "more batches at 1M than at 100k under the same budget (each batch reads its own part of the span store)")
+
+        row(
+            f"3. metric time per span at {n:,} / at 100,000 jobs",
+            per_m(big) / per_m(by_n[100_000]),
+            1.2,
+            "",
+            True,
+            "more batches at 1M than at 100k under the same budget (each batch reads its own part of the span store)",
+        )
     else:
         rows.append("| 3. time per span, largest / 100k | not evaluated (run with --full) | <= 1.2 | | | |")
     gp_c = [r for r in done if _sec(r.get("goodput", {})) is not None]
@@ -560,57 +694,98 @@ def targets(results: list[dict]) -> list[str]:
         res = r["goodput"]["result"]
         alt = _sec(r["goodput"]) / res["jobs"]
         ett = (_sec(r["both"], "metric_s") + _sec(r["both"], "load_s")) / r["jobs"]
-        row(f"4. per job, goodput calculator / ettcore (load + checks + metric), at {r['jobs']:,} jobs", alt / ett, 100, "x", False,
-            "")
+        row(
+            f"4. per job, goodput calculator / ettcore (load + checks + metric), at {r['jobs']:,} jobs",
+            alt / ett,
+            100,
+            "x",
+            False,
+            "",
+        )
     else:
         rows.append("| 4. per job vs the goodput calculator | not measured | >= 100x | | | |")
-    floors = [f for key in ("cli_summarize", "cli_trend", "cli_summarize_text") for f in big.get(key, {}).get("floors_s", []) if f]
+    floors = [
+        f
+        for key in ("cli_summarize", "cli_trend", "cli_summarize_text")
+        for f in big.get(key, {}).get("floors_s", [])
+        if f
+    ]
     after = _sec(big.get("floor_read_after", {}))
     drift = ""
     if floors:
         every = [fr, *floors, *([after] if after else [])]
-        drift = (f"The read floor (best of 3 each time) was {fr:.2f} s at the start of this size, {min(floors):.2f} to {max(floors):.2f} s "
-                 "when measured again before each pair of command runs, and "
-                 + ("not measured" if after is None else f"{after:.2f} s") + " at the end: the machine's speed drifted by "
-                 f"{100 * (max(every) / min(every) - 1):.0f} % within the run.")
-    return [f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each). The ratios depend on the "
-            "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine. "
-            "*Measured* divides by the floor at the start of the size; *paired* is the median over the runs of each run over the floor "
-            "measured just before it, which a slow drift of the machine's speed during the run moves much less.", "", drift, "",
-            "| target | measured | target | met / gap | paired | what limits it |", "|---|---:|---:|---|---|---|", *rows]
+        drift = (
+            f"The read floor (best of 3 each time) was {fr:.2f} s at the start of this size, {min(floors):.2f} to {max(floors):.2f} s "
+            "when measured again before each pair of command runs, and "
+            + ("not measured" if after is None else f"{after:.2f} s")
+            + " at the end: the machine's speed drifted by "
+            f"{100 * (max(every) / min(every) - 1):.0f} % within the run."
+        )
+    return [
+        f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each). The ratios depend on the "
+        "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine. "
+        "*Measured* divides by the floor at the start of the size; *paired* is the median over the runs of each run over the floor "
+        "measured just before it, which a slow drift of the machine's speed during the run moves much less.",
+        "",
+        drift,
+        "",
+        "| target | measured | target | met / gap | paired | what limits it |",
+        "|---|---:|---:|---|---|---|",
+        *rows,
+    ]
 
 
 def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out: Path) -> None:
-    L = ["# Benchmarks: the ETT metric at fleet scale", "",
-         "Generated by `make bench` (`benchmarks/run.py`); do not edit by hand. "
-         "**All fleets are synthetic** (scenario `fleet`, `ettcore.generator`, seed "
-         f"{args.seed}; Parquet in parts). Each measurement ran in its own process; times are that process's own "
-         "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); peak memory is "
-         "the process's peak resident set (`ru_maxrss` from `wait4`). Every ettcore measurement (in process and the `ett` "
-         f"commands) ran with DuckDB's memory limit at {args.memory_limit or 'its default budget (3 GB)'}: above it DuckDB spills, and a "
-         "trace whose spans do not fit in half of it is attributed in batches of jobs (`ettcore.metric.attribution_batches`).", "",
-         "## Machine", ""]
+    L = [
+        "# Benchmarks: the ETT metric at fleet scale",
+        "",
+        "Generated by `make bench` (`benchmarks/run.py`); do not edit by hand. "
+        "**All fleets are synthetic** (scenario `fleet`, `ettcore.synthetic.generator`, seed "
+        f"{args.seed}; Parquet in parts). Each measurement ran in its own process; times are that process's own "
+        "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); peak memory is "
+        "the process's peak resident set (`ru_maxrss` from `wait4`). Every ettcore measurement (in process and the `ett` "
+        f"commands) ran with DuckDB's memory limit at {args.memory_limit or 'its default budget (3 GB)'}: above it DuckDB spills, and a "
+        "trace whose spans do not fit in half of it is attributed in batches of jobs (`ettcore.metric.attribution_batches`).",
+        "",
+        "## Machine",
+        "",
+    ]
     L += [f"- {k}: {v}" for k, v in mach.items()]
-    L += [f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran at the same time)",
-          f"- run at {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}", ""]
+    L += [
+        f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran at the same time)",
+        f"- run at {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        "",
+    ]
     for r in results:
-        L += [f"## {r['jobs']:,} jobs, {r.get('spans') or 0:,} spans", "",
-              "| measurement | seconds | peak MiB | s per M spans | x read floor | x count floor | note |",
-              "|---|---:|---:|---:|---:|---:|---|"]
+        L += [
+            f"## {r['jobs']:,} jobs, {r.get('spans') or 0:,} spans",
+            "",
+            "| measurement | seconds | peak MiB | s per M spans | x read floor | x count floor | note |",
+            "|---|---:|---:|---:|---:|---:|---|",
+        ]
         for row in rows_for(r):
-            L.append(f"| {row['what']} | {fmt(row.get('seconds'))} | {fmt(row.get('peak_mib'), 0)} | {fmt(row.get('s_per_m_spans'))} | "
-                     f"{fmt(row.get('x_read_floor'), 1)} | {fmt(row.get('x_count_floor'), 1)} | {row.get('note', '')} |")
+            L.append(
+                f"| {row['what']} | {fmt(row.get('seconds'))} | {fmt(row.get('peak_mib'), 0)} | {fmt(row.get('s_per_m_spans'))} | "
+                f"{fmt(row.get('x_read_floor'), 1)} | {fmt(row.get('x_count_floor'), 1)} | {row.get('note', '')} |"
+            )
         L.append("")
-    L += ["## Targets (issue 19)", "", *targets(results), "",
-          "The reference and goodput rows time a subsample (every k-th job); their per-job time is compared with ettcore's "
-          "per-job time over the whole fleet, load and checks included (in process, check cache off). The goodput calculator "
-          f"sees each train span as one step every {args.goodput_step_s:g} s: the library's users record every step, and a "
-          "recommendation model's steps take about a second (faster steps would mean more records and a slower calculator); "
-          "only `GoodputCalculator.get_job_goodput` is timed, not the recording.", "",
-          "The `ett` commands run as a user runs them: no flag, so DuckDB's memory budget is the default (3 GB, "
-          "`ettcore.memory`). *Cold* runs start with an empty check cache (`ETT_CACHE_DIR` a new folder): the data checks "
-          "run; *cached* runs follow a cold run on the same, unchanged files, so the checks are skipped "
-          "(`ettcore.check_cache`). Every other measurement runs with the cache off (`ETT_CHECK_CACHE=0`).", ""]
+    L += [
+        "## Targets (issue 19)",
+        "",
+        *targets(results),
+        "",
+        "The reference and goodput rows time a subsample (every k-th job); their per-job time is compared with ettcore's "
+        "per-job time over the whole fleet, load and checks included (in process, check cache off). The goodput calculator "
+        f"sees each train span as one step every {args.goodput_step_s:g} s: the library's users record every step, and a "
+        "recommendation model's steps take about a second (faster steps would mean more records and a slower calculator); "
+        "only `GoodputCalculator.get_job_goodput` is timed, not the recording.",
+        "",
+        "The `ett` commands run as a user runs them: no flag, so DuckDB's memory budget is the default (3 GB, "
+        "`ettcore.trace.memory`). *Cold* runs start with an empty check cache (`ETT_CACHE_DIR` a new folder): the data checks "
+        "run; *cached* runs follow a cold run on the same, unchanged files, so the checks are skipped "
+        "(`ettcore.trace.check_cache`). Every other measurement runs with the cache off (`ETT_CHECK_CACHE=0`).",
+        "",
+    ]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(L) + "\n", encoding="utf-8")
 
@@ -624,16 +799,25 @@ def write_chart(results: list[dict], out_base: Path) -> Path | None:
     for r in results:
         for row in rows_for(r):
             if row.get("seconds") is not None and row.get("s_per_m_spans") is not None:
-                recs.append({"fleet": f"{r['jobs']:,} jobs (synthetic)", "measurement": row["what"], "s_per_m_spans": row["s_per_m_spans"]})
+                recs.append(
+                    {
+                        "fleet": f"{r['jobs']:,} jobs (synthetic)",
+                        "measurement": row["what"],
+                        "s_per_m_spans": row["s_per_m_spans"],
+                    }
+                )
     if not recs:
         return None
     data = alt.Data(values=recs)
     chart = (
         alt.Chart(data, title="Seconds per million spans (log scale), synthetic fleets")
         .mark_point(filled=True, size=90)
-        .encode(y=alt.Y("measurement:N", sort=None, title=None, axis=alt.Axis(labelLimit=460)),
-                x=alt.X("s_per_m_spans:Q", scale=alt.Scale(type="log"), title="seconds per million spans (log)"),
-                color=alt.Color("fleet:N", title="fleet"), shape=alt.Shape("fleet:N", title="fleet"))
+        .encode(
+            y=alt.Y("measurement:N", sort=None, title=None, axis=alt.Axis(labelLimit=460)),
+            x=alt.X("s_per_m_spans:Q", scale=alt.Scale(type="log"), title="seconds per million spans (log)"),
+            color=alt.Color("fleet:N", title="fleet"),
+            shape=alt.Shape("fleet:N", title="fleet"),
+        )
         .properties(width=520)
     )
     png = out_base.with_suffix(".png")
@@ -651,19 +835,34 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("sizes", nargs="*", type=int, help="fleet sizes in jobs (default 10000 100000)")
     p.add_argument("--full", action="store_true", help="also run 1,000,000 jobs")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--work", type=Path, default=GENERATED_DIR, help="where generated fleets are kept (reused when present)")
+    p.add_argument(
+        "--work", type=Path, default=GENERATED_DIR, help="where generated fleets are kept (reused when present)"
+    )
     p.add_argument("--report", type=Path, default=REPORT_DIR / "benchmarks.md")
     p.add_argument("--reference-jobs", type=int, default=1000, help="jobs in the reference subsample (0: skip)")
     p.add_argument("--goodput-jobs", type=int, default=10, help="jobs in the goodput-calculator subsample (0: skip)")
-    p.add_argument("--goodput-step-s", type=float, default=1.0,
-                   help="seconds of training per recorded step for the goodput library (default 1: one step a second, as its users log)")
-    p.add_argument("--repeat", type=int, default=3, help="runs of each `ett` command, cold and cached (the table gives the median)")
+    p.add_argument(
+        "--goodput-step-s",
+        type=float,
+        default=1.0,
+        help="seconds of training per recorded step for the goodput library (default 1: one step a second, as its users log)",
+    )
+    p.add_argument(
+        "--repeat", type=int, default=3, help="runs of each `ett` command, cold and cached (the table gives the median)"
+    )
     p.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed per measurement")
-    p.add_argument("--spark-max-jobs", type=int, default=100_000,
-                   help="run the Spark engine beside DuckDB on fleets up to this many jobs (0: never; needs Java and pyspark)")
-    p.add_argument("--memory-limit", default="",
-                   help="DuckDB memory limit for every ettcore measurement (default: none given, so ettcore's default budget, "
-                        "3 GB; see ettcore.memory)")
+    p.add_argument(
+        "--spark-max-jobs",
+        type=int,
+        default=100_000,
+        help="run the Spark engine beside DuckDB on fleets up to this many jobs (0: never; needs Java and pyspark)",
+    )
+    p.add_argument(
+        "--memory-limit",
+        default="",
+        help="DuckDB memory limit for every ettcore measurement (default: none given, so ettcore's default budget, "
+        "3 GB; see ettcore.trace.memory)",
+    )
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -676,7 +875,9 @@ def main(argv: list[str] | None = None) -> int:
     print("machine:", json.dumps(mach), flush=True)
     results = [bench_size(args.work, n, args) for n in sizes]
     write_report(results, mach, args, args.report)
-    args.report.with_suffix(".json").write_text(json.dumps({"machine": mach, "results": results}, indent=1, default=str) + "\n")
+    args.report.with_suffix(".json").write_text(
+        json.dumps({"machine": mach, "results": results}, indent=1, default=str) + "\n"
+    )
     chart = write_chart(results, args.report.with_name("benchmarks"))
     print(args.report.read_text(encoding="utf-8"))
     print(f"wrote {args.report}" + (f" and {chart}" if chart else ""))

@@ -79,8 +79,10 @@ def summarize_problems(problems: list[Problem], first: int = 5) -> list[str]:
             lines.append(p.line())
         if shown[k] == counts[k] and counts[k] > first:
             field = f", field '{p.field}'" if p.field else ""
-            lines.append(f"{p.file}{field}: {counts[k] - first:,} more rows with the same problem ({k[2]}); "
-                         f"'ett validate --json' lists every one")
+            lines.append(
+                f"{p.file}{field}: {counts[k] - first:,} more rows with the same problem ({k[2]}); "
+                f"'ett validate --json' lists every one"
+            )
     return lines
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from ettcore.config import DEFAULTS_DIR
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 
 COMPONENTS: tuple[str, ...] = (
     "scheduling",
@@ -72,7 +72,9 @@ def _read_mapping(path: Path) -> dict:
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise InputError(Problem(str(path), None, None, "mapping file must hold a mapping with 'phases' and/or 'owners'"))
+        raise InputError(
+            Problem(str(path), None, None, "mapping file must hold a mapping with 'phases' and/or 'owners'")
+        )
     return data
 
 
@@ -82,13 +84,21 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
     owners = dict(base.owner_of) if base else {}
     unknown_keys = set(data) - {"phases", "owners"}
     if unknown_keys:
-        raise InputError(Problem(source, None, sorted(unknown_keys)[0], "unknown key in mapping file (expected 'phases', 'owners')"))
+        raise InputError(
+            Problem(source, None, sorted(unknown_keys)[0], "unknown key in mapping file (expected 'phases', 'owners')")
+        )
     for i, entry in enumerate(data.get("phases") or [], start=1):
-        if not isinstance(entry, dict) or not isinstance(entry.get("phase"), str) or not isinstance(entry.get("component"), str):
+        if (
+            not isinstance(entry, dict)
+            or not isinstance(entry.get("phase"), str)
+            or not isinstance(entry.get("component"), str)
+        ):
             raise InputError(Problem(source, i, "phases", "each phase entry needs string keys 'phase' and 'component'"))
         p, c = entry["phase"], entry["component"]
         if c not in COMPONENTS:
-            raise InputError(Problem(source, i, "component", f"unknown component {c!r}; expected one of {', '.join(COMPONENTS)}"))
+            raise InputError(
+                Problem(source, i, "component", f"unknown component {c!r}; expected one of {', '.join(COMPONENTS)}")
+            )
         if p in (UNATTRIBUTED, "productive"):
             raise InputError(Problem(source, i, "phase", f"{p!r} is reserved"))
         if base is not None and p == TRAIN and c != comp.get(TRAIN):
@@ -98,7 +108,9 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
         comp[p] = c
     for c, o in (data.get("owners") or {}).items():
         if c not in ALL_COMPONENTS or not isinstance(o, str):
-            raise InputError(Problem(source, None, "owners", f"owner entry {c!r}: {o!r} must map a component name to a string"))
+            raise InputError(
+                Problem(source, None, "owners", f"owner entry {c!r}: {o!r} must map a component name to a string")
+            )
         owners[c] = o
     if len(phases) > 1000:
         raise InputError(Problem(source, None, "phases", "at most 1000 phases are supported"))

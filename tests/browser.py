@@ -26,8 +26,18 @@ from pathlib import Path
 from queue import Empty, Queue
 
 LOCAL_SCHEMES = ("file:", "data:", "blob:", "about:", "chrome-error:")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--hide-scrollbars", "--disable-extensions", "--mute-audio")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--disable-extensions",
+    "--mute-audio",
+)
 
 
 def chromium() -> str | None:
@@ -62,10 +72,14 @@ class Browser:
             os.dup2(r, 3, inheritable=True)
             os.dup2(w, 4, inheritable=True)
 
-        self.proc = subprocess.Popen([binary, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe",
-                                      "about:blank"], preexec_fn=fds, close_fds=False,
-                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=None if os.environ.get("ETT_BROWSER_DEBUG") else subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [binary, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "about:blank"],
+            preexec_fn=fds,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=None if os.environ.get("ETT_BROWSER_DEBUG") else subprocess.DEVNULL,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._id = 0
@@ -134,12 +148,16 @@ class Browser:
                 d = p["exceptionDetails"]
                 visit.errors.append("exception: " + (d.get("exception", {}).get("description") or d.get("text", "")))
             elif m == "Runtime.consoleAPICalled" and p["type"] in ("error", "assert"):
-                visit.errors.append("console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"]))
+                visit.errors.append(
+                    "console.error: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p["args"])
+                )
             elif m == "Log.entryAdded" and p["entry"]["level"] == "error":
                 visit.errors.append("log: " + p["entry"]["text"] + " " + p["entry"].get("url", ""))
 
     def evaluate(self, session: str, expression: str):
-        r = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session)
+        r = self.send(
+            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session
+        )
         return r.get("result", {}).get("value")
 
     # -------------------------------------------------------------------- pages
@@ -149,8 +167,11 @@ class Browser:
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for domain in ("Network", "Runtime", "Log", "Page"):
             self.send(f"{domain}.enable", {}, session)
-        self.send("Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
-                  session)
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": False},
+            session,
+        )
         return session
 
     def visit(self, session: str, url: str, settle_s: float = 20.0) -> Visit:
@@ -160,29 +181,45 @@ class Browser:
         while time.monotonic() < deadline:
             time.sleep(0.25)
             self._drain(visit, session)
-            state = self.evaluate(session, "[document.readyState, document.querySelectorAll('.ett-chart').length,"
-                                           " document.querySelectorAll('.ett-chart svg.marks').length]")
+            state = self.evaluate(
+                session,
+                "[document.readyState, document.querySelectorAll('.ett-chart').length,"
+                " document.querySelectorAll('.ett-chart svg.marks').length]",
+            )
             if state and state[0] == "complete" and state[1] == state[2]:
                 break
         time.sleep(0.5)  # late requests or errors after the last chart
         self._drain(visit, session)
         visit.charts, visit.drawn = state[1], state[2]
         visit.title = self.evaluate(session, "document.title")
-        visit.links = self.evaluate(session, "Object.fromEntries([...document.querySelectorAll('nav.ett-nav.top a')]"
-                                             ".map(a => [a.className, a.href]))") or {}
+        visit.links = (
+            self.evaluate(
+                session,
+                "Object.fromEntries([...document.querySelectorAll('nav.ett-nav.top a')]"
+                ".map(a => [a.className, a.href]))",
+            )
+            or {}
+        )
         return visit
 
-    def screenshot(self, session: str, path: Path, selector: str | None = None, index: int = 0, max_height: int = 12000) -> Path:
+    def screenshot(
+        self, session: str, path: Path, selector: str | None = None, index: int = 0, max_height: int = 12000
+    ) -> Path:
         """A PNG of the whole page, or of the ``index``-th element matching ``selector``."""
         if selector:
-            box = self.evaluate(session, f"(() => {{ const e = document.querySelectorAll({json.dumps(selector)})[{index}];"
-                                         " e.scrollIntoView(); const r = e.getBoundingClientRect();"
-                                         " return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]; })()")
+            box = self.evaluate(
+                session,
+                f"(() => {{ const e = document.querySelectorAll({json.dumps(selector)})[{index}];"
+                " e.scrollIntoView(); const r = e.getBoundingClientRect();"
+                " return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]; })()",
+            )
             clip = {"x": box[0], "y": box[1], "width": box[2], "height": box[3], "scale": 1}
         else:
             h = self.evaluate(session, "document.documentElement.scrollHeight")
             clip = {"x": 0, "y": 0, "width": 1280, "height": min(int(h), max_height), "scale": 1}
-        data = self.send("Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, session)["data"]
+        data = self.send(
+            "Page.captureScreenshot", {"format": "png", "clip": clip, "captureBeyondViewport": True}, session
+        )["data"]
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(data))

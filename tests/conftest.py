@@ -12,12 +12,14 @@ import pytest
 
 from ettcore.config import SAMPLE_TRACE
 
-# the check cache (ettcore.check_cache) of the tests' own, never the user's
+# the check cache (ettcore.trace.check_cache) of the tests' own, never the user's
 os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
+
 
 @pytest.fixture
 def no_network(monkeypatch):
     """Any attempt to open a network connection fails the test (for libraries that might phone home)."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("network access attempted")
 
@@ -49,7 +51,7 @@ def write_csv_trace(folder: Path, attempts: list[list], spans: list[list], jobs:
 def screen_guard(monkeypatch):
     """Every load in the test also runs the span checks the span store's screen skipped, and fails if they find a row.
 
-    The screen (:mod:`ettcore.span_store`) lets a load leave the span checks out when no row is suspect; a screen that
+    The screen (:mod:`ettcore.trace.span_store`) lets a load leave the span checks out when no row is suspect; a screen that
     missed a failing row would let bad data through silently.  Returns the list of (spans checked?, span findings).
     """
     from ettcore.trace import checks
@@ -79,7 +81,10 @@ def sample_trace() -> Path:
 @pytest.fixture
 def good_rows():
     """One valid job (epoch seconds): attempt 0 fails, attempt 1 completes."""
-    attempts = [["j1", 0, 1_700_000_000, 1_700_003_000, "failure"], ["j1", 1, 1_700_003_300, 1_700_007_200, "completed"]]
+    attempts = [
+        ["j1", 0, 1_700_000_000, 1_700_003_000, "failure"],
+        ["j1", 1, 1_700_003_300, 1_700_007_200, "completed"],
+    ]
     spans = [
         ["j1", 0, "hardware_setup", "", 1_700_000_000, 1_700_000_300, "", ""],
         ["j1", 0, "train", "", 1_700_001_200, 1_700_002_700, 0, 100],

@@ -40,7 +40,9 @@ class SacctJob:
     @property
     def runs(self) -> list[dict]:
         # a run is a row with a Start on an allocated node (a job cancelled while waiting has Start = End, "None assigned")
-        return [r for r in self.rows if r["Start"] not in ("Unknown", "None", "") and r.get("NodeList") != "None assigned"]
+        return [
+            r for r in self.rows if r["Start"] not in ("Unknown", "None", "") and r.get("NodeList") != "None assigned"
+        ]
 
     def end_states(self) -> list[str]:
         out = []
@@ -92,8 +94,9 @@ def read_sacct_text(path: Path) -> dict[str, SacctJob]:
 
 def ended(job: SacctJob) -> bool:
     """Every row of the job has ended (the cross-check leaves running and waiting jobs out)."""
-    return bool(job.runs) and all(r["End"] not in ("Unknown", "") and r["State"].split()[0] not in ("RUNNING", "PENDING")
-                                  for r in job.rows)
+    return bool(job.runs) and all(
+        r["End"] not in ("Unknown", "") and r["State"].split()[0] not in ("RUNNING", "PENDING") for r in job.rows
+    )
 
 
 def from_trace(trace_dir: Path) -> dict[str, dict]:
@@ -103,10 +106,16 @@ def from_trace(trace_dir: Path) -> dict[str, dict]:
 
     summary = {r["job_id"]: r for r in metric.job_summary(load_trace(trace_dir)).iter_rows(named=True)}
     secs = lambda c: pl.col(c).dt.epoch("ms") / 1000  # noqa: E731
-    att = pl.read_parquet(trace_dir / "attempts.parquet").with_columns(secs("start"), secs("end")).sort("job_id", "attempt")
+    att = (
+        pl.read_parquet(trace_dir / "attempts.parquet")
+        .with_columns(secs("start"), secs("end"))
+        .sort("job_id", "attempt")
+    )
     spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(secs("start"), secs("end"))
-    queue0 = {r["job_id"]: r["end"] - r["start"] for r in
-              spans.filter((pl.col("phase") == "scheduling") & (pl.col("attempt") == 0)).iter_rows(named=True)}
+    queue0 = {
+        r["job_id"]: r["end"] - r["start"]
+        for r in spans.filter((pl.col("phase") == "scheduling") & (pl.col("attempt") == 0)).iter_rows(named=True)
+    }
     out = {}
     for job_id, a in att.group_by("job_id", maintain_order=True):
         a = a.sort("attempt")
@@ -117,7 +126,9 @@ def from_trace(trace_dir: Path) -> dict[str, dict]:
             "wall_s": s["wall_s"],
             "queue_s": [queue0.get(job_id[0], 0.0)] + [starts[k] - ends[k - 1] for k in range(1, a.height)],
             "end_states": a["end_reason"].to_list(),
-            "nof": s["nof"], "nof_failure": s["nof_failure"], "nof_preemption": s["nof_preemption"],
+            "nof": s["nof"],
+            "nof_failure": s["nof_failure"],
+            "nof_preemption": s["nof_preemption"],
         }
     return out
 
@@ -132,8 +143,9 @@ def cross_check(sacct_text: Path, trace_dir: Path) -> tuple[dict[str, tuple[int,
         g = got.get(job_id)
         for f in FIELDS:
             table[f][0] += 1
-            ok = g is not None and (g[f] == e[f] if not isinstance(e[f], (float, list)) or f == "end_states"
-                                    else _close(g[f], e[f]))
+            ok = g is not None and (
+                g[f] == e[f] if not isinstance(e[f], (float, list)) or f == "end_states" else _close(g[f], e[f])
+            )
             table[f][1] += ok
             if not ok:
                 diffs.append(f"{job_id} {f}: sacct {e[f]!r}, trace {None if g is None else g[f]!r}")
@@ -155,13 +167,16 @@ def run_bounds(sacct_text: Path) -> dict[tuple[str, int], tuple[float, float | N
     return out
 
 
-def spans_outside(trace_dir: Path, sacct_text: Path, tolerance_s: float = 0.0, spans: pl.DataFrame | None = None) -> list[str]:
+def spans_outside(
+    trace_dir: Path, sacct_text: Path, tolerance_s: float = 0.0, spans: pl.DataFrame | None = None
+) -> list[str]:
     """Spans (all but the queue spans) not inside their run's [Start - tol, End + tol]; ``spans`` defaults to the trace's."""
     bounds = run_bounds(sacct_text)
     if spans is None:
         spans = pl.read_parquet(trace_dir / "spans.parquet")
     spans = spans.filter(pl.col("phase") != "scheduling").with_columns(
-        (pl.col("start").dt.epoch("us") / 1e6).alias("s"), (pl.col("end").dt.epoch("us") / 1e6).alias("e"))
+        (pl.col("start").dt.epoch("us") / 1e6).alias("s"), (pl.col("end").dt.epoch("us") / 1e6).alias("e")
+    )
     bad = []
     for r in spans.iter_rows(named=True):
         b = bounds.get((r["job_id"], r["attempt"]))
@@ -170,7 +185,9 @@ def spans_outside(trace_dir: Path, sacct_text: Path, tolerance_s: float = 0.0, s
             continue
         lo, hi = b[0] - tolerance_s, (b[1] if b[1] is not None else float("inf")) + tolerance_s
         if r["s"] < lo - 1e-6 or r["e"] > hi + 1e-6:
-            bad.append(f"{r['job_id']} attempt {r['attempt']} {r['phase']} [{r['s']:.3f}, {r['e']:.3f}] outside [{b[0]}, {b[1]}]")
+            bad.append(
+                f"{r['job_id']} attempt {r['attempt']} {r['phase']} [{r['s']:.3f}, {r['e']:.3f}] outside [{b[0]}, {b[1]}]"
+            )
     return bad
 
 
@@ -181,12 +198,15 @@ def format_table(table: dict[str, tuple[int, int]]) -> str:
 
 
 def reference_input(trace_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The trace's tables as :mod:`ettcore.reference` takes them (plain dicts, integer milliseconds), read by the loader."""
+    """The trace's tables as :mod:`ettcore.metric.reference` takes them (plain dicts, integer milliseconds), read by the loader."""
     from ettcore.trace import load_trace
 
     t = load_trace(trace_dir)
     jobs = t.sql("SELECT * FROM clean_jobs").to_dicts()
-    attempts = t.sql("SELECT job_id, attempt, start_ms AS start, end_ms AS \"end\", end_reason FROM clean_attempts").to_dicts()
-    spans = t.sql("SELECT job_id, attempt, phase, start_ms AS start, end_ms AS \"end\", cursor_start, cursor_end "
-                  "FROM clean_spans").to_dicts()
+    attempts = t.sql(
+        'SELECT job_id, attempt, start_ms AS start, end_ms AS "end", end_reason FROM clean_attempts'
+    ).to_dicts()
+    spans = t.sql(
+        'SELECT job_id, attempt, phase, start_ms AS start, end_ms AS "end", cursor_start, cursor_end FROM clean_spans'
+    ).to_dicts()
     return jobs, attempts, spans

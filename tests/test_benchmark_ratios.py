@@ -32,13 +32,23 @@ def test_paired_ratio_is_none_when_a_run_failed_or_a_floor_is_missing(bench):
 
 def test_the_targets_table_shows_the_paired_ratio_and_the_drift(bench):
     cmd = {"wall_s": 45.0, "peak_mib": 2000.0, "runs_s": [45.0], "paired_x": 14.0, "floors_s": [3.2, 3.0]}
-    big = {"jobs": 1_000_000, "spans": 45_000_000, "repeat": 1, "floor_read": {"result": {"seconds": 2.5}},
-           "floor_read_after": {"result": {"seconds": 3.0}}, "cli_summarize": cmd,
-           "cli_summarize_cached": {**cmd, "wall_s": 50.0, "paired_x": 16.0}}
+    big = {
+        "jobs": 1_000_000,
+        "spans": 45_000_000,
+        "repeat": 1,
+        "floor_read": {"result": {"seconds": 2.5}},
+        "floor_read_after": {"result": {"seconds": 3.0}},
+        "cli_summarize": cmd,
+        "cli_summarize_cached": {**cmd, "wall_s": 50.0, "paired_x": 16.0},
+    }
     text = "\n".join(bench.targets([big]))
     row = next(ln for ln in text.splitlines() if ln.startswith("| 1. `ett summarize --json`, default settings, cold"))
     assert "| 18.00x | <= 15x | NOT MET: 1.20x the target | 14.00x (met) |" in row  # 45 / 2.5 = 18; paired 14
     assert "the attribution: one window" in row  # what limits it, written out on the first row not met ...
-    cached = next(ln for ln in text.splitlines() if ln.startswith("| 1. `ett summarize --json`, default settings, cached"))
-    assert "| 20.00x | <= 15x | NOT MET: 1.33x the target | 16.00x (not met) | as above |" in cached  # ... then referred to
+    cached = next(
+        ln for ln in text.splitlines() if ln.startswith("| 1. `ett summarize --json`, default settings, cached")
+    )
+    assert (
+        "| 20.00x | <= 15x | NOT MET: 1.33x the target | 16.00x (not met) | as above |" in cached
+    )  # ... then referred to
     assert "2.50 s at the start" in text and "3.00 to 3.20 s" in text and "drifted by 28 %" in text  # 3.2 / 2.5 - 1

@@ -1,4 +1,4 @@
-"""The check cache (ettcore.check_cache) never returns a stale clean verdict.
+"""The check cache (ettcore.trace.check_cache) never returns a stale clean verdict.
 
 Each test checks a clean trace once (the verdict is kept), then changes the trace in one way a cache keyed on names,
 sizes or dates would miss, and loads it again: the checks must run again and find the problem the change made.
@@ -14,10 +14,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore.trace import check_cache, checks
 from ettcore import metric
 from ettcore.errors import TraceError
-from ettcore.trace import load_trace
+from ettcore.trace import check_cache, checks, load_trace
 
 
 @pytest.fixture(autouse=True)
@@ -72,9 +71,14 @@ def same_size_other_bytes(f: Path) -> None:
     for n, line in enumerate(lines[1:], start=1):
         body = line.rstrip("\r\n")
         cells = body.split(",")
-        if cells[i_start] and cells[i_end] and len(cells[i_start]) == len(cells[i_end]) and cells[i_start] < cells[i_end]:
+        if (
+            cells[i_start]
+            and cells[i_end]
+            and len(cells[i_start]) == len(cells[i_end])
+            and cells[i_start] < cells[i_end]
+        ):
             cells[i_start], cells[i_end] = cells[i_end], cells[i_start]
-            lines[n] = ",".join(cells) + line[len(body):]
+            lines[n] = ",".join(cells) + line[len(body) :]
             break
     else:
         raise AssertionError("no span to swap")
@@ -92,7 +96,9 @@ def refused_again(path: Path, match: str, spy: list) -> None:
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
-def test_a_hit_skips_the_checks_and_gives_the_same_results(tmp_path, sample_trace, spy, cache_dir, monkeypatch, partitioned):
+def test_a_hit_skips_the_checks_and_gives_the_same_results(
+    tmp_path, sample_trace, spy, cache_dir, monkeypatch, partitioned
+):
     """A hit also builds the span store without its screen's flag (nothing reads it then), in memory or, for a trace
     beyond the memory budget, as Parquet parts by batch of jobs: the same numbers."""
     if partitioned:
@@ -139,7 +145,9 @@ def test_a_replaced_part_is_checked_again(tmp_path, sample_trace, spy):
 def test_an_added_part_is_checked_again(tmp_path, sample_trace, spy):
     path = parquet_parts(tmp_path, sample_trace)
     load_trace(path)
-    extra = pl.read_parquet(path / "spans" / "part-0.parquet").head(1).with_columns(pl.lit("no-such-job").alias("job_id"))
+    extra = (
+        pl.read_parquet(path / "spans" / "part-0.parquet").head(1).with_columns(pl.lit("no-such-job").alias("job_id"))
+    )
     extra.write_parquet(path / "spans" / "part-2.parquet")
     refused_again(path, "unknown attempt", spy)
 

@@ -69,7 +69,7 @@ def test_summarize_json_is_the_same_text_through_a_byte_buffer(sample_trace, enc
     from ettcore.trace import load as trace_mod
 
     jobs = metric.job_summary(trace_mod.load_trace(sample_trace))
-    jobs = jobs.with_columns(pl.Series("note", ["Zürich · 東京 \"q\""] * jobs.height))
+    jobs = jobs.with_columns(pl.Series("note", ['Zürich · 東京 "q"'] * jobs.height))
     head, tail = {"trace": "t"}, {"fleet": None}
     as_text = io.StringIO()
     cli.write_summary_json(head, jobs, tail, out=as_text, labels=["note"])
@@ -79,7 +79,7 @@ def test_summarize_json_is_the_same_text_through_a_byte_buffer(sample_trace, enc
     stream.flush()
     assert raw.getvalue().decode(encoding) == as_text.getvalue()
     doc = json.loads(as_text.getvalue())
-    assert [j["labels"]["note"] for j in doc["jobs"]] == ["Zürich · 東京 \"q\""] * jobs.height
+    assert [j["labels"]["note"] for j in doc["jobs"]] == ['Zürich · 東京 "q"'] * jobs.height
     assert [j["job_id"] for j in doc["jobs"]] == jobs["job_id"].to_list()
 
 
@@ -132,20 +132,43 @@ def test_terminal_tables_format_every_value_as_python_does(digits):
     import polars as pl
 
     rng = random.Random(7)
-    floats = [0.25, 0.35, 2.5, -0.0, 1234567.25, -1234.55, math.nan, math.inf, -math.inf, 1e20, 0.05, 999.95, None,
-              5e-324, -0.04, 0.125, 1.0005]
+    floats = [
+        0.25,
+        0.35,
+        2.5,
+        -0.0,
+        1234567.25,
+        -1234.55,
+        math.nan,
+        math.inf,
+        -math.inf,
+        1e20,
+        0.05,
+        999.95,
+        None,
+        5e-324,
+        -0.04,
+        0.125,
+        1.0005,
+    ]
     floats += [rng.uniform(-1e7, 1e7) for _ in range(400)]
     floats += [rng.choice([0.5, 1.5, 2.25, -3.75, 0.125]) * 10 ** rng.randint(-3, 7) for _ in range(400)]
     n = len(floats)
-    df = pl.DataFrame({
-        "seconds": floats,
-        "count": [rng.choice([None, 0, 1, -22, 3333, 10**12]) for _ in range(n)],
-        "name": [rng.choice([None, "Zürich", "東京 x", "a", ""]) for _ in range(n)],
-        "flag": [rng.choice([None, True, False]) for _ in range(n)],
-        "day": [rng.choice([None, date(2026, 1, 2)]) for _ in range(n)],
-        "at": [rng.choice([None, datetime(2026, 1, 2, 3, 4, 5), datetime(2026, 1, 2, 3, 4, 5, 123)]) for _ in range(n)],
-        "single": pl.Series([None if v is None or not math.isfinite(v) or abs(v) > 1e30 else v for v in floats], dtype=pl.Float32),
-    })
+    df = pl.DataFrame(
+        {
+            "seconds": floats,
+            "count": [rng.choice([None, 0, 1, -22, 3333, 10**12]) for _ in range(n)],
+            "name": [rng.choice([None, "Zürich", "東京 x", "a", ""]) for _ in range(n)],
+            "flag": [rng.choice([None, True, False]) for _ in range(n)],
+            "day": [rng.choice([None, date(2026, 1, 2)]) for _ in range(n)],
+            "at": [
+                rng.choice([None, datetime(2026, 1, 2, 3, 4, 5), datetime(2026, 1, 2, 3, 4, 5, 123)]) for _ in range(n)
+            ],
+            "single": pl.Series(
+                [None if v is None or not math.isfinite(v) or abs(v) > 1e30 else v for v in floats], dtype=pl.Float32
+            ),
+        }
+    )
     cols = df.columns
     assert cli.format_table(df, cols, digits) == _table_one_value_at_a_time(df.to_dicts(), cols, digits)
     assert cli.format_table(df.head(0), cols, digits) == _table_one_value_at_a_time([], cols, digits)

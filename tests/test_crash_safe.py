@@ -1,6 +1,6 @@
 """Crash-safe outputs: a run killed while writing never leaves a half output under the final name.
 
-Traces (``ettcore.trace_writer.write_trace``, ``ettcore.generator.generate``,
+Traces (``ettcore.trace.writer.write_trace``, ``ettcore.synthetic.generator.generate``,
 the importers' ``write_import``) and text reports (``ettcore.atomic.write_text``)
 are written under a temporary ``.tmp-*`` name and renamed.  These tests run the
 writer in a child process and kill it (SIGKILL: no cleanup code runs):
@@ -42,12 +42,17 @@ READY_TIMEOUT_S = 90
 
 
 def _frames() -> dict[str, pl.DataFrame]:
-    return {n: pl.read_csv((SAMPLE_TRACE / f"{n}.csv").read_bytes(), infer_schema=False) for n in ("jobs", "attempts", "spans")}
+    return {
+        n: pl.read_csv((SAMPLE_TRACE / f"{n}.csv").read_bytes(), infer_schema=False)
+        for n in ("jobs", "attempts", "spans")
+    }
 
 
 def _spawn(code: str, ready: Path) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
 
 
 def _kill_when_ready(proc: subprocess.Popen, ready: Path) -> None:
@@ -107,7 +112,9 @@ trace_writer.write_trace(target, jobs=frames["jobs"], attempts=frames["attempts"
 def test_killed_write_trace_leaves_nothing_under_the_name(tmp_path, fmt):
     target = tmp_path / "out" / "trace"
     ready = tmp_path / "ready"
-    proc = _spawn(WRITE_TRACE_CHILD.format(target=str(target), ready=str(ready), fmt=fmt, sample=str(SAMPLE_TRACE)), ready)
+    proc = _spawn(
+        WRITE_TRACE_CHILD.format(target=str(target), ready=str(ready), fmt=fmt, sample=str(SAMPLE_TRACE)), ready
+    )
     _kill_when_ready(proc, ready)
     half = Path(ready.read_text())
     assert half.exists() and half.parent != target, "the child was killed while writing into a temporary folder"
@@ -128,13 +135,22 @@ def test_killed_rewrite_keeps_the_previous_trace(tmp_path):
     target = tmp_path / "trace"
     f = _frames()
     old_spans = f["spans"].filter(pl.col("job_id") == "worked-example")
-    write_trace(target, jobs=f["jobs"], attempts=f["attempts"].filter(pl.col("job_id") == "worked-example"), spans=old_spans,
-                metadata={"synthetic": True, "version": "old"})
+    write_trace(
+        target,
+        jobs=f["jobs"],
+        attempts=f["attempts"].filter(pl.col("job_id") == "worked-example"),
+        spans=old_spans,
+        metadata={"synthetic": True, "version": "old"},
+    )
     (tmp_path / "signals").mkdir()
     ready = tmp_path / "signals" / "ready"
-    proc = _spawn(WRITE_TRACE_CHILD.format(target=str(target), ready=str(ready), fmt="parquet", sample=str(SAMPLE_TRACE)), ready)
+    proc = _spawn(
+        WRITE_TRACE_CHILD.format(target=str(target), ready=str(ready), fmt="parquet", sample=str(SAMPLE_TRACE)), ready
+    )
     _kill_when_ready(proc, ready)
-    assert _leftovers(tmp_path, target) and all(n.startswith(".tmp-") or n == "signals" for n in _leftovers(tmp_path, target))
+    assert _leftovers(tmp_path, target) and all(
+        n.startswith(".tmp-") or n == "signals" for n in _leftovers(tmp_path, target)
+    )
     t = load_trace(target)
     assert t.metadata.get("version") == "old"
     assert t.accounting["spans"]["read"] == old_spans.height
@@ -205,7 +221,7 @@ def test_atomic_path_error_keeps_old_file(tmp_path):
 GENERATE_CHILD = """
 import sys
 from pathlib import Path
-from ettcore.generator import generate
+from ettcore.synthetic.generator import generate
 print("start", flush=True)
 generate("representative", Path({target!r}), n_jobs=240, seed=3, chunk_jobs=20)
 print("done", flush=True)
@@ -224,17 +240,26 @@ def _inventory(folder: Path) -> dict[str, int]:
 def test_generator_killed_at_any_moment(tmp_path):
     """Kill `generate` (12 chunks) at several moments: the trace is absent or exactly the complete one."""
     ref = tmp_path / "ref" / "trace"
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(GENERATE_CHILD.format(target=str(ref)))], capture_output=True,
-                       text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(GENERATE_CHILD.format(target=str(ref)))],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+    )
     assert p.returncode == 0, p.stderr
     complete = _inventory(ref)
     assert sum(n for k, n in complete.items() if k.startswith("jobs")) == 240
     outcomes = []
     for k, delay in enumerate([0.0, 0.15, 0.3, 0.5, 0.8]):
         target = tmp_path / f"run{k}" / "trace"
-        proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(GENERATE_CHILD.format(target=str(target)))],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)))
+        proc = subprocess.Popen(
+            [sys.executable, "-c", textwrap.dedent(GENERATE_CHILD.format(target=str(target)))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+        )
         assert proc.stdout.readline().strip() == "start"
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
@@ -301,7 +326,12 @@ def test_killed_import_never_leaves_a_trace_without_its_report(tmp_path):
     log = DATA_DIR / "mlperf" / "v5.1" / "University-of-Florida" / "hpg.dgxb200x8.n1" / "dlrm_dcnv2" / "result_0.txt"
     target = tmp_path / "out" / "imported"
     ready = tmp_path / "ready"
-    proc = _spawn(IMPORT_CHILD.format(target=str(target), ready=str(ready), log=str(log), systems=str(DATA_DIR / "mlperf" / "systems")), ready)
+    proc = _spawn(
+        IMPORT_CHILD.format(
+            target=str(target), ready=str(ready), log=str(log), systems=str(DATA_DIR / "mlperf" / "systems")
+        ),
+        ready,
+    )
     _kill_when_ready(proc, ready)
     if target.exists():
         assert (target / "import_report.json").is_file() and (target / "import_report.md").is_file(), (

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-
 import slurm_oracle  # tests/slurm_oracle.py
+
 from ettcore import metric
-from ettcore.metric import reference as ref
 from ettcore.config import DATA_DIR, SAMPLE_TRACE
+from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 
 SLURM_FLEET = DATA_DIR / "slurm-fleet" / "trace"
@@ -28,8 +28,9 @@ def reference_buckets(trace_dir, seconds: int) -> dict[int, dict[str, float]]:
     step = seconds * 1000
     for job_id, job in res["jobs"].items():
         edges = list(range(job["t0"] // step * step, job["t1"] + step, step))
-        pieces = ref.job_pieces([a for a in atts if a["job_id"] == job_id], [s for s in sps if s["job_id"] == job_id],
-                                extra_bounds=edges)
+        pieces = ref.job_pieces(
+            [a for a in atts if a["job_id"] == job_id], [s for s in sps if s["job_id"] == job_id], extra_bounds=edges
+        )
         for a, b, _bucket, _phase, comp in pieces:
             row = out[a // step * seconds]
             row["wall"] += job["gpus"] * (b - a) / 3.6e6
@@ -38,8 +39,9 @@ def reference_buckets(trace_dir, seconds: int) -> dict[int, dict[str, float]]:
     return out
 
 
-@pytest.mark.parametrize("trace_dir,every,seconds", [(SLURM_FLEET, "5m", 300), (SLURM_FLEET, "hour", 3600),
-                                                     (SAMPLE_TRACE, "30m", 1800)])
+@pytest.mark.parametrize(
+    "trace_dir,every,seconds", [(SLURM_FLEET, "5m", 300), (SLURM_FLEET, "hour", 3600), (SAMPLE_TRACE, "30m", 1800)]
+)
 def test_buckets_match_the_reference(trace_dir, every, seconds):
     got = metric.trend(load_trace(trace_dir), every)
     want = reference_buckets(trace_dir, seconds)

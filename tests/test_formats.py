@@ -20,7 +20,9 @@ pytestmark = pytest.mark.usefixtures("screen_guard")
 def _sample_frames(sample_trace):
     t = load_trace(sample_trace)
     att = t.sql("SELECT job_id, attempt, start_ms, end_ms, end_reason FROM typed_attempts ORDER BY _row")
-    spans = t.sql("SELECT job_id, attempt, phase, stage, start_ms, end_ms, cursor_start, cursor_end FROM typed_spans ORDER BY _row")
+    spans = t.sql(
+        "SELECT job_id, attempt, phase, stage, start_ms, end_ms, cursor_start, cursor_end FROM typed_spans ORDER BY _row"
+    )
     jobs = t.sql("SELECT job_id, model, gpus, team FROM typed_jobs ORDER BY _row")
     return jobs, att, spans
 
@@ -33,10 +35,14 @@ def _as(df: pl.DataFrame, form: str) -> pl.DataFrame:
         if form == "epoch":
             out = out.with_columns((pl.col(c) / 1000).alias(name))
         elif form == "iso":
-            out = out.with_columns(pl.from_epoch(pl.col(c), time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S").alias(name))
+            out = out.with_columns(
+                pl.from_epoch(pl.col(c), time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S").alias(name)
+            )
         elif form == "iso_offset":  # same instants written in +02:00
             out = out.with_columns(
-                (pl.from_epoch(pl.col(c), time_unit="ms") + pl.duration(hours=2)).dt.strftime("%Y-%m-%dT%H:%M:%S+02:00").alias(name)
+                (pl.from_epoch(pl.col(c), time_unit="ms") + pl.duration(hours=2))
+                .dt.strftime("%Y-%m-%dT%H:%M:%S+02:00")
+                .alias(name)
             )
         elif form == "timestamp":
             out = out.with_columns(pl.from_epoch(pl.col(c), time_unit="ms").dt.replace_time_zone("UTC").alias(name))
@@ -52,7 +58,15 @@ def _summary(path, batches=None, **kw):
 
 @pytest.mark.parametrize(
     "layout,form",
-    [("parquet", "timestamp"), ("csv", "epoch"), ("jsonl", "iso"), ("jsonl", "iso_offset"), ("partitioned", "timestamp"), ("duckdb", "timestamp"), ("parquet", "epoch")],
+    [
+        ("parquet", "timestamp"),
+        ("csv", "epoch"),
+        ("jsonl", "iso"),
+        ("jsonl", "iso_offset"),
+        ("partitioned", "timestamp"),
+        ("duckdb", "timestamp"),
+        ("parquet", "epoch"),
+    ],
 )
 def test_layouts_agree(tmp_path, sample_trace, layout, form):
     ref_jobs, ref_l2 = _summary(sample_trace)
@@ -61,11 +75,17 @@ def test_layouts_agree(tmp_path, sample_trace, layout, form):
     out = tmp_path / "trace"
     out.mkdir()
     if layout == "parquet":
-        jobs.write_parquet(out / "jobs.parquet"); att.write_parquet(out / "attempts.parquet"); spans.write_parquet(out / "spans.parquet")
+        jobs.write_parquet(out / "jobs.parquet")
+        att.write_parquet(out / "attempts.parquet")
+        spans.write_parquet(out / "spans.parquet")
     elif layout == "csv":
-        jobs.write_csv(out / "jobs.csv"); att.write_csv(out / "attempts.csv"); spans.write_csv(out / "spans.csv")
+        jobs.write_csv(out / "jobs.csv")
+        att.write_csv(out / "attempts.csv")
+        spans.write_csv(out / "spans.csv")
     elif layout == "jsonl":
-        jobs.write_ndjson(out / "jobs.jsonl"); att.write_ndjson(out / "attempts.jsonl"); spans.write_ndjson(out / "spans.jsonl")
+        jobs.write_ndjson(out / "jobs.jsonl")
+        att.write_ndjson(out / "attempts.jsonl")
+        spans.write_ndjson(out / "spans.jsonl")
     elif layout == "partitioned":
         jobs.write_parquet(out / "jobs.parquet")
         for name, df in (("attempts", att), ("spans", spans)):
@@ -94,14 +114,23 @@ def test_layouts_agree(tmp_path, sample_trace, layout, form):
 
 def test_mapping_file_adds_phase_and_owner(tmp_path, sample_trace):
     jobs, att, spans = _sample_frames(sample_trace)
-    spans = spans.with_columns(pl.when(pl.col("phase") == "data_warmup").then(pl.lit("stream_negotiation")).otherwise(pl.col("phase")).alias("phase"))
+    spans = spans.with_columns(
+        pl.when(pl.col("phase") == "data_warmup")
+        .then(pl.lit("stream_negotiation"))
+        .otherwise(pl.col("phase"))
+        .alias("phase")
+    )
     out = tmp_path / "t"
     out.mkdir()
-    jobs.write_parquet(out / "jobs.parquet"); _as(att, "epoch").write_parquet(out / "attempts.parquet"); _as(spans, "epoch").write_parquet(out / "spans.parquet")
+    jobs.write_parquet(out / "jobs.parquet")
+    _as(att, "epoch").write_parquet(out / "attempts.parquet")
+    _as(spans, "epoch").write_parquet(out / "spans.parquet")
     with pytest.raises(TraceError, match="unknown phase stream_negotiation"):
         load_trace(out)
     mapping = tmp_path / "map.yaml"
-    mapping.write_text("phases:\n  - {phase: stream_negotiation, component: trainer_init}\nowners:\n  trainer_init: Data loader team\n")
+    mapping.write_text(
+        "phases:\n  - {phase: stream_negotiation, component: trainer_init}\nowners:\n  trainer_init: Data loader team\n"
+    )
     t = load_trace(out, mapping=mapping)
     l2 = metric.l2_matrix(t)
     row = l2.filter((pl.col("job_id") == "sample-preempted") & (pl.col("phase") == "stream_negotiation"))

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from test_fuzz_loaders import BAD_INPUTS, HOSTILE_BYTES, HOSTILE_TEXT, fuzz_settings, log_corpus_entries
 
 from ettcore import metric
 from ettcore.config import DATA_DIR
@@ -43,7 +44,6 @@ from ettcore.importers.import_report import REPORT_JSON, REPORT_MD
 from ettcore.importers.mlperf import import_logs
 from ettcore.importers.slurm import import_sacct
 from ettcore.trace import load_trace
-from test_fuzz_loaders import BAD_INPUTS, HOSTILE_BYTES, HOSTILE_TEXT, fuzz_settings, log_corpus_entries
 
 MLPERF_DIR = DATA_DIR / "mlperf"
 SYSTEMS = MLPERF_DIR / "systems"
@@ -57,8 +57,29 @@ UNREADABLE_JSON_NOTE = "MLLOG line with unparseable JSON"
 def hostile_json_values() -> st.SearchStrategy:
     """Values that go into a JSON document (as JSON text): numbers of every size, text, structures."""
     return st.one_of(
-        st.sampled_from(["1e300", "-1e300", "0", "-1", "1e15", "7.3e12", "1e-300", "NaN", "Infinity", "-Infinity", "null", "true",
-                         "[]", "{}", "[1, 2]", '{"a": null}', "4102444800001", "946684799999", "123456789012345678901234567890"]),
+        st.sampled_from(
+            [
+                "1e300",
+                "-1e300",
+                "0",
+                "-1",
+                "1e15",
+                "7.3e12",
+                "1e-300",
+                "NaN",
+                "Infinity",
+                "-Infinity",
+                "null",
+                "true",
+                "[]",
+                "{}",
+                "[1, 2]",
+                '{"a": null}',
+                "4102444800001",
+                "946684799999",
+                "123456789012345678901234567890",
+            ]
+        ),
         st.sampled_from(HOSTILE_TEXT).map(json.dumps),
         st.integers(-(2**70), 2**70).map(str),
         st.floats(allow_nan=False, allow_infinity=False).map(repr),
@@ -73,9 +94,13 @@ def _check_outcome(run, sources: list[Path], out_dir: Path, lines: dict[Path, in
         allowed = {str(p) for p in sources}
         for p in exc.problems:
             assert p.file, p
-            assert p.file in allowed or p.file.startswith(str(SYSTEMS)) or p.file == "--gpus", f"problem names another file: {p}"
+            assert p.file in allowed or p.file.startswith(str(SYSTEMS)) or p.file == "--gpus", (
+                f"problem names another file: {p}"
+            )
             if p.row is not None and p.file in allowed:
-                assert 1 <= p.row <= lines[Path(p.file)], f"line {p.row} is not in {p.file} ({lines[Path(p.file)]} lines): {p}"
+                assert 1 <= p.row <= lines[Path(p.file)], (
+                    f"line {p.row} is not in {p.file} ({lines[Path(p.file)]} lines): {p}"
+                )
         return "error", exc
     out = write_import(out_dir, frames, report)
     assert (out / REPORT_JSON).is_file() and (out / REPORT_MD).is_file()
@@ -114,8 +139,24 @@ def mlperf_mutation(draw, lines: list[str]) -> tuple[list[str] | bytes, set[int]
     """(mutated lines or raw bytes, 1-based numbers of the lines made unreadable JSON)."""
     lines = list(lines)
     rng = random.Random(draw(st.integers(0, 2**32)))
-    kind = draw(st.sampled_from(["corrupt_json", "hostile_time", "hostile_key", "hostile_value", "hostile_metadata", "delete",
-                                 "duplicate", "shuffle", "insert_bytes", "truncate", "huge_line", "swap_keys"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "corrupt_json",
+                "hostile_time",
+                "hostile_key",
+                "hostile_value",
+                "hostile_metadata",
+                "delete",
+                "duplicate",
+                "shuffle",
+                "insert_bytes",
+                "truncate",
+                "huge_line",
+                "swap_keys",
+            ]
+        )
+    )
     events = [i for i, l in enumerate(lines) if ":::MLLOG" in l and not l.lstrip().startswith("+")]
     picked = sorted(draw(st.lists(st.sampled_from(events), min_size=1, max_size=4, unique=True)))
     unreadable: set[int] = set()
@@ -124,7 +165,12 @@ def mlperf_mutation(draw, lines: list[str]) -> tuple[list[str] | bytes, set[int]
             lines[i] = _corrupt_json(lines[i], rng)
             unreadable.add(i + 1)
     elif kind in ("hostile_time", "hostile_key", "hostile_value", "hostile_metadata"):
-        field = {"hostile_time": "time_ms", "hostile_key": "key", "hostile_value": "value", "hostile_metadata": "metadata"}[kind]
+        field = {
+            "hostile_time": "time_ms",
+            "hostile_key": "key",
+            "hostile_value": "value",
+            "hostile_metadata": "metadata",
+        }[kind]
         for i in picked:
             k = lines[i].index(":::MLLOG") + len(":::MLLOG")
             try:
@@ -132,11 +178,15 @@ def mlperf_mutation(draw, lines: list[str]) -> tuple[list[str] | bytes, set[int]
             except ValueError:
                 continue
             if kind == "hostile_metadata" and isinstance(d.get("metadata"), dict) and d["metadata"]:
-                sub = draw(st.sampled_from(sorted(d["metadata"]) + ["samples_count", "epoch_num", "first_epoch_num", "status"]))
+                sub = draw(
+                    st.sampled_from(sorted(d["metadata"]) + ["samples_count", "epoch_num", "first_epoch_num", "status"])
+                )
                 d["metadata"][sub] = "\x00PLACEHOLDER\x00"
             else:
                 d[field] = "\x00PLACEHOLDER\x00"
-            lines[i] = lines[i][:k] + " " + json.dumps(d).replace('"\\u0000PLACEHOLDER\\u0000"', draw(hostile_json_values()))
+            lines[i] = (
+                lines[i][:k] + " " + json.dumps(d).replace('"\\u0000PLACEHOLDER\\u0000"', draw(hostile_json_values()))
+            )
     elif kind == "delete":
         for i in reversed(picked):
             del lines[i]
@@ -149,7 +199,9 @@ def mlperf_mutation(draw, lines: list[str]) -> tuple[list[str] | bytes, set[int]
         for i in picked:
             lines[i] = lines[i].replace("_start", "_TMP_").replace("_stop", "_start").replace("_TMP_", "_stop")
     elif kind == "huge_line":
-        lines.insert(picked[0], ":::MLLOG " + json.dumps({"key": "x" * 200_000, "time_ms": 1.7e12, "value": "y" * 200_000}))
+        lines.insert(
+            picked[0], ":::MLLOG " + json.dumps({"key": "x" * 200_000, "time_ms": 1.7e12, "value": "y" * 200_000})
+        )
     data = ("\n".join(lines) + "\n").encode("utf-8")
     if kind == "insert_bytes":
         k = draw(st.integers(0, len(data)))
@@ -169,11 +221,20 @@ def test_mlperf_mutated_log(data, which):
         mutated, unreadable = data.draw(mlperf_mutation(original))
         path.write_bytes(mutated if isinstance(mutated, bytes) else ("\n".join(mutated) + "\n").encode("utf-8"))
         n_lines = len(path.read_bytes().decode("utf-8", "replace").splitlines())
-        got, detail = _check_outcome(lambda: import_logs([path], systems_dir=SYSTEMS), [path], root / "out", {path: n_lines})
+        got, detail = _check_outcome(
+            lambda: import_logs([path], systems_dir=SYSTEMS), [path], root / "out", {path: n_lines}
+        )
         if got == "trace" and unreadable:
-            notes = [n for f in detail["files"] for n in f["notes"] if n["kind"] == "dropped" and n["what"] == UNREADABLE_JSON_NOTE]
+            notes = [
+                n
+                for f in detail["files"]
+                for n in f["notes"]
+                if n["kind"] == "dropped" and n["what"] == UNREADABLE_JSON_NOTE
+            ]
             listed = {r for n in notes for r in n["rows"]}
-            assert unreadable <= listed, f"corrupt lines {sorted(unreadable)} not all reported as dropped ({sorted(listed)})"
+            assert unreadable <= listed, (
+                f"corrupt lines {sorted(unreadable)} not all reported as dropped ({sorted(listed)})"
+            )
 
 
 def test_mlperf_corrupt_lines_are_counted_exactly(tmp_path):
@@ -195,8 +256,12 @@ def test_mlperf_corrupt_lines_are_counted_exactly(tmp_path):
 
 
 def test_mlperf_not_a_log(tmp_path):
-    for name, content in (("empty.txt", b""), ("binary.txt", bytes(range(256)) * 20), ("csv.txt", b"a,b\n1,2\n"),
-                          ("passwd.txt", Path("/etc/hostname").read_bytes() if Path("/etc/hostname").exists() else b"host\n")):
+    for name, content in (
+        ("empty.txt", b""),
+        ("binary.txt", bytes(range(256)) * 20),
+        ("csv.txt", b"a,b\n1,2\n"),
+        ("passwd.txt", Path("/etc/hostname").read_bytes() if Path("/etc/hostname").exists() else b"host\n"),
+    ):
         p = tmp_path / name
         p.write_bytes(content)
         with pytest.raises(TraceError) as info:
@@ -214,17 +279,35 @@ def goodput_entries() -> list[dict]:
     """A SYNTHETIC recorder timeline: two attempts, start-up phases, steps, an evaluation, a checkpoint save, a job end."""
     e: list[dict] = []
     for a, t in ((0, T0), (1, T0 + 400)):
-        e += [{"job_name": GP_JOB, "job_start_time": t},
-              {"job_name": GP_JOB, "tpu_init_start_time": t + 1}, {"job_name": GP_JOB, "tpu_init_end_time": t + 11},
-              {"job_name": GP_JOB, "training_prep_start_time": t + 11}, {"job_name": GP_JOB, "training_prep_end_time": t + 21},
-              {"job_name": GP_JOB, "data_loading_start_time": t + 21}, {"job_name": GP_JOB, "data_loading_end_time": t + 25}]
+        e += [
+            {"job_name": GP_JOB, "job_start_time": t},
+            {"job_name": GP_JOB, "tpu_init_start_time": t + 1},
+            {"job_name": GP_JOB, "tpu_init_end_time": t + 11},
+            {"job_name": GP_JOB, "training_prep_start_time": t + 11},
+            {"job_name": GP_JOB, "training_prep_end_time": t + 21},
+            {"job_name": GP_JOB, "data_loading_start_time": t + 21},
+            {"job_name": GP_JOB, "data_loading_end_time": t + 25},
+        ]
         first = 0 if a == 0 else 6
         for k in range(first, first + 10):
             e.append({"job_name": GP_JOB, "step_count": k, "step_start_time": t + 30 + 10 * (k - first)})
-        e.append({"job_name": GP_JOB, "custom_badput_event_type": "eval", "custom_badput_event_start_time": t + 140,
-                  "custom_badput_event_end_time": t + 150})
-        e.append({"job_name": GP_JOB, "step": 8, "event_type": "save", "checkpoint_manager_blocking_start_time": t + 150,
-                  "checkpoint_manager_blocking_duration_secs": 3.0})
+        e.append(
+            {
+                "job_name": GP_JOB,
+                "custom_badput_event_type": "eval",
+                "custom_badput_event_start_time": t + 140,
+                "custom_badput_event_end_time": t + 150,
+            }
+        )
+        e.append(
+            {
+                "job_name": GP_JOB,
+                "step": 8,
+                "event_type": "save",
+                "checkpoint_manager_blocking_start_time": t + 150,
+                "checkpoint_manager_blocking_duration_secs": 3.0,
+            }
+        )
     e.append({"job_name": GP_JOB, "job_end_time": T0 + 600})
     return e
 
@@ -234,8 +317,22 @@ def goodput_mutation(draw, entries: list[dict]) -> tuple[bytes, set[int]]:
     """(file bytes, 1-based lines made unreadable)."""
     lines = [json.dumps(e) for e in entries]
     rng = random.Random(draw(st.integers(0, 2**32)))
-    kind = draw(st.sampled_from(["hostile_value", "hostile_value", "delete", "duplicate", "shuffle", "corrupt_json", "insert_bytes",
-                                 "truncate", "extra_key", "wrap_payload"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "hostile_value",
+                "hostile_value",
+                "delete",
+                "duplicate",
+                "shuffle",
+                "corrupt_json",
+                "insert_bytes",
+                "truncate",
+                "extra_key",
+                "wrap_payload",
+            ]
+        )
+    )
     picked = sorted(draw(st.lists(st.integers(0, len(lines) - 1), min_size=1, max_size=3, unique=True)))
     unreadable: set[int] = set()
     if kind == "hostile_value":
@@ -247,7 +344,13 @@ def goodput_mutation(draw, entries: list[dict]) -> tuple[bytes, set[int]]:
     elif kind == "extra_key":
         for i in picked:
             d = json.loads(lines[i])
-            d[draw(st.sampled_from(["x'); DROP TABLE spans; --", "*", "../../etc/passwd", "step_count", "job_end_time"]))] = 1.0
+            d[
+                draw(
+                    st.sampled_from(
+                        ["x'); DROP TABLE spans; --", "*", "../../etc/passwd", "step_count", "job_end_time"]
+                    )
+                )
+            ] = 1.0
             lines[i] = json.dumps(d)
     elif kind == "wrap_payload":  # as exported from Cloud Logging
         lines = [json.dumps({"jsonPayload": json.loads(l), "severity": "INFO"}) for l in lines]
@@ -277,7 +380,9 @@ def test_goodput_base_timeline_imports():
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "entries.jsonl"
         src.write_text("".join(json.dumps(e) + "\n" for e in goodput_entries()))
-        got, _ = _check_outcome(lambda: import_entries(src, synthetic=True), [src], Path(d) / "out", {src: len(goodput_entries())})
+        got, _ = _check_outcome(
+            lambda: import_entries(src, synthetic=True), [src], Path(d) / "out", {src: len(goodput_entries())}
+        )
         assert got == "trace"
 
 
@@ -289,11 +394,15 @@ def test_goodput_mutated_entries(data):
         raw, unreadable = data.draw(goodput_mutation(goodput_entries()))
         src.write_bytes(raw)
         n_lines = len(raw.decode("utf-8", "replace").splitlines())
-        got, detail = _check_outcome(lambda: import_entries(src, synthetic=True), [src], Path(d) / "out", {src: n_lines})
+        got, detail = _check_outcome(
+            lambda: import_entries(src, synthetic=True), [src], Path(d) / "out", {src: n_lines}
+        )
         if unreadable:
             assert got == "error", "corrupt lines were imported without a word"
             named = {p.row for p in detail.problems}
-            assert unreadable <= named, f"corrupt lines {sorted(unreadable)}; the error names {sorted(r for r in named if r)}"
+            assert unreadable <= named, (
+                f"corrupt lines {sorted(unreadable)}; the error names {sorted(r for r in named if r)}"
+            )
 
 
 @pytest.mark.parametrize("gpus", [0, -1, True, 1.5, "8"])
@@ -334,11 +443,23 @@ def test_mlperf_log_cut_after_init_start(tmp_path):
     _check_outcome(lambda: import_logs([path], systems_dir=SYSTEMS), [path], tmp_path / "out", {path: cut + 1})
 
 
-@pytest.mark.parametrize("key,value", [
-    ("job_start_time", 1e15), ("job_start_time", 1e300), ("job_start_time", 0.0), ("job_start_time", -1.0),
-    ("job_start_time", 7.3e9), ("job_end_time", 1e15), ("job_end_time", 1e300), ("step_count", float("nan")),
-    ("step_count", float("inf")), ("step_count", 1e15), ("step_count", 1e300), ("step_start_time", 1e300),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("job_start_time", 1e15),
+        ("job_start_time", 1e300),
+        ("job_start_time", 0.0),
+        ("job_start_time", -1.0),
+        ("job_start_time", 7.3e9),
+        ("job_end_time", 1e15),
+        ("job_end_time", 1e300),
+        ("step_count", float("nan")),
+        ("step_count", float("inf")),
+        ("step_count", 1e15),
+        ("step_count", 1e300),
+        ("step_start_time", 1e300),
+    ],
+)
 def test_goodput_out_of_range_values(tmp_path, key, value):
     entries = goodput_entries()
     i = [k for k, e in enumerate(entries) if key in e][0]
@@ -362,7 +483,9 @@ def test_bad_log_corpus(entry):
             import_entries(path)
     probs = [p for p in info.value.problems if entry["message"] in p.message]
     assert probs, f"expected {entry['message']!r} among {[p.line() for p in info.value.problems]}"
-    assert any(p.file == str(path) and p.row == entry["row"] and p.field == entry["field"] for p in probs), [p.line() for p in probs]
+    assert any(p.file == str(path) and p.row == entry["row"] and p.field == entry["field"] for p in probs), [
+        p.line() for p in probs
+    ]
 
 
 # ----------------------------------------------------------------------------- sacct exports (real, from data/slurm-fleet)
@@ -375,8 +498,21 @@ def sacct_text_mutation(draw, lines: list[str]) -> tuple[bytes, set[int]]:
     """(mutated export, 1-based lines made duplicates of another line: they must be refused)."""
     lines = list(lines)
     rng = random.Random(draw(st.integers(0, 2**32)))
-    kind = draw(st.sampled_from(["hostile_field", "delete", "duplicate", "shuffle", "cut_line", "insert_bytes", "truncate",
-                                 "drop_column", "extra_pipe"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "hostile_field",
+                "delete",
+                "duplicate",
+                "shuffle",
+                "cut_line",
+                "insert_bytes",
+                "truncate",
+                "drop_column",
+                "extra_pipe",
+            ]
+        )
+    )
     picked = sorted(draw(st.lists(st.integers(1, len(lines) - 1), min_size=1, max_size=4, unique=True)))
     duplicated: set[int] = set()
     head = lines[0].split("|")
@@ -425,7 +561,9 @@ def test_sacct_text_mutated(data):
         n_lines = max(1, len(raw.decode("utf-8", "replace").splitlines()))
         got, detail = _check_outcome(lambda: import_sacct([src], gpus=1), [src], Path(d) / "out", {src: n_lines})
         if duplicated:
-            assert got == "error" and any("duplicated row" in p.message for p in detail.problems), "a duplicated row was imported"
+            assert got == "error" and any("duplicated row" in p.message for p in detail.problems), (
+                "a duplicated row was imported"
+            )
 
 
 @fuzz_settings(15)
@@ -437,9 +575,24 @@ def test_sacct_json_mutated(data):
     rng = random.Random(data.draw(st.integers(0, 2**32)))
     if kind != "truncate":
         job = rng.choice(doc["jobs"])
-        path = data.draw(st.sampled_from([("job_id",), ("state", "current"), ("time", "start"), ("time", "end"),
-                                          ("time", "submission"), ("array", "task_id"), ("tres", "allocated"), ("nodes",), ("steps",),
-                                          ("name",), ("user",), ("het", "job_offset")]))
+        path = data.draw(
+            st.sampled_from(
+                [
+                    ("job_id",),
+                    ("state", "current"),
+                    ("time", "start"),
+                    ("time", "end"),
+                    ("time", "submission"),
+                    ("array", "task_id"),
+                    ("tres", "allocated"),
+                    ("nodes",),
+                    ("steps",),
+                    ("name",),
+                    ("user",),
+                    ("het", "job_offset"),
+                ]
+            )
+        )
         holder = job
         for k in path[:-1]:
             holder = holder[k]
@@ -453,4 +606,6 @@ def test_sacct_json_mutated(data):
     with tempfile.TemporaryDirectory() as d:
         src = Path(d) / "sacct.json"
         src.write_text(text)
-        _check_outcome(lambda: import_sacct([src], gpus=1), [src], Path(d) / "out", {src: max(1, len(text.splitlines()))})
+        _check_outcome(
+            lambda: import_sacct([src], gpus=1), [src], Path(d) / "out", {src: max(1, len(text.splitlines()))}
+        )

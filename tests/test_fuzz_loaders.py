@@ -123,8 +123,14 @@ class Case:
     note: str = ""
 
     def copy(self) -> "Case":
-        return Case({k: v.copy() for k, v in self.tables.items()}, set(self.touched), self.neutral, self.whole_table,
-                    self.kept_same, self.note)
+        return Case(
+            {k: v.copy() for k, v in self.tables.items()},
+            set(self.touched),
+            self.neutral,
+            self.whole_table,
+            self.kept_same,
+            self.note,
+        )
 
 
 def _read_csv_rows(path: Path) -> Table:
@@ -152,12 +158,32 @@ def generated_case(trace: dict, epoch: bool) -> Case:
     att_cols = ["job_id", "attempt", "start", "end", "end_reason"]
     span_cols = ["job_id", "attempt", "phase", "stage", "start", "end", "cursor_start", "cursor_end"]
     tables = {
-        "attempts": Table(att_cols, [[a["job_id"], a["attempt"], ts(a["start"]), ts(a["end"]), a["end_reason"]] for a in trace["attempts"]]),
-        "spans": Table(span_cols, [[s["job_id"], s["attempt"], s["phase"], s.get("stage"), ts(s["start"]), ts(s["end"]),
-                                    s.get("cursor_start"), s.get("cursor_end")] for s in trace["spans"]]),
+        "attempts": Table(
+            att_cols,
+            [[a["job_id"], a["attempt"], ts(a["start"]), ts(a["end"]), a["end_reason"]] for a in trace["attempts"]],
+        ),
+        "spans": Table(
+            span_cols,
+            [
+                [
+                    s["job_id"],
+                    s["attempt"],
+                    s["phase"],
+                    s.get("stage"),
+                    ts(s["start"]),
+                    ts(s["end"]),
+                    s.get("cursor_start"),
+                    s.get("cursor_end"),
+                ]
+                for s in trace["spans"]
+            ],
+        ),
     }
     if trace.get("jobs"):
-        tables["jobs"] = Table(["job_id", "model", "gpus", "team"], [[j["job_id"], j["model"], j["gpus"], j["team"]] for j in trace["jobs"]])
+        tables["jobs"] = Table(
+            ["job_id", "model", "gpus", "team"],
+            [[j["job_id"], j["model"], j["gpus"], j["team"]] for j in trace["jobs"]],
+        )
     return Case(tables)
 
 
@@ -212,7 +238,10 @@ def _parquet_column(values: list[Any]) -> pa.Array:
         return pa.array(values, type=pa.int64())
     if kinds <= {int, float} and all(isinstance(v, float) or abs(v) < 2**53 for v in values if v is not None):
         return pa.array([None if v is None else float(v) for v in values], type=pa.float64())
-    return pa.array([None if v is None else (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)) for v in values], type=pa.string())
+    return pa.array(
+        [None if v is None else (v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)) for v in values],
+        type=pa.string(),
+    )
 
 
 def write_case(case: Case, folder: Path, fmt: str) -> Path:
@@ -225,7 +254,9 @@ def write_case(case: Case, folder: Path, fmt: str) -> Path:
             pq.write_table(pa.table(cols) if cols else pa.table({}), path)
         else:
             path.write_bytes(table_bytes(table, fmt))
-    (folder / "trace.json").write_text(json.dumps({"synthetic": True, "source": "tests/test_fuzz_loaders.py (mutated test trace)"}))
+    (folder / "trace.json").write_text(
+        json.dumps({"synthetic": True, "source": "tests/test_fuzz_loaders.py (mutated test trace)"})
+    )
     return folder
 
 
@@ -238,7 +269,9 @@ def assert_clear_error(exc: TraceError, trace_dir: Path, rows_written: dict[str,
     for p in exc.problems:
         assert isinstance(p, Problem)
         assert p.file, f"problem names no file: {p}"
-        assert Path(p.file).resolve().is_relative_to(trace_dir.resolve()), f"problem names a file outside the trace: {p}"
+        assert Path(p.file).resolve().is_relative_to(trace_dir.resolve()), (
+            f"problem names a file outside the trace: {p}"
+        )
         if p.row is None:
             continue
         assert isinstance(p.row, int) and p.row >= 1, f"row must be 1-based: {p}"
@@ -258,7 +291,9 @@ def assert_accounting(trace, case: Case | None) -> None:
         if case is None:
             continue
         table = case.tables.get(name)
-        assert acc["read"] == (len(table.rows) if table else 0), f"{name}: read {acc['read']} rows, {len(table.rows) if table else 0} written"
+        assert acc["read"] == (len(table.rows) if table else 0), (
+            f"{name}: read {acc['read']} rows, {len(table.rows) if table else 0} written"
+        )
         if table is None or "job_id" not in table.columns:
             continue
         j = table.col("job_id")
@@ -274,7 +309,11 @@ def exercise_views(trace, jobs: pl.DataFrame) -> None:
     """Every other view runs on the loaded trace too, and the L2 matrix adds up to each job's wall time."""
     l2 = metric.l2_matrix(trace)
     if jobs.height:
-        sums = l2.group_by("job_id").agg(pl.col("seconds").sum().alias("l2_s")).join(jobs.select("job_id", "wall_s"), on="job_id", how="right")
+        sums = (
+            l2.group_by("job_id")
+            .agg(pl.col("seconds").sum().alias("l2_s"))
+            .join(jobs.select("job_id", "wall_s"), on="job_id", how="right")
+        )
         bad = sums.filter((pl.col("l2_s").fill_null(0) - pl.col("wall_s")).abs() > 1e-3)
         assert bad.height == 0, f"L2 matrix does not sum to wall: {bad}"
     metric.phase_busy(trace)
@@ -308,7 +347,9 @@ def outcome(path: Path, case: Case, baseline: pl.DataFrame | None, as_of_ms: int
         used_jobs = set(t.sql("SELECT DISTINCT job_id FROM clean_attempts")["job_id"].to_list())
         assert set(jobs["job_id"].to_list()) == used_jobs, "a job whose rows were used is missing from the summary"
     for p in t.problems:
-        assert p.job_id is None or case.whole_table or p.job_id in case.touched, f"a problem outside the mutated jobs: {p}"
+        assert p.job_id is None or case.whole_table or p.job_id in case.touched, (
+            f"a problem outside the mutated jobs: {p}"
+        )
     exercise_views(t, jobs)
     if baseline is not None:
         cols = baseline.columns
@@ -316,7 +357,11 @@ def outcome(path: Path, case: Case, baseline: pl.DataFrame | None, as_of_ms: int
             assert_frame_equal(jobs.select(cols), baseline, check_exact=False, abs_tol=1e-6)
         elif not case.whole_table:
             excluded = set(t.excluded_jobs)
-            keep = [j for j in baseline["job_id"].to_list() if j not in case.touched or (case.kept_same and j not in excluded)]
+            keep = [
+                j
+                for j in baseline["job_id"].to_list()
+                if j not in case.touched or (case.kept_same and j not in excluded)
+            ]
             if keep:
                 # (label columns may vanish when the jobs table loses every row: compare the columns both have)
                 common = [c for c in cols if c in jobs.columns]
@@ -333,12 +378,60 @@ def outcome(path: Path, case: Case, baseline: pl.DataFrame | None, as_of_ms: int
 # ----------------------------------------------------------------------------- hostile values
 
 HOSTILE_TEXT = [
-    "", " ", "NaN", "nan", "inf", "-inf", "Infinity", "1e400", "-1", "0", "1e308", "-0", "1.5", "2.0", " 7 ", "0x10", "1_000",
-    "9999-12-31T23:59:59Z", "0001-01-01T00:00:00", "1970-01-01T00:00:00Z", "1989-12-31T23:59:59Z", "2100-01-01T00:00:01Z",
-    "2026-13-45T25:61:61Z", "2026-01-05", "2026-01-05 01:00:00 Europe/Paris", "32503680000", "1767571200000", "now", "epoch",
-    "infinity", "-infinity", "x'); DROP TABLE spans; --", "'; SELECT * FROM read_csv('/etc/passwd'); --", "../../etc/passwd",
-    "*", "**/*.parquet", "[a-z]", "?", "{a,b}", "null", "NULL", "None", "true", "\x00", "tab\there", "line\nbreak", '"quoted"',
-    "é漢字🚀", "\u202e", "a" * 100_000, "train", "running", "completed", "failure",
+    "",
+    " ",
+    "NaN",
+    "nan",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e400",
+    "-1",
+    "0",
+    "1e308",
+    "-0",
+    "1.5",
+    "2.0",
+    " 7 ",
+    "0x10",
+    "1_000",
+    "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00",
+    "1970-01-01T00:00:00Z",
+    "1989-12-31T23:59:59Z",
+    "2100-01-01T00:00:01Z",
+    "2026-13-45T25:61:61Z",
+    "2026-01-05",
+    "2026-01-05 01:00:00 Europe/Paris",
+    "32503680000",
+    "1767571200000",
+    "now",
+    "epoch",
+    "infinity",
+    "-infinity",
+    "x'); DROP TABLE spans; --",
+    "'; SELECT * FROM read_csv('/etc/passwd'); --",
+    "../../etc/passwd",
+    "*",
+    "**/*.parquet",
+    "[a-z]",
+    "?",
+    "{a,b}",
+    "null",
+    "NULL",
+    "None",
+    "true",
+    "\x00",
+    "tab\there",
+    "line\nbreak",
+    '"quoted"',
+    "é漢字🚀",
+    "\u202e",
+    "a" * 100_000,
+    "train",
+    "running",
+    "completed",
+    "failure",
 ]
 HOSTILE_BYTES = [b"\xff\xfe", b"caf\xe9", b"\x80", b"\xc3", b"ok\xed\xa0\x80"]
 
@@ -416,8 +509,22 @@ def structural(draw, case: Case) -> Case:
     case = case.copy()
     name = draw(st.sampled_from(sorted(n for n, tb in case.tables.items() if tb.rows)))
     t = case.tables[name]
-    kind = draw(st.sampled_from(["shuffle", "reorder_columns", "extra_column", "duplicate_row", "delete_row", "swap_columns",
-                                 "drop_column", "empty_table", "rename_column_case", "duplicate_job_rows"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "shuffle",
+                "reorder_columns",
+                "extra_column",
+                "duplicate_row",
+                "delete_row",
+                "swap_columns",
+                "drop_column",
+                "empty_table",
+                "rename_column_case",
+                "duplicate_job_rows",
+            ]
+        )
+    )
     case.note = f"{kind} in {name}"
     rng = random.Random(draw(st.integers(0, 2**32)))
     if kind == "shuffle":
@@ -470,7 +577,9 @@ def structural(draw, case: Case) -> Case:
         k = draw(st.integers(0, len(t.columns) - 1))
         fixed = t.columns[k] in {c for c, _ in SCHEMA[name]}
         t.columns[k] = t.columns[k].upper()
-        if not fixed:  # a label keeps its own spelling, so the result's column is renamed; a fixed column is the same column
+        if (
+            not fixed
+        ):  # a label keeps its own spelling, so the result's column is renamed; a fixed column is the same column
             case.neutral, case.whole_table = False, True
     return case
 
@@ -488,13 +597,26 @@ def test_structural_mutation(sample_baseline, data, fmt, strict):
 
 @pytest.mark.skipif(traces is None, reason="tests/trace_strategies.py is not available")
 @fuzz_settings(12)
-@given(trace=(traces(max_jobs=3, with_jobs_table=True) if traces else st.nothing()), epoch=st.booleans(),
-       fmt=st.sampled_from(FORMATS), data=st.data())
+@given(
+    trace=(traces(max_jobs=3, with_jobs_table=True) if traces else st.nothing()),
+    epoch=st.booleans(),
+    fmt=st.sampled_from(FORMATS),
+    data=st.data(),
+)
 def test_generated_trace_mutations(trace, epoch, fmt, data):
     """Small generated (SYNTHETIC) traces: neutral changes keep the numbers; one bad cell costs one job."""
     case = generated_case(trace, epoch)
     # one explicit as-of for the baseline and every mutated copy: an hour after the latest stamp
-    as_of = max(v for rows in (trace["attempts"], trace["spans"]) for r in rows for v in (r["start"], r["end"]) if v is not None) + 3_600_000
+    as_of = (
+        max(
+            v
+            for rows in (trace["attempts"], trace["spans"])
+            for r in rows
+            for v in (r["start"], r["end"])
+            if v is not None
+        )
+        + 3_600_000
+    )
     with tempfile.TemporaryDirectory() as d:
         baseline = _summary(load_trace(write_case(case, Path(d) / "base", "parquet"), as_of=as_of / 1000))
         if data.draw(st.booleans()):
@@ -522,7 +644,9 @@ def test_damaged_file(sample_baseline, data, fmt):
     baseline, as_of = sample_baseline
     case = sample_case()
     name = data.draw(st.sampled_from(TABLE_NAMES))
-    kind = data.draw(st.sampled_from(["truncate", "insert_bytes", "flip_byte", "zero_length", "header_only", "nul_run"]))
+    kind = data.draw(
+        st.sampled_from(["truncate", "insert_bytes", "flip_byte", "zero_length", "header_only", "nul_run"])
+    )
     with tempfile.TemporaryDirectory() as d:
         folder = write_case(case, Path(d) / "trace", fmt)
         f = folder / f"{name}.{fmt}"
@@ -597,8 +721,18 @@ CLI_CASES = {
     "non_utf8": ("spans", lambda b: b.replace(b"trainer_init", b"trainer_\xffinit", 1), 2, "spans.csv, row 2"),
     "truncated": ("attempts", lambda b: b[: len(b) // 2], 2, "attempts.csv, row"),
     "nan_cursor": ("spans", lambda b: b.replace(b",0,100", b",NaN,100", 1), 2, "field 'cursor_start'"),
-    "injection_job_id": ("jobs", lambda b: b.replace(b"worked-example", b"x'); DROP TABLE spans; --", 1), 2, "unknown job worked-example"),
-    "far_future": ("attempts", lambda b: b.replace(b"2026-01-05T00:00:00Z", b"9999-01-05T00:00:00Z", 1), 2, "attempts.csv, row 1, field 'start'"),
+    "injection_job_id": (
+        "jobs",
+        lambda b: b.replace(b"worked-example", b"x'); DROP TABLE spans; --", 1),
+        2,
+        "unknown job worked-example",
+    ),
+    "far_future": (
+        "attempts",
+        lambda b: b.replace(b"2026-01-05T00:00:00Z", b"9999-01-05T00:00:00Z", 1),
+        2,
+        "attempts.csv, row 1, field 'start'",
+    ),
 }
 
 
@@ -609,7 +743,9 @@ def test_ett_summarize_exit_2(tmp_path, name):
     folder = write_case(sample_case(), tmp_path / "trace", "csv")
     f = folder / f"{table}.csv"
     f.write_bytes(mutate(f.read_bytes()))
-    p = subprocess.run([*ETT, "summarize", str(folder), "--json"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    p = subprocess.run(
+        [*ETT, "summarize", str(folder), "--json"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert p.returncode == rc, p.stderr
     assert "Traceback" not in p.stderr
     assert expect in p.stderr, p.stderr
@@ -625,7 +761,9 @@ def test_ett_summarize_skip_invalid_accounts(tmp_path):
     i = next(k for k, r in enumerate(spans.rows) if r[spans.col("job_id")] == "sample-preempted")
     spans.rows[i][spans.col("start")] = "not a time"
     folder = write_case(case, tmp_path / "trace", "csv")
-    p = subprocess.run([*ETT, "summarize", str(folder), "--json", "--skip-invalid"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [*ETT, "summarize", str(folder), "--json", "--skip-invalid"], capture_output=True, text=True, timeout=120
+    )
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert "sample-preempted" not in {j["job_id"] for j in doc["jobs"]}
@@ -648,6 +786,7 @@ def test_module_runs_as_ett():
 
 BAD_INPUTS = Path(__file__).parent / "bad_inputs"
 
+
 def readme_tables() -> list[list[dict]]:
     """The Markdown tables of ``tests/bad_inputs/README.md``, each as a list of dicts keyed by its header."""
     tables: list[list[dict]] = []
@@ -666,7 +805,12 @@ def readme_tables() -> list[list[dict]]:
 
 
 def _entry(d: dict) -> dict:
-    return {**d, "message": d["expected message"].strip("`"), "row": int(d["row"]) if d["row"] else None, "field": d["field"] or None}
+    return {
+        **d,
+        "message": d["expected message"].strip("`"),
+        "row": int(d["row"]) if d["row"] else None,
+        "field": d["field"] or None,
+    }
 
 
 def corpus_entries() -> list[dict]:
@@ -699,13 +843,17 @@ def test_bad_input_corpus(entry):
     probs = [p for p in info.value.problems if entry["message"] in p.message]
     assert probs, f"expected {entry['message']!r} among {[p.line() for p in info.value.problems]}"
     if entry["file"]:
-        assert any(Path(p.file).name == entry["file"] for p in probs), f"no such problem names {entry['file']}: {[p.line() for p in probs]}"
+        assert any(Path(p.file).name == entry["file"] for p in probs), (
+            f"no such problem names {entry['file']}: {[p.line() for p in probs]}"
+        )
     assert any(p.row == entry["row"] and p.field == entry["field"] for p in probs), (
         f"expected row {entry['row']}, field {entry['field']}: {[p.line() for p in probs]}"
     )
 
 
-@pytest.mark.parametrize("case", ["non-utf8-csv", "injection-job-id", "truncated-parquet", "missing-column", "not-a-database.duckdb"])
+@pytest.mark.parametrize(
+    "case", ["non-utf8-csv", "injection-job-id", "truncated-parquet", "missing-column", "not-a-database.duckdb"]
+)
 def test_bad_input_corpus_cli(case, capsys):
     """`ett summarize` (in-process) on corpus entries: exit 2, one `ett: file, row, field: message` line a problem."""
     from ettcore.cli import main
@@ -727,20 +875,26 @@ def test_bad_input_corpus_cli(case, capsys):
 def _csv_trace(folder: Path, attempts: list[str], spans: list[str]) -> Path:
     folder.mkdir(parents=True)
     (folder / "attempts.csv").write_text("job_id,attempt,start,end,end_reason\n" + "\n".join(attempts) + "\n")
-    (folder / "spans.csv").write_text("job_id,attempt,phase,stage,start,end,cursor_start,cursor_end\n" + "\n".join(spans) + "\n")
+    (folder / "spans.csv").write_text(
+        "job_id,attempt,phase,stage,start,end,cursor_start,cursor_end\n" + "\n".join(spans) + "\n"
+    )
     return folder
 
 
 def test_huge_cursor_values_do_not_crash_the_metric(tmp_path):
     """Cursors of 1e13 (and 1e300) are finite numbers: the replay split must not overflow (clamped, then cast)."""
     for k, hw in enumerate(["10000000000000", "1e300"]):
-        folder = _csv_trace(tmp_path / f"t{k}", [
-            "j1,0,2026-01-05T00:00:00Z,2026-01-05T01:00:00Z,failure",
-            "j1,1,2026-01-05T01:10:00Z,2026-01-05T03:00:00Z,completed",
-        ], [
-            f"j1,0,train,,2026-01-05T00:10:00Z,2026-01-05T00:50:00Z,0,{hw}",
-            "j1,1,train,,2026-01-05T01:20:00Z,2026-01-05T02:50:00Z,0,1",
-        ])
+        folder = _csv_trace(
+            tmp_path / f"t{k}",
+            [
+                "j1,0,2026-01-05T00:00:00Z,2026-01-05T01:00:00Z,failure",
+                "j1,1,2026-01-05T01:10:00Z,2026-01-05T03:00:00Z,completed",
+            ],
+            [
+                f"j1,0,train,,2026-01-05T00:10:00Z,2026-01-05T00:50:00Z,0,{hw}",
+                "j1,1,train,,2026-01-05T01:20:00Z,2026-01-05T02:50:00Z,0,1",
+            ],
+        )
         row = metric.job_summary(load_trace(folder)).row(0, named=True)
         # the second train span lies wholly below the high-water mark: all replay; productive = the first span, 40 min
         assert row["productive_s"] == pytest.approx(2400)
@@ -750,10 +904,14 @@ def test_huge_cursor_values_do_not_crash_the_metric(tmp_path):
 
 def test_zero_length_last_attempt_is_not_dropped_silently(tmp_path):
     """A job whose only attempt has zero length: refused with a named row, or summarized (wall 0) - never just missing."""
-    folder = _csv_trace(tmp_path / "t", [
-        "j1,0,2026-01-05T00:00:00Z,2026-01-05T01:00:00Z,completed",
-        "j2,0,2026-01-05T01:00:00Z,2026-01-05T01:00:00Z,failure",
-    ], ["j1,0,train,,2026-01-05T00:10:00Z,2026-01-05T00:50:00Z,0,10"])
+    folder = _csv_trace(
+        tmp_path / "t",
+        [
+            "j1,0,2026-01-05T00:00:00Z,2026-01-05T01:00:00Z,completed",
+            "j2,0,2026-01-05T01:00:00Z,2026-01-05T01:00:00Z,failure",
+        ],
+        ["j1,0,train,,2026-01-05T00:10:00Z,2026-01-05T00:50:00Z,0,10"],
+    )
     try:
         t = load_trace(folder)
     except TraceError as exc:
@@ -765,7 +923,9 @@ def test_zero_length_last_attempt_is_not_dropped_silently(tmp_path):
     assert metric.fleet_summary(t)["jobs"][0] == 2
 
 
-@pytest.mark.parametrize("label", ["ett_pct", "jobs", "wall_s", "status", "t0", "JOB_ID", "Model", "gpus_raw", "job_key"])
+@pytest.mark.parametrize(
+    "label", ["ett_pct", "jobs", "wall_s", "status", "t0", "JOB_ID", "Model", "gpus_raw", "job_key"]
+)
 def test_label_named_like_a_computed_column(tmp_path, sample_baseline, label):
     """A jobs column named like a computed or fixed column: refused naming it, or a label usable by its own name."""
     baseline, _ = sample_baseline
@@ -780,7 +940,9 @@ def test_label_named_like_a_computed_column(tmp_path, sample_baseline, label):
         jobs = _summary(t)
         groups = metric.fleet_summary(t, by=label)
     except TraceError as exc:
-        assert any(Path(p.file).name == "jobs.csv" and p.field and p.field.lower() == label.lower() for p in exc.problems), exc
+        assert any(
+            Path(p.file).name == "jobs.csv" and p.field and p.field.lower() == label.lower() for p in exc.problems
+        ), exc
         return
     assert label not in baseline.columns, f"label {label!r} is hidden behind the computed column of that name"
     assert_frame_equal(jobs.select(baseline.columns), baseline, check_exact=False, abs_tol=1e-6)
@@ -794,7 +956,9 @@ def test_part_files_with_conflicting_nested_types(tmp_path):
     spans = pl.read_csv((folder / "spans.csv").read_bytes(), infer_schema=False)
     (folder / "spans.csv").unlink()
     (folder / "spans").mkdir()
-    spans[:20].with_columns(pl.concat_list([pl.lit(1)]).alias("cursor_end")).write_parquet(folder / "spans" / "a.parquet")
+    spans[:20].with_columns(pl.concat_list([pl.lit(1)]).alias("cursor_end")).write_parquet(
+        folder / "spans" / "a.parquet"
+    )
     spans[20:].with_columns(pl.struct(a=pl.lit(1)).alias("cursor_end")).write_parquet(folder / "spans" / "b.parquet")
     with pytest.raises(TraceError) as info:
         metric.job_summary(load_trace(folder))
@@ -802,10 +966,18 @@ def test_part_files_with_conflicting_nested_types(tmp_path):
     assert any(Path(p.file).parent.name == "spans" or Path(p.file).name == "spans" for p in info.value.problems)
 
 
-@pytest.mark.parametrize("table,offset,seed,junk", [
-    ("jobs", 7, None, b"\xff\xfe"), ("jobs", 30, None, b"\xff\xfe"), ("jobs", 4, None, b"\xff\xfe"), ("jobs", 338, None, b"caf\xe9"), ("jobs", 368, None, b"\xff\xfe"),
-    ("spans", None, 3, b""), ("spans", None, 4, b""),
-])
+@pytest.mark.parametrize(
+    "table,offset,seed,junk",
+    [
+        ("jobs", 7, None, b"\xff\xfe"),
+        ("jobs", 30, None, b"\xff\xfe"),
+        ("jobs", 4, None, b"\xff\xfe"),
+        ("jobs", 338, None, b"caf\xe9"),
+        ("jobs", 368, None, b"\xff\xfe"),
+        ("spans", None, 3, b""),
+        ("spans", None, 4, b""),
+    ],
+)
 def test_damaged_parquet_pages(tmp_path, table, offset, seed, junk):
     """Bytes inserted into or flipped inside a Parquet file's data: a TraceError naming the file, never a DuckDB exception."""
     folder = write_case(sample_case(), tmp_path / "t", "parquet")
@@ -832,7 +1004,7 @@ def test_damaged_parquet_pages(tmp_path, table, offset, seed, junk):
 def test_non_utf8_csv_header(tmp_path):
     folder = write_case(sample_case(), tmp_path / "t", "csv")
     f = folder / "jobs.csv"
-    f.write_bytes(b"job_\xffid" + f.read_bytes()[len(b"job_id"):])
+    f.write_bytes(b"job_\xffid" + f.read_bytes()[len(b"job_id") :])
     with pytest.raises(TraceError) as info:
         load_trace(folder)
     assert_clear_error(info.value, folder)

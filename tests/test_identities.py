@@ -9,8 +9,12 @@ from ettcore.config import DATA_DIR
 from ettcore.trace import load_trace
 
 # the traces in git; data/generated/ (ignored by git) holds what a report run wrote, which a fresh clone lacks
-BUNDLED = [p for p in sorted(p.parent for p in DATA_DIR.glob("*/attempts.*")) + sorted(p.parent for p in DATA_DIR.glob("*/*/attempts.*"))
-           if "generated" not in p.relative_to(DATA_DIR).parts]
+BUNDLED = [
+    p
+    for p in sorted(p.parent for p in DATA_DIR.glob("*/attempts.*"))
+    + sorted(p.parent for p in DATA_DIR.glob("*/*/attempts.*"))
+    if "generated" not in p.relative_to(DATA_DIR).parts
+]
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(DATA_DIR)))
@@ -41,14 +45,29 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
     from ettcore.trace.queries import sql
 
     rng = random.Random(7)
-    seconds = ["wall_s", "productive_s", "tts_s", "ttr_total_s", "in_training_loss_s", "shutdown_tail_s", "excluded_s",
-               *[f"{c}_s" for c in ALL_COMPONENTS]]
+    seconds = [
+        "wall_s",
+        "productive_s",
+        "tts_s",
+        "ttr_total_s",
+        "in_training_loss_s",
+        "shutdown_tail_s",
+        "excluded_s",
+        *[f"{c}_s" for c in ALL_COMPONENTS],
+    ]
     rows = []
     for i in range(2000):
         ms = {c: rng.randrange(1, 10 ** rng.randrange(1, 10)) for c in seconds}
         ms["productive_s"] = min(ms["productive_s"], ms["wall_s"])
-        rows.append({"job_id": f"j{i:04d}", "gpus": rng.choice([1, 8, 64, 512]), "nof": rng.randrange(3),
-                     "ett_pct": 100.0 * ms["productive_s"] / ms["wall_s"], **{c: v / 1000 for c, v in ms.items()}})
+        rows.append(
+            {
+                "job_id": f"j{i:04d}",
+                "gpus": rng.choice([1, 8, 64, 512]),
+                "nof": rng.randrange(3),
+                "ett_pct": 100.0 * ms["productive_s"] / ms["wall_s"],
+                **{c: v / 1000 for c, v in ms.items()},
+            }
+        )
     cols = ["job_id", "gpus", "nof", "ett_pct", *seconds]
 
     def fleet(order):

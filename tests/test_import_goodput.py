@@ -30,12 +30,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore.importers.goodput import MemoryLogger
-
 from ettcore import cli, metric
 from ettcore.errors import TraceError
 from ettcore.importers.frames import write_import
-from ettcore.importers.goodput import import_entries
+from ettcore.importers.goodput import MemoryLogger, import_entries
 from ettcore.trace import load_trace
 
 goodput = pytest.importorskip("ml_goodput_measurement.src.goodput", reason="test extra: ml-goodput-measurement")
@@ -72,8 +70,13 @@ def side_by_side(tmp_path: Path, script) -> tuple[dict, dict, dict]:
     calc = goodput.GoodputCalculator(JOB, "ett-test", log, cache_dir=str(tmp_path / "cache"))
     pct, _breakdown, _step = calc.get_job_goodput(include_badput_breakdown=True)
     info = calc._goodput_cache.get_goodput_info()
-    lib = {"goodput_pct": pct, "productive_s": info.total_productive_time, "disruptions": info.number_of_disruptions,
-           "job_s": info.total_elapsed_time, **{k.name: v for k, v in info.total_unproductive_time.items()}}
+    lib = {
+        "goodput_pct": pct,
+        "productive_s": info.total_productive_time,
+        "disruptions": info.number_of_disruptions,
+        "job_s": info.total_elapsed_time,
+        **{k.name: v for k, v in info.total_unproductive_time.items()},
+    }
     entries = tmp_path / "entries.jsonl"
     entries.write_text("".join(json.dumps(e) + "\n" for e in log.entries))
     frames, report = import_entries(entries, synthetic=True)
@@ -111,13 +114,22 @@ def test_clean_run_agrees_component_by_component(tmp_path):
             if step == 4:
                 rec.record_custom_badput_event_start_time(at(t), "eval")
                 rec.record_custom_badput_event_end_time(at(t + 5), "eval")
-                log.write_cloud_logging_entry({  # orbax's checkpoint logger writes save records to the same log
-                    "job_name": JOB, "step": 5, "event_type": "save", "directory": "gs://bucket/ckpt",
-                    "wait_for_prev_start_time": at(t + 5).timestamp(), "wait_for_prev_duration_secs": 0.0,
-                    "checkpointer_blocking_start_time": at(t + 5).timestamp(), "checkpointer_blocking_duration_secs": 2.0,
-                    "get_old_steps_start_time": at(t + 7).timestamp(), "get_old_steps_duration_secs": 0.0,
-                    "checkpoint_manager_blocking_start_time": at(t + 5).timestamp(),
-                    "checkpoint_manager_blocking_duration_secs": 2.0})
+                log.write_cloud_logging_entry(
+                    {  # orbax's checkpoint logger writes save records to the same log
+                        "job_name": JOB,
+                        "step": 5,
+                        "event_type": "save",
+                        "directory": "gs://bucket/ckpt",
+                        "wait_for_prev_start_time": at(t + 5).timestamp(),
+                        "wait_for_prev_duration_secs": 0.0,
+                        "checkpointer_blocking_start_time": at(t + 5).timestamp(),
+                        "checkpointer_blocking_duration_secs": 2.0,
+                        "get_old_steps_start_time": at(t + 7).timestamp(),
+                        "get_old_steps_duration_secs": 0.0,
+                        "checkpoint_manager_blocking_start_time": at(t + 5).timestamp(),
+                        "checkpoint_manager_blocking_duration_secs": 2.0,
+                    }
+                )
                 t += 7
         rec.record_job_end_time(at(t))
 
@@ -130,7 +142,11 @@ def test_clean_run_agrees_component_by_component(tmp_path):
     assert ett["trainer_init_s"] == pytest.approx(lib["TRAINING_PREP"] + lib["DATA_LOADING_SYNC"]) == pytest.approx(14)
     assert ett["tts_s"] == pytest.approx(30)
     # blocking work in the loop: custom badput (eval) + checkpoint save = the trace's wasted training
-    assert ett["wasted_training_s"] == pytest.approx(lib["CUSTOM_BADPUT_EVENTS"]["EVAL"] + lib["UNPRODUCTIVE_CHECKPOINT_SAVE_TIME"]) == pytest.approx(7)
+    assert (
+        ett["wasted_training_s"]
+        == pytest.approx(lib["CUSTOM_BADPUT_EVENTS"]["EVAL"] + lib["UNPRODUCTIVE_CHECKPOINT_SAVE_TIME"])
+        == pytest.approx(7)
+    )
     assert ett["in_training_loss_s"] == pytest.approx(7)
     # what neither names: the idle seconds 0-1 and 25-30
     assert ett["unattributed_s"] == pytest.approx(lib["OTHER"]) == pytest.approx(6)
@@ -180,7 +196,9 @@ def test_restart_replay_versus_wasted_progress_faster_replay(tmp_path):
     assert lib["productive_s"] == pytest.approx(35) and lib["goodput_pct"] == pytest.approx(100 * 35 / 120)
     assert ett["productive_s"] == pytest.approx(39) and ett["ett_pct"] == pytest.approx(100 * 39 / 120)
     assert lib["WASTED_PROGRESS_FROM_DISRUPTION"] == pytest.approx(12) and ett["wasted_training_s"] == pytest.approx(8)
-    assert ett["productive_s"] - lib["productive_s"] == pytest.approx(lib["WASTED_PROGRESS_FROM_DISRUPTION"] - ett["wasted_training_s"])
+    assert ett["productive_s"] - lib["productive_s"] == pytest.approx(
+        lib["WASTED_PROGRESS_FROM_DISRUPTION"] - ett["wasted_training_s"]
+    )
 
 
 def test_restart_that_does_not_repeat_a_step(tmp_path):
@@ -214,6 +232,7 @@ def test_restart_that_does_not_repeat_a_step(tmp_path):
 
 # --- the importer on its own --------------------------------------------------------------------------
 
+
 def run_ett(argv: list[str]) -> int:
     """The ``ett`` command."""
     return cli.main(argv)
@@ -222,7 +241,9 @@ def run_ett(argv: list[str]) -> int:
 def test_cli_import_goodput_and_running_job(tmp_path):
     lines = [
         {"job_name": "a", "job_start_time": 1700001000.0},
-        {"jsonPayload": {"job_name": "a", "step_count": 0, "step_start_time": 1700001010.0}},  # as exported from Cloud Logging
+        {
+            "jsonPayload": {"job_name": "a", "step_count": 0, "step_start_time": 1700001010.0}
+        },  # as exported from Cloud Logging
         {"job_name": "a", "step_count": 1, "step_start_time": 1700001013.0},
         {"job_name": "a", "step_count": 2, "step_start_time": 1700001016.0},
     ]
@@ -239,7 +260,9 @@ def test_cli_import_goodput_and_running_job(tmp_path):
 
 def test_bad_entries_name_file_row_and_field(tmp_path):
     src = tmp_path / "bad.jsonl"
-    src.write_text('{"job_name": "a", "job_start_time": 1700001000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": 1700001010.0}\n')
+    src.write_text(
+        '{"job_name": "a", "job_start_time": 1700001000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": 1700001010.0}\n'
+    )
     with pytest.raises(TraceError) as exc:
         import_entries(src)
     p = exc.value.problems[0]
@@ -255,6 +278,7 @@ def test_bad_entries_name_file_row_and_field(tmp_path):
 
 
 # --- exports as Cloud Logging writes them (issue 16, items 4-8) ------------------------------------------
+
 
 def record(script) -> list[dict]:
     """The entries a recorded timeline writes, in write order (oldest first)."""
@@ -291,7 +315,11 @@ def _imported(path: Path, tmp_path: Path, name: str):
 
 
 def _same_frames(a, b):
-    for x, y in ((a.attempts, b.attempts), (a.spans, b.spans), (a.jobs.drop("source_file"), b.jobs.drop("source_file"))):
+    for x, y in (
+        (a.attempts, b.attempts),
+        (a.spans, b.spans),
+        (a.jobs.drop("source_file"), b.jobs.drop("source_file")),
+    ):
         assert x.equals(y), (x, y)
 
 
@@ -313,8 +341,16 @@ def test_gcloud_json_array_newest_first(tmp_path):
     """`gcloud logging read --format=json`: one JSON array of LogEntry objects (payload under jsonPayload),
     pretty-printed, newest first.  Imported like the JSON lines; line numbers point at each entry's first line."""
     entries = record(two_attempts_with_evaluations)
-    log_entries = [{"insertId": f"id{k:04d}", "jsonPayload": e, "logName": "projects/p/logs/goodput", "severity": "INFO",
-                    "timestamp": "2025-03-01T00:00:00Z"} for k, e in enumerate(entries)]
+    log_entries = [
+        {
+            "insertId": f"id{k:04d}",
+            "jsonPayload": e,
+            "logName": "projects/p/logs/goodput",
+            "severity": "INFO",
+            "timestamp": "2025-03-01T00:00:00Z",
+        }
+        for k, e in enumerate(entries)
+    ]
     arr = tmp_path / "gcloud.json"
     arr.write_text(json.dumps(log_entries[::-1], indent=2))
     fwd = _imported(_write_jsonl(tmp_path / "lines.jsonl", entries), tmp_path, "a")
@@ -322,6 +358,7 @@ def test_gcloud_json_array_newest_first(tmp_path):
     _same_frames(fwd[0], got[0])
     assert got[2]["ett_pct"] == pytest.approx(fwd[2]["ett_pct"])
     from ettcore.importers.goodput import read_entries
+
     rows = [e.row for e in read_entries(arr)]
     text = arr.read_text().splitlines()
     assert rows[0] == 2 and all(text[r - 1].strip() == "{" for r in rows)
@@ -329,9 +366,13 @@ def test_gcloud_json_array_newest_first(tmp_path):
 
 def test_a_file_that_is_neither_json_lines_nor_an_array_is_one_error(tmp_path):
     pretty = tmp_path / "pretty.json"
-    pretty.write_text(json.dumps({"job_name": "a", "job_start_time": 1700001000.0}, indent=2))  # one object over 4 lines
+    pretty.write_text(
+        json.dumps({"job_name": "a", "job_start_time": 1700001000.0}, indent=2)
+    )  # one object over 4 lines
     csv_like = tmp_path / "entries.csv"
-    csv_like.write_text("job_name,step_count,step_start_time\n" + "".join(f"a,{k},{1700001000 + k}\n" for k in range(120)))
+    csv_like.write_text(
+        "job_name,step_count,step_start_time\n" + "".join(f"a,{k},{1700001000 + k}\n" for k in range(120))
+    )
     cut = tmp_path / "cut.json"
     cut.write_text(json.dumps([{"jsonPayload": {"job_name": "a", "job_start_time": 1700001000.0}}] * 3, indent=2)[:-40])
     for f in (pretty, csv_like, cut):
@@ -350,8 +391,13 @@ def test_implausible_checkpoint_time_is_dropped_with_a_note(tmp_path):
     rest of the import is the import without it."""
     entries = record(two_attempts_with_evaluations)
     base = _imported(_write_jsonl(tmp_path / "base.jsonl", entries), tmp_path, "a")
-    bad = {"job_name": JOB, "step": 1, "event_type": "save", "checkpoint_manager_blocking_start_time": 10.0,
-           "checkpoint_manager_blocking_duration_secs": 6.0}
+    bad = {
+        "job_name": JOB,
+        "step": 1,
+        "event_type": "save",
+        "checkpoint_manager_blocking_start_time": 10.0,
+        "checkpoint_manager_blocking_duration_secs": 6.0,
+    }
     src = _write_jsonl(tmp_path / "bad.jsonl", entries[:12] + [bad] + entries[12:])
     frames, report, row = _imported(src, tmp_path, "b")
     _same_frames(base[0], frames)
@@ -400,7 +446,9 @@ def test_first_step_above_the_typical_step_is_compilation(tmp_path):
     notes = report["files"][0]["notes"]
     assert any(n["kind"] == "inferred" and "pt2_compile" in n["what"] and "typical" in n["why"] for n in notes)
     rows = report["files"][0]["time_accounting"][JOB]["rows"]
-    assert any(r["category"] == "inferred" and "compil" in r["what"] and r["seconds"] == pytest.approx(12) for r in rows)
+    assert any(
+        r["category"] == "inferred" and "compil" in r["what"] and r["seconds"] == pytest.approx(12) for r in rows
+    )
 
 
 def test_step_rollback_without_a_job_start_is_an_interruption(tmp_path):
@@ -437,12 +485,17 @@ def test_end_before_any_start_and_checkpoint_without_duration_are_dropped_with_n
     both dropped and named (they used to abort the import).  A save record without its blocking duration cannot be
     placed: dropped and named too.  The steps still give 4 x 10 s of training (steps 0-3, step 4 to job end 20 s)."""
     t = 1767571200.0
-    src = _write_jsonl(tmp_path / "e.jsonl", [
-        {"job_name": "gp", "job_start_time": t}, {"job_name": "gp", "tpu_init_start_time": t + 1},
-        {"job_name": "gp", "tpu_init_end_time": t + 0.5},
-        {"job_name": "gp", "event_type": "save", "step": 2, "checkpoint_manager_blocking_start_time": t + 35},
-        *[{"job_name": "gp", "step_count": k, "step_start_time": t + 20 + 10 * k} for k in range(5)],
-        {"job_name": "gp", "job_end_time": t + 80}])
+    src = _write_jsonl(
+        tmp_path / "e.jsonl",
+        [
+            {"job_name": "gp", "job_start_time": t},
+            {"job_name": "gp", "tpu_init_start_time": t + 1},
+            {"job_name": "gp", "tpu_init_end_time": t + 0.5},
+            {"job_name": "gp", "event_type": "save", "step": 2, "checkpoint_manager_blocking_start_time": t + 35},
+            *[{"job_name": "gp", "step_count": k, "step_start_time": t + 20 + 10 * k} for k in range(5)],
+            {"job_name": "gp", "job_end_time": t + 80},
+        ],
+    )
     frames, report, row = _imported(src, tmp_path, "t")
     notes = {(n.kind, n.what): n.rows for n in report.files[0].notes}
     assert notes[("dropped", "'tpu_init_start_time' start without an end")] == [2]

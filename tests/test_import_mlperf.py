@@ -45,7 +45,7 @@ def raw_events(path: Path) -> list[dict]:
         if i < 0 or line.lstrip().startswith("+"):
             continue
         try:
-            out.append(json.loads(line[i + len(":::MLLOG "):]))
+            out.append(json.loads(line[i + len(":::MLLOG ") :]))
         except ValueError:
             pass
     return out
@@ -146,8 +146,16 @@ def _union(intervals: list[tuple[float, float]]) -> float:
     return total + (cur[1] - cur[0] if cur else 0.0)
 
 
-SINGLE_EPOCH = [p for p in LOGS if (lambda ev: not any(e["key"] == "block_start" for e in ev)
-                and len({e["metadata"].get("epoch_num") for e in ev if e["key"] == "epoch_start"}) == 1)(raw_events(p))]
+SINGLE_EPOCH = [
+    p
+    for p in LOGS
+    if (
+        lambda ev: (
+            not any(e["key"] == "block_start" for e in ev)
+            and len({e["metadata"].get("epoch_num") for e in ev if e["key"] == "epoch_start"}) == 1
+        )
+    )(raw_events(p))
+]
 
 
 @pytest.mark.parametrize("path", SINGLE_EPOCH, ids=job_id_of)
@@ -176,7 +184,9 @@ def test_single_epoch_runs_lose_exactly_their_evaluation_time(path, summary):
             else:
                 hi = e["time_ms"] if hi is None else max(hi, e["time_ms"])
             evals[k] = (lo, hi)
-    inside = [(max(a, e0), min(b if b is not None else run_stop, e1)) for a, b in evals.values() if a is not None and a < e1]
+    inside = [
+        (max(a, e0), min(b if b is not None else run_stop, e1)) for a, b in evals.values() if a is not None and a < e1
+    ]
     expected = ((e1 - e0) - _union([iv for iv in inside if iv[1] > iv[0]])) / 1000
     assert len(SINGLE_EPOCH) >= 15
     assert summary[job_id_of(path)]["productive_s"] == pytest.approx(expected, abs=5 * MS)
@@ -200,7 +210,9 @@ def test_concurrent_evaluation_keeps_training_productive(summary, imported):
     report = json.loads((imported / "import_report.json").read_text())
     notes = next(f for f in report["files"] if f["file"].endswith("tpu-v4-256-TF/dlrm/result_0.txt"))["notes"]
     assert any("concurrent" in n["what"] and n["count"] == 18 for n in notes)
-    assert any(n["kind"] == "inferred" and "after run_stop" in n["what"] for n in notes)  # two blocks logged after run_stop: the tail
+    assert any(
+        n["kind"] == "inferred" and "after run_stop" in n["what"] for n in notes
+    )  # two blocks logged after run_stop: the tail
 
 
 def test_time_to_train_label_is_mlperfs_own_score():
@@ -214,7 +226,16 @@ def test_time_to_train_label_is_mlperfs_own_score():
 def test_notebook_fields_are_complete():
     frames, _ = import_logs(LOGS)
     j = frames.jobs
-    for col in ("benchmark", "round", "submitter", "system", "accelerators", "gpus", "accelerator_model", "time_to_train_s"):
+    for col in (
+        "benchmark",
+        "round",
+        "submitter",
+        "system",
+        "accelerators",
+        "gpus",
+        "accelerator_model",
+        "time_to_train_s",
+    ):
         assert j[col].null_count() == 0, col
     row = {r["job_id"]: r for r in j.iter_rows(named=True)}
     # 16 nodes x 8 GPUs, from the system description (no :::SYSJSON line in that log)
@@ -237,17 +258,24 @@ def test_real_world_mess_is_reported():
     assert any(n.kind == "info" and "prefix" in n.what and n.count >= 90 for n in intel)
     assert any(n.kind == "merged" and "init_start" in n.what and n.count == 7 for n in intel)
     nv = _notes(report, "v1.0/NVIDIA/dgxa100_n14_ngc21.05_merlin_hugectr/dlrm/result_0.txt")
-    assert sum(n.count for n in nv if n.kind == "merged" and "eval_start" in n.what) == 20 * 13  # 14 ranks print each of 20 evals
+    assert (
+        sum(n.count for n in nv if n.kind == "merged" and "eval_start" in n.what) == 20 * 13
+    )  # 14 ranks print each of 20 evals
     tiny = _notes(report, "v4.0/tinycorp/tinybox_red/resnet/result_0.txt")
     assert any(n.kind == "corrected" and "'run_stop' logged as POINT_IN_TIME" in n.what for n in tiny)
     sd = _notes(report, "v4.0/NVIDIA/eos_n64_ngc24.04_nemo/stable_diffusion/result_0.txt")
-    assert any(n.kind == "inferred" and "after run_stop" in n.what and 1661 in n.rows for n in sd)  # offline evals after run_stop: the tail
-    assert any(n.kind == "info" and "out of time order" in n.why and 1678 in n.rows for n in sd)  # back-dated run_stop, last line
+    assert any(
+        n.kind == "inferred" and "after run_stop" in n.what and 1661 in n.rows for n in sd
+    )  # offline evals after run_stop: the tail
+    assert any(
+        n.kind == "info" and "out of time order" in n.why and 1678 in n.rows for n in sd
+    )  # back-dated run_stop, last line
     maxtext = _notes(report, "v4.0/Google/cloud-tpu-v5p-12288-maxtext/gpt3/result_0.txt")
     assert any(n.kind == "inferred" and "'block_stop' without a matching 'block_start'" in n.what for n in maxtext)
 
 
 # --- the mlperf-logging compliance checker, side by side -------------------------------------------------
+
 
 def _compliance(path: Path, ruleset: str) -> tuple[bool, list[str]]:
     from mlperf_logging.compliance_checker import mlp_compliance
@@ -257,7 +285,9 @@ def _compliance(path: Path, ruleset: str) -> tuple[bool, list[str]]:
         mlp_compliance.enqueued_configs.clear()
         checker = mlp_compliance.make_checker("training", ruleset, False, False)
         ok = checker.check_file(str(path), f"training_{ruleset}/common.yaml")
-        return ok, list(checker.overwritable.values()) + list(checker.not_overwritable) + list(checker.warnings.values())
+        return ok, list(checker.overwritable.values()) + list(checker.not_overwritable) + list(
+            checker.warnings.values()
+        )
     finally:
         logging.disable(logging.NOTSET)
 
@@ -317,6 +347,7 @@ def test_checker_and_importer_both_flag_an_unparseable_line(tmp_path):
 
 # --- bad input ------------------------------------------------------------------------------------------
 
+
 def test_no_accelerator_count_is_an_error_naming_file_and_field(tmp_path):
     lone = tmp_path / "result_0.txt"
     shutil.copy(UF, lone)  # not under <round>/<submitter>/<system>/..., no systems folder, no :::SYSJSON line
@@ -351,7 +382,9 @@ def test_systems_dir_option(tmp_path):
     desc.write_text(json.dumps(d))
     with pytest.raises(TraceError) as exc:
         import_logs([UF], systems_dir=systems)
-    assert exc.value.problems[0].field == "accelerators_per_node" and re.search(r"hpg\.dgxb200x8\.n1\.json$", exc.value.problems[0].file)
+    assert exc.value.problems[0].field == "accelerators_per_node" and re.search(
+        r"hpg\.dgxb200x8\.n1\.json$", exc.value.problems[0].file
+    )
 
 
 # --- logs as submitters write them (issue 16, items 9-13) ----------------------------------------------------
@@ -395,14 +428,20 @@ def test_evaluation_results_bounded_by_training_stops_are_attributed(tmp_path):
     epoch_stop inside a block, so the evaluation is bounded by that stop and the result and attributed as eval.
     Expected from the raw lines: for each result, the last epoch_stop/block_stop after the last epoch_start/block_start
     before it; the importer's eval time is the sum of those bounds, and a few ms off the logged eval intervals."""
-    log = _copy_log(RESNET, tmp_path / RESNET.relative_to(MLPERF), keep=lambda ln: '"eval_start"' not in ln and '"eval_stop"' not in ln)
+    log = _copy_log(
+        RESNET,
+        tmp_path / RESNET.relative_to(MLPERF),
+        keep=lambda ln: '"eval_start"' not in ln and '"eval_stop"' not in ln,
+    )
     shutil.copytree(MLPERF / "systems", tmp_path / "systems")
     ev = sorted(raw_events(log), key=lambda e: e["time_ms"])
     bounds = []
     for acc in (e for e in ev if e["key"] == "eval_accuracy"):
         t = acc["time_ms"]
         last_start = max(e["time_ms"] for e in ev if e["key"] in ("epoch_start", "block_start") and e["time_ms"] < t)
-        stops = [e["time_ms"] for e in ev if e["key"] in ("epoch_stop", "block_stop") and last_start < e["time_ms"] <= t]
+        stops = [
+            e["time_ms"] for e in ev if e["key"] in ("epoch_stop", "block_stop") and last_start < e["time_ms"] <= t
+        ]
         if stops and min(stops) < t - 5:  # (closer than 5 ms: one instant, not a bound)
             bounds.append((min(stops), t))
     assert len(bounds) == 14
@@ -412,7 +451,9 @@ def test_evaluation_results_bounded_by_training_stops_are_attributed(tmp_path):
     assert sorted(zip((evals["start"] * 1000).round(0), (evals["end"] * 1000).round(0))) == sorted(bounds)
     rows, rep = _summary_of(frames, report, tmp_path)
     logged = import_logs([RESNET])[0].spans
-    logged_eval_s = float((logged.filter(logged["phase"] == "eval")["end"] - logged.filter(logged["phase"] == "eval")["start"]).sum())
+    logged_eval_s = float(
+        (logged.filter(logged["phase"] == "eval")["end"] - logged.filter(logged["phase"] == "eval")["start"]).sum()
+    )
     assert abs(sum(b - a for a, b in bounds) / 1000 - logged_eval_s) < 14 * 0.05
     acc = rep["files"][0]["time_accounting"][job_id_of(RESNET)]
     assert any(r["category"] == "inferred" and "eval_accuracy" in r["what"] for r in acc["rows"])
@@ -439,7 +480,9 @@ def test_time_after_run_stop_is_the_shutdown_tail(summary, imported):
     init_start = min(e["time_ms"] for e in ev if e["key"] == "init_start")
     _, stop = official_start_stop_ms(SD)
     assert job["wall_s"] == pytest.approx((stop - init_start) / 1000 + after, abs=2 * MS)
-    assert job["components"]["shutdown"] == pytest.approx(after, abs=2 * MS) and job["shutdown_tail_s"] >= after - 2 * MS
+    assert (
+        job["components"]["shutdown"] == pytest.approx(after, abs=2 * MS) and job["shutdown_tail_s"] >= after - 2 * MS
+    )
     report = json.loads((imported / "import_report.json").read_text())
     f = next(f for f in report["files"] if f["file"].endswith(str(SD.relative_to(MLPERF))))
     rows = f["time_accounting"][job_id_of(SD)]["rows"]
@@ -495,7 +538,12 @@ def test_log_in_the_results_repository_layout(tmp_path):
     shutil.copy(MLPERF / "systems/v5.1/University-of-Florida/hpg.dgxb200x8.n1.json", root / "systems")
     frames, _ = import_logs([log])
     j = frames.jobs.row(0, named=True)
-    assert (j["round"], j["submitter"], j["system"], j["gpus"]) == ("v5.1", "University-of-Florida", "hpg.dgxb200x8.n1", 8)
+    assert (j["round"], j["submitter"], j["system"], j["gpus"]) == (
+        "v5.1",
+        "University-of-Florida",
+        "hpg.dgxb200x8.n1",
+        8,
+    )
 
 
 def test_no_system_description_names_the_paths_tried_and_gpus_imports(tmp_path):
@@ -503,14 +551,27 @@ def test_no_system_description_names_the_paths_tried_and_gpus_imports(tmp_path):
     with pytest.raises(TraceError) as exc:
         import_logs([lone], systems_dir=tmp_path / "nowhere")
     (p,) = exc.value.problems
-    assert p.file == str(lone) and p.field == "accelerators" and "tried" in p.message and str(tmp_path / "nowhere") in p.message
+    assert (
+        p.file == str(lone)
+        and p.field == "accelerators"
+        and "tried" in p.message
+        and str(tmp_path / "nowhere") in p.message
+    )
     frames, report = import_logs([lone], gpus=8)
     assert frames.jobs["gpus"].to_list() == [8]
 
 
 def test_folder_arguments_are_searched_recursively(tmp_path, capsys):
-    rc = ett(["import", "mlperf", str(MLPERF / "v5.1"), str(MLPERF / "v3.0/NVIDIA/dgxh100_n16_ngc23.04_merlin_hugectr"),
-              "--out", str(tmp_path / "t")])
+    rc = ett(
+        [
+            "import",
+            "mlperf",
+            str(MLPERF / "v5.1"),
+            str(MLPERF / "v3.0/NVIDIA/dgxh100_n16_ngc23.04_merlin_hugectr"),
+            "--out",
+            str(tmp_path / "t"),
+        ]
+    )
     assert rc == 0, capsys.readouterr()
     meta = json.loads((tmp_path / "t" / "trace.json").read_text())
     assert len(meta["source_files"]) == 5 and all(Path(f).name.startswith("result_") for f in meta["source_files"])

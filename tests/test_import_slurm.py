@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from datetime import datetime, timezone
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import polars as pl
@@ -20,21 +20,47 @@ from ettcore import metric
 from ettcore.errors import TraceError
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import SACCT_FORMAT, import_sacct, user_label
-from ettcore.integrations.slurm import job_from_environment
 from ettcore.integrations.recorder import Recorder
+from ettcore.integrations.slurm import job_from_environment
 from ettcore.trace import load_trace
 
 T = 1_800_000_000  # epoch seconds, as sacct writes them with SLURM_TIME_FORMAT=%s
 FIELDS = SACCT_FORMAT.split(",")
 
 
-def row(job: str, state: str, submit: float, start: float | None, end: float | None, *, raw: str | None = None,
-        exit_code: str = "0:0", gpus: int | None = 1, name: str = "train", user: str = "alice", **extra) -> dict:
+def row(
+    job: str,
+    state: str,
+    submit: float,
+    start: float | None,
+    end: float | None,
+    *,
+    raw: str | None = None,
+    exit_code: str = "0:0",
+    gpus: int | None = 1,
+    name: str = "train",
+    user: str = "alice",
+    **extra,
+) -> dict:
     tres = "billing=1,cpu=1,node=1" + (f",gres/gpu={gpus}" if gpus else "")
-    d = {"JobID": job, "JobIDRaw": raw or job, "JobName": name, "Partition": "low", "Account": "research", "QOS": "normal",
-         "User": user, "State": state, "ExitCode": exit_code, "Submit": str(submit), "Eligible": str(submit),
-         "Start": "Unknown" if start is None else str(start), "End": "Unknown" if end is None else str(end),
-         "AllocTRES": tres if start is not None else "", "NodeList": "n1", "DBIndex": ""}
+    d = {
+        "JobID": job,
+        "JobIDRaw": raw or job,
+        "JobName": name,
+        "Partition": "low",
+        "Account": "research",
+        "QOS": "normal",
+        "User": user,
+        "State": state,
+        "ExitCode": exit_code,
+        "Submit": str(submit),
+        "Eligible": str(submit),
+        "Start": "Unknown" if start is None else str(start),
+        "End": "Unknown" if end is None else str(end),
+        "AllocTRES": tres if start is not None else "",
+        "NodeList": "n1",
+        "DBIndex": "",
+    }
     d.update(extra)
     return d
 
@@ -61,8 +87,8 @@ def queue_spans(frames, job: str) -> list[tuple]:
 def test_runs_states_and_queue(tmp_path):
     rows = [
         row("1", "COMPLETED", T, T + 10, T + 100),
-        row("2", "REQUEUED", T, T + 5, T + 50, exit_code="42:0"),     # RequeueExit: its own crash -> failure
-        row("3", "REQUEUED", T, T + 5, T + 60),                       # scontrol requeue from outside -> preemption
+        row("2", "REQUEUED", T, T + 5, T + 50, exit_code="42:0"),  # RequeueExit: its own crash -> failure
+        row("3", "REQUEUED", T, T + 5, T + 60),  # scontrol requeue from outside -> preemption
         row("4", "PREEMPTED", T, T + 20, T + 30),
         row("2", "COMPLETED", T + 50, T + 70, T + 150),
         row("3", "COMPLETED", T + 60, T + 75, T + 160),
@@ -73,19 +99,22 @@ def test_runs_states_and_queue(tmp_path):
         row("7", "CANCELLED by 1000", T, T + 2, T + 40),
         row("8", "RUNNING", T, T + 100, None),
         row("9", "PREEMPTED", T, T + 3, T + 90),
-        row("9", "PENDING", T + 90, None, None),                      # requeued, still waiting
+        row("9", "PENDING", T + 90, None, None),  # requeued, still waiting
         row("10", "PREEMPTED", T, T + 3, T + 20),
-        row("10", "CANCELLED by 0", T + 20, None, T + 35),            # cancelled while waiting after a run
-        row("11", "PENDING", T, None, None),                          # never started
-        row("12", "CANCELLED by 0", T, None, T + 5),                  # never started
+        row("10", "CANCELLED by 0", T + 20, None, T + 35),  # cancelled while waiting after a run
+        row("11", "PENDING", T, None, None),  # never started
+        row("12", "CANCELLED by 0", T, None, T + 5),  # never started
     ]
     frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)], as_of=T + 300)
     assert attempts_of(frames, "1") == [(0, T, T + 100, "completed")]
     assert queue_spans(frames, "1") == [(0, T, T + 10)]
     assert attempts_of(frames, "2") == [(0, T, T + 50, "failure"), (1, T + 70, T + 150, "completed")]
     assert attempts_of(frames, "3") == [(0, T, T + 60, "preemption"), (1, T + 75, T + 160, "completed")]
-    assert attempts_of(frames, "4") == [(0, T, T + 30, "preemption"), (1, T + 45, T + 46, "failure"),
-                                        (2, T + 60, T + 200, "completed")]
+    assert attempts_of(frames, "4") == [
+        (0, T, T + 30, "preemption"),
+        (1, T + 45, T + 46, "failure"),
+        (2, T + 60, T + 200, "completed"),
+    ]
     assert queue_spans(frames, "4") == [(0, T, T + 20)]  # later queues are the gaps between attempts
     assert attempts_of(frames, "5") == [(0, T, T + 61, "failure")]
     assert attempts_of(frames, "6") == [(0, T, T + 3, "failure")]
@@ -96,7 +125,11 @@ def test_runs_states_and_queue(tmp_path):
     assert attempts_of(frames, "10") == [(0, T, T + 20, "preemption"), (1, T + 20, T + 35, "cancelled")]
     assert set(frames.jobs["job_id"]) == {str(i) for i in range(1, 11)}  # 11 and 12 never ran
     jobs = {r["job_id"]: r for r in frames.jobs.iter_rows(named=True)}
-    assert jobs["4"]["slurm_runs"] == 3 and jobs["4"]["slurm_state"] == "COMPLETED" and jobs["7"]["slurm_state"] == "CANCELLED"
+    assert (
+        jobs["4"]["slurm_runs"] == 3
+        and jobs["4"]["slurm_state"] == "COMPLETED"
+        and jobs["7"]["slurm_state"] == "CANCELLED"
+    )
     md = report.to_markdown()
     assert "2 job(s) that never started" in md and "11 (PENDING)" in md and "12 (CANCELLED)" in md
     assert "1 requeued after their batch script failed (RequeueExit): failure; 1 requeued from outside" in md
@@ -105,8 +138,11 @@ def test_runs_states_and_queue(tmp_path):
 
 def test_metric_on_an_imported_job(tmp_path):
     """Job 4 of the case above through the metric: wall from submit to the last end, two interruptions."""
-    rows = [row("4", "PREEMPTED", T, T + 20, T + 30), row("4", "NODE_FAIL", T + 30, T + 45, T + 46),
-            row("4", "COMPLETED", T + 46, T + 60, T + 200)]
+    rows = [
+        row("4", "PREEMPTED", T, T + 20, T + 30),
+        row("4", "NODE_FAIL", T + 30, T + 45, T + 46),
+        row("4", "COMPLETED", T + 46, T + 60, T + 200),
+    ]
     frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)])
     out = write_import(tmp_path / "trace", frames, report)
     j = metric.job_summary(load_trace(out)).row(0, named=True)
@@ -118,14 +154,19 @@ def test_metric_on_an_imported_job(tmp_path):
 
 
 def test_timeout_as_cancelled(tmp_path):
-    frames, _ = import_sacct([write_text(tmp_path / "s.txt", [row("5", "TIMEOUT", T, T + 1, T + 61)])], timeout_as="cancelled")
+    frames, _ = import_sacct(
+        [write_text(tmp_path / "s.txt", [row("5", "TIMEOUT", T, T + 1, T + 61)])], timeout_as="cancelled"
+    )
     assert attempts_of(frames, "5") == [(0, T, T + 61, "cancelled")]
 
 
 def test_rows_in_any_order_and_dbindex(tmp_path):
     """--duplicates rows of several jobs interleave; a job's runs are ordered by time, not by line."""
-    rows = [row("2", "COMPLETED", T + 50, T + 70, T + 150, DBIndex="9"), row("1", "COMPLETED", T, T + 1, T + 2, DBIndex="3"),
-            row("2", "REQUEUED", T, T + 5, T + 50, exit_code="42:0", DBIndex="4")]
+    rows = [
+        row("2", "COMPLETED", T + 50, T + 70, T + 150, DBIndex="9"),
+        row("1", "COMPLETED", T, T + 1, T + 2, DBIndex="3"),
+        row("2", "REQUEUED", T, T + 5, T + 50, exit_code="42:0", DBIndex="4"),
+    ]
     frames, _ = import_sacct([write_text(tmp_path / "s.txt", rows)])
     assert attempts_of(frames, "2") == [(0, T, T + 50, "failure"), (1, T + 70, T + 150, "completed")]
 
@@ -134,9 +175,11 @@ def test_rows_in_any_order_and_dbindex(tmp_path):
 
 
 def test_gpus_from_alloc_tres_typed_and_default(tmp_path):
-    rows = [row("1", "COMPLETED", T, T + 1, T + 2, gpus=8),
-            row("2", "COMPLETED", T, T + 1, T + 2, gpus=None, AllocTRES="cpu=4,gres/gpu:a100=2,gres/gpu:h100=2,node=1"),
-            row("3", "COMPLETED", T, T + 1, T + 2, gpus=None)]
+    rows = [
+        row("1", "COMPLETED", T, T + 1, T + 2, gpus=8),
+        row("2", "COMPLETED", T, T + 1, T + 2, gpus=None, AllocTRES="cpu=4,gres/gpu:a100=2,gres/gpu:h100=2,node=1"),
+        row("3", "COMPLETED", T, T + 1, T + 2, gpus=None),
+    ]
     p = write_text(tmp_path / "s.txt", rows)
     with pytest.raises(TraceError) as info:
         import_sacct([p])
@@ -156,10 +199,14 @@ def test_users_hashed_unless_kept(tmp_path):
 
 
 def test_array_tasks_steps_and_pending_arrays(tmp_path):
-    rows = [row("7_0", "COMPLETED", T, T + 1, T + 5, raw="9"), row("7_1", "COMPLETED", T, T + 5, T + 9, raw="7"),
-            row("7_[2-3]", "PENDING", T, None, None, raw="7"),
-            row("8", "COMPLETED", T, T + 1, T + 2), row("8.batch", "COMPLETED", T, T + 1, T + 2, raw="8.batch"),
-            row("8.extern", "COMPLETED", T, T + 1, T + 2, raw="8.extern")]
+    rows = [
+        row("7_0", "COMPLETED", T, T + 1, T + 5, raw="9"),
+        row("7_1", "COMPLETED", T, T + 5, T + 9, raw="7"),
+        row("7_[2-3]", "PENDING", T, None, None, raw="7"),
+        row("8", "COMPLETED", T, T + 1, T + 2),
+        row("8.batch", "COMPLETED", T, T + 1, T + 2, raw="8.batch"),
+        row("8.extern", "COMPLETED", T, T + 1, T + 2, raw="8.extern"),
+    ]
     frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)])
     jobs = {r["job_id"]: r for r in frames.jobs.iter_rows(named=True)}
     assert set(jobs) == {"7_0", "7_1", "8"}
@@ -172,7 +219,12 @@ def test_array_tasks_steps_and_pending_arrays(tmp_path):
 def test_zoneless_times_in_a_time_zone(tmp_path):
     """sacct's default time format has no zone: 2027-01-15T10:00:00 in Europe/Berlin (UTC+1) is 09:00 UTC."""
     r = row("1", "COMPLETED", 0, 0, 0)
-    r.update(Submit="2027-01-15T10:00:00", Eligible="2027-01-15T10:00:00", Start="2027-01-15T10:00:30", End="2027-01-15T11:00:00")
+    r.update(
+        Submit="2027-01-15T10:00:00",
+        Eligible="2027-01-15T10:00:00",
+        Start="2027-01-15T10:00:30",
+        End="2027-01-15T11:00:00",
+    )
     p = write_text(tmp_path / "s.txt", [r])
     frames, report = import_sacct([p], timezone="Europe/Berlin")
     utc9 = datetime(2027, 1, 15, 9, tzinfo=timezone.utc).timestamp()
@@ -188,12 +240,29 @@ BAD = {
     "unknown state": ([row("1", "EXPLODED", T, T + 1, T + 2)], 2, "State", "unknown job state"),
     "run without a start": ([row("1", "COMPLETED", T, None, T + 2)], 2, "Start", "without a start"),
     "run without an end": ([row("1", "FAILED", T, T + 1, None)], 2, "End", "without an end"),
-    "duplicated row": ([row("1", "COMPLETED", T, T + 1, T + 2), row("2", "COMPLETED", T, T + 1, T + 2),
-                        row("1", "COMPLETED", T, T + 1, T + 2)], 4, "JobIDRaw", "duplicated row"),
-    "overlapping runs": ([row("1", "PREEMPTED", T, T + 1, T + 20), row("1", "COMPLETED", T + 5, T + 10, T + 30)], 3, "Start",
-                         "overlapping runs"),
+    "duplicated row": (
+        [
+            row("1", "COMPLETED", T, T + 1, T + 2),
+            row("2", "COMPLETED", T, T + 1, T + 2),
+            row("1", "COMPLETED", T, T + 1, T + 2),
+        ],
+        4,
+        "JobIDRaw",
+        "duplicated row",
+    ),
+    "overlapping runs": (
+        [row("1", "PREEMPTED", T, T + 1, T + 20), row("1", "COMPLETED", T + 5, T + 10, T + 30)],
+        3,
+        "Start",
+        "overlapping runs",
+    ),
     "end before start": ([row("1", "COMPLETED", T, T + 10, T + 2)], 2, "End", "before it starts"),
-    "runaway": ([row("1", "RUNNING", T, T + 1, None), row("1", "COMPLETED", T + 5, T + 10, T + 30)], 2, "State", "runaway"),
+    "runaway": (
+        [row("1", "RUNNING", T, T + 1, None), row("1", "COMPLETED", T + 5, T + 10, T + 30)],
+        2,
+        "State",
+        "runaway",
+    ),
     "not a time": ([row("1", "COMPLETED", T, T + 1, T + 2, Submit="yesterday")], 2, "Submit", "not a time"),
     "far-future time": ([row("1", "COMPLETED", T, T + 1, 9_999_999_999_999)], 2, "End", "plausible range"),
     "bad exit code": ([row("1", "COMPLETED", T, T + 1, T + 2, ExitCode="x")], 2, "ExitCode", "not an exit code"),
@@ -223,7 +292,9 @@ def test_truncated_line_and_missing_header(tmp_path):
     with pytest.raises(TraceError) as info:
         import_sacct([p])
     assert (info.value.problems[0].row, "fields where the header has") == (3, "fields where the header has")
-    q = write_text(tmp_path / "q.txt", [row("1", "COMPLETED", T, T + 1, T + 2)], fields=[f for f in FIELDS if f != "Start"])
+    q = write_text(
+        tmp_path / "q.txt", [row("1", "COMPLETED", T, T + 1, T + 2)], fields=[f for f in FIELDS if f != "Start"]
+    )
     with pytest.raises(TraceError) as info:
         import_sacct([q])
     assert (info.value.problems[0].row, info.value.problems[0].field) == (1, "Start")
@@ -247,19 +318,33 @@ def _json_doc(jobs: list[dict]) -> dict:
 
 
 def _json_job(job_id: int, state: str, submit: int, start: int, end: int, *, batch_state: str | None = None) -> dict:
-    return {"job_id": job_id, "name": "train", "partition": "low", "account": "research", "qos": "normal", "user": "alice",
-            "cluster": "c", "array": {"job_id": 0, "task_id": None}, "het": {"job_id": 0, "job_offset": None},
-            "state": {"current": state, "reason": "None"}, "exit_code": {"status": "SUCCESS", "return_code": 0},
-            "time": {"submission": submit, "eligible": submit, "start": start, "end": end},
-            "tres": {"allocated": [{"type": "cpu", "name": None, "count": 1}, {"type": "gres", "name": "gpu", "count": 2}]},
-            "steps": [] if batch_state is None else [{"step": {"name": "batch"}, "state": batch_state}]}
+    return {
+        "job_id": job_id,
+        "name": "train",
+        "partition": "low",
+        "account": "research",
+        "qos": "normal",
+        "user": "alice",
+        "cluster": "c",
+        "array": {"job_id": 0, "task_id": None},
+        "het": {"job_id": 0, "job_offset": None},
+        "state": {"current": state, "reason": "None"},
+        "exit_code": {"status": "SUCCESS", "return_code": 0},
+        "time": {"submission": submit, "eligible": submit, "start": start, "end": end},
+        "tres": {"allocated": [{"type": "cpu", "name": None, "count": 1}, {"type": "gres", "name": "gpu", "count": 2}]},
+        "steps": [] if batch_state is None else [{"step": {"name": "batch"}, "state": batch_state}],
+    }
 
 
 def test_json_form_and_its_errors(tmp_path):
-    doc = _json_doc([_json_job(3, "REQUEUED", T, T + 5, T + 50, batch_state="FAILED"),
-                     _json_job(3, "COMPLETED", T + 50, T + 70, T + 150, batch_state="COMPLETED"),
-                     _json_job(4, "REQUEUED", T, T + 5, T + 50, batch_state="CANCELLED"),
-                     _json_job(4, "COMPLETED", T + 50, T + 70, T + 150, batch_state="COMPLETED")])
+    doc = _json_doc(
+        [
+            _json_job(3, "REQUEUED", T, T + 5, T + 50, batch_state="FAILED"),
+            _json_job(3, "COMPLETED", T + 50, T + 70, T + 150, batch_state="COMPLETED"),
+            _json_job(4, "REQUEUED", T, T + 5, T + 50, batch_state="CANCELLED"),
+            _json_job(4, "COMPLETED", T + 50, T + 70, T + 150, batch_state="COMPLETED"),
+        ]
+    )
     p = tmp_path / "s.json"
     p.write_text(json.dumps(doc, indent=1))
     frames, report = import_sacct([p])
@@ -291,7 +376,11 @@ def test_json_form_and_its_errors(tmp_path):
 
 def test_json_without_steps_notes_the_requeue_guess(tmp_path):
     p = tmp_path / "s.json"
-    p.write_text(json.dumps(_json_doc([_json_job(3, "REQUEUED", T, T + 5, T + 50), _json_job(3, "COMPLETED", T + 50, T + 70, T + 150)])))
+    p.write_text(
+        json.dumps(
+            _json_doc([_json_job(3, "REQUEUED", T, T + 5, T + 50), _json_job(3, "COMPLETED", T + 50, T + 70, T + 150)])
+        )
+    )
     frames, report = import_sacct([p])
     assert attempts_of(frames, "3")[0][3] == "preemption"
     assert "REQUEUED run without its steps" in report.to_markdown()
@@ -304,7 +393,9 @@ def test_job_from_environment():
     assert job_from_environment({}) is None
     j = job_from_environment({"SLURM_JOB_ID": "41"})
     assert (j.job_id, j.attempt, j.raw_job_id) == ("41", 0, "41")  # SLURM_RESTART_COUNT unset on a first run
-    j = job_from_environment({"SLURM_JOB_ID": "45", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "3", "SLURM_RESTART_COUNT": "2"})
+    j = job_from_environment(
+        {"SLURM_JOB_ID": "45", "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "3", "SLURM_RESTART_COUNT": "2"}
+    )
     assert (j.job_id, j.attempt, j.array_job_id, j.array_task_id) == ("40_3", 2, "40", "3")
     with pytest.raises(ValueError, match="SLURM_RESTART_COUNT"):
         job_from_environment({"SLURM_JOB_ID": "41", "SLURM_RESTART_COUNT": "two"})
@@ -342,23 +433,34 @@ def test_join_keeps_clips_and_drops(tmp_path, monkeypatch):
     """Job 2: run 0 [T+5, T+50] crashed (RequeueExit), run 1 [T+70, T+150] completed; the recorder's spans by attempt."""
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     _record(tmp_path, monkeypatch, None, [("hardware_setup", T + 5.2, T + 8), ("train", T + 10, T + 50.5, 0, 81)])
-    _record(tmp_path, monkeypatch, 1, [("checkpoint_load", T + 71, T + 72), ("train", T + 72, T + 150, 50, 200),
-                                       ("publish", T + 151, T + 160)])   # 1 s .. 10 s past the run's end
+    _record(
+        tmp_path,
+        monkeypatch,
+        1,
+        [("checkpoint_load", T + 71, T + 72), ("train", T + 72, T + 150, 50, 200), ("publish", T + 151, T + 160)],
+    )  # 1 s .. 10 s past the run's end
     _record(tmp_path, monkeypatch, 5, [("train", T + 200, T + 210, 0, 1)])  # no such run
     rows = [row("2", "REQUEUED", T, T + 5, T + 50, exit_code="42:0"), row("2", "COMPLETED", T + 50, T + 70, T + 150)]
     frames, report = import_sacct([write_text(tmp_path / "s.txt", rows)], recorder_dir=tmp_path / "rec")
     s = frames.spans.filter(pl.col("phase") != "scheduling").sort("attempt", "start")
     ms = lambda v: None if v is None else round(v, 3)  # noqa: E731  (the recorder's times go through microseconds)
-    got = [(r["attempt"], r["phase"], ms(r["start"]), ms(r["end"]), ms(r["cursor_start"]), ms(r["cursor_end"]))
-           for r in s.iter_rows(named=True)]
-    assert got == [(0, "hardware_setup", T + 5.2, T + 8, None, None),
-                   (0, "train", T + 10, T + 50, 0, 80.0),   # clipped 0.5 s, cursor prorated 81 -> 80
-                   (1, "checkpoint_load", T + 71, T + 72, None, None),
-                   (1, "train", T + 72, T + 150, 50, 200)]
+    got = [
+        (r["attempt"], r["phase"], ms(r["start"]), ms(r["end"]), ms(r["cursor_start"]), ms(r["cursor_end"]))
+        for r in s.iter_rows(named=True)
+    ]
+    assert got == [
+        (0, "hardware_setup", T + 5.2, T + 8, None, None),
+        (0, "train", T + 10, T + 50, 0, 80.0),  # clipped 0.5 s, cursor prorated 81 -> 80
+        (1, "checkpoint_load", T + 71, T + 72, None, None),
+        (1, "train", T + 72, T + 150, 50, 200),
+    ]
     assert frames.jobs.row(0, named=True)["model"] == "ranker" and frames.jobs["variant"][0] == "baseline"
     md = report.to_markdown()
     assert "span sticking out of its run by at most the clock tolerance" in md and "2 attempt 0 train" in md
-    assert "span outside its run beyond the clock tolerance" in md and "2 attempt 1 publish (0.000 s before the run's start, 10.000 s after its end)" in md
+    assert (
+        "span outside its run beyond the clock tolerance" in md
+        and "2 attempt 1 publish (0.000 s before the run's start, 10.000 s after its end)" in md
+    )
     assert "span(s) of job 2 attempt 5" in md
     out = write_import(tmp_path / "trace", frames, report)
     j = metric.job_summary(load_trace(out)).row(0, named=True)
@@ -404,7 +506,10 @@ def test_open_span_opened_in_the_runs_last_second(tmp_path, monkeypatch):
 
 def test_cli_prints_counts(tmp_path):
     p = write_text(tmp_path / "s.txt", [row("1", "COMPLETED", T, T + 1, T + 2)])
-    out = subprocess.run([sys.executable, "-m", "ettcore.cli", "import", "slurm", str(p), "--out", str(tmp_path / "t")],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "import", "slurm", str(p), "--out", str(tmp_path / "t")],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "imported 1 Slurm job(s), 1 attempt(s)" in out.stdout and "without --recorder" in out.stdout

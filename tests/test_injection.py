@@ -41,12 +41,27 @@ HOSTILE = [
     f"{MARK}$1 ? :name",
     f"{MARK} UNION SELECT 1",
 ]
-HOSTILE_NAMES = ["x'); DROP TABLE spans; --", "*", "**/*.parquet", "[a-z]", "../../etc/passwd", 'a"b', "select", "group", "Ünïcode 列"]
+HOSTILE_NAMES = [
+    "x'); DROP TABLE spans; --",
+    "*",
+    "**/*.parquet",
+    "[a-z]",
+    "../../etc/passwd",
+    'a"b',
+    "select",
+    "group",
+    "Ünïcode 列",
+]
 SAMPLE_JOBS = ["sample-preempted", "sample-running", "sample-startup-failure", "worked-example"]
 
 
-def _renamed_sample(folder: Path, ids: dict[str, str], models: dict[str, str] | None = None,
-                    teams: dict[str, str] | None = None, extra_label_columns: list[str] | None = None) -> Path:
+def _renamed_sample(
+    folder: Path,
+    ids: dict[str, str],
+    models: dict[str, str] | None = None,
+    teams: dict[str, str] | None = None,
+    extra_label_columns: list[str] | None = None,
+) -> Path:
     """The sample trace with job ids, models and teams replaced (CSV, written with a proper CSV writer)."""
     folder.mkdir(parents=True)
     for name in ("jobs", "attempts", "spans"):
@@ -58,7 +73,9 @@ def _renamed_sample(folder: Path, ids: dict[str, str], models: dict[str, str] | 
             if teams:
                 df = df.with_columns(pl.col("team").replace(teams))
             for k, col in enumerate(extra_label_columns or []):
-                df = df.with_columns(pl.col("job_id").map_elements(lambda j, k=k: f"g{k}-{len(j) % 3}", return_dtype=pl.Utf8).alias(col))
+                df = df.with_columns(
+                    pl.col("job_id").map_elements(lambda j, k=k: f"g{k}-{len(j) % 3}", return_dtype=pl.Utf8).alias(col)
+                )
         df.write_csv(folder / f"{name}.csv")
     shutil.copy(SAMPLE_TRACE / "trace.json", folder / "trace.json")
     return folder
@@ -161,8 +178,11 @@ def test_hostile_phase_names_through_a_mapping(tmp_path, baseline, sql_log):
     spans = spans.with_columns(pl.col("phase").replace({"trainer_init": hostile_phase}))
     spans.write_csv(folder / "spans.csv")
     mapping = tmp_path / "mapping.json"
-    mapping.write_text(json.dumps({"phases": [{"phase": hostile_phase, "component": "trainer_init"}],
-                                   "owners": {"trainer_init": HOSTILE[1]}}))
+    mapping.write_text(
+        json.dumps(
+            {"phases": [{"phase": hostile_phase, "component": "trainer_init"}], "owners": {"trainer_init": HOSTILE[1]}}
+        )
+    )
     with pytest.raises(TraceError) as info:  # without the mapping the phase is unknown: refused, named
         load_trace(folder)
     assert any(p.field == "phase" and hostile_phase in p.message for p in info.value.problems)
@@ -281,7 +301,9 @@ def test_part_files_with_glob_characters_are_read_once(tmp_path):
     assert trace.accounting["spans"]["read"] == 47
     counts = trace.sql("SELECT _file, count(*) AS n FROM raw_spans GROUP BY _file")
     assert sorted(Path(f).name for f in counts["_file"].to_list()) == sorted(names)
-    assert_frame_equal(metric.job_summary(trace).sort("job_id"), metric.job_summary(load_trace(SAMPLE_TRACE)).sort("job_id"))
+    assert_frame_equal(
+        metric.job_summary(trace).sort("job_id"), metric.job_summary(load_trace(SAMPLE_TRACE)).sort("job_id")
+    )
 
 
 def test_mapping_path_is_not_a_glob(tmp_path, monkeypatch):
@@ -312,7 +334,13 @@ def test_notebook_string_parameters_arrive_verbatim():
 
     from ettcore.present import report
 
-    values = HOSTILE + ['"); import os; os.system("echo pwned") #', "\\\"); open('/tmp/x','w') #", "\n__import__('os')\n", "'''", '"""']
+    values = HOSTILE + [
+        '"); import os; os.system("echo pwned") #',
+        "\\\"); open('/tmp/x','w') #",
+        "\n__import__('os')\n",
+        "'''",
+        '"""',
+    ]
     for v in values:
         coerced = report.coerce(v, "str", "job")
         code = PythonTranslator.codify({"job": coerced, "trace": coerced})
@@ -323,7 +351,9 @@ def test_notebook_string_parameters_arrive_verbatim():
             assert isinstance(a.value, ast.Constant) and a.value.value == v, code
 
 
-@pytest.mark.parametrize("value,type_name", [("1; import os", "int"), ("nan'); --", "float"), ("maybe", "bool"), ("[a-z]", "int")])
+@pytest.mark.parametrize(
+    "value,type_name", [("1; import os", "int"), ("nan'); --", "float"), ("maybe", "bool"), ("[a-z]", "int")]
+)
 def test_notebook_typed_parameters_refuse_text(value, type_name):
     from ettcore.present import report
 
@@ -347,15 +377,23 @@ def test_notebooks_build_no_sql_from_text():
                 continue
             src = "".join(cell["source"])
             try:
-                tree = ast.parse("\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!"))))
+                tree = ast.parse(
+                    "\n".join(line for line in src.splitlines() if not line.lstrip().startswith(("%", "!")))
+                )
             except SyntaxError:
                 offenders.append((nb.name, "unparsable cell"))
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("sql", "execute", "query") and node.args:
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("sql", "execute", "query")
+                    and node.args
+                ):
                     q = node.args[0]
                     dynamic = isinstance(q, (ast.JoinedStr, ast.BinOp)) or (
-                        isinstance(q, ast.Call) and isinstance(q.func, ast.Attribute) and q.func.attr == "format")
+                        isinstance(q, ast.Call) and isinstance(q.func, ast.Attribute) and q.func.attr == "format"
+                    )
                     if dynamic:
                         offenders.append((nb.name, ast.unparse(q)[:120]))
     assert not offenders, offenders
@@ -386,7 +424,9 @@ def test_import_log_paths_are_not_globs(tmp_path, capsys):
     assert pattern in err and not (tmp_path / "o1").exists()
     # a file literally named with glob characters is read as itself
     odd = _mlperf_log(tmp_path / "logs", "result_[0]*.txt")
-    assert main(["import", "mlperf", str(odd), "--systems", systems, "--out", str(tmp_path / "o2")]) == 0, capsys.readouterr().err
+    assert main(["import", "mlperf", str(odd), "--systems", systems, "--out", str(tmp_path / "o2")]) == 0, (
+        capsys.readouterr().err
+    )
     meta = json.loads((tmp_path / "o2" / "trace.json").read_text())
     assert meta["source_files"] == [str(odd)]
 
@@ -409,14 +449,19 @@ def test_import_goodput_hostile_job_name_and_gpus(tmp_path, capsys):
     src = tmp_path / "entries.jsonl"
     t0 = 1_767_571_200.0
     job = HOSTILE[0]
-    entries = [{"job_name": job, "job_start_time": t0}] + [
-        {"job_name": job, "step_count": k, "step_start_time": t0 + 10 + 5 * k} for k in range(5)] + [{"job_name": job, "job_end_time": t0 + 40}]
+    entries = (
+        [{"job_name": job, "job_start_time": t0}]
+        + [{"job_name": job, "step_count": k, "step_start_time": t0 + 10 + 5 * k} for k in range(5)]
+        + [{"job_name": job, "job_end_time": t0 + 40}]
+    )
     src.write_text("".join(json.dumps(e) + "\n" for e in entries))
     with pytest.raises(SystemExit) as info:
         main(["import", "goodput", str(src), "--gpus", "8; DROP TABLE spans", "--out", str(tmp_path / "o")])
     assert info.value.code == 2 and not (tmp_path / "o").exists()
     capsys.readouterr()
-    assert main(["import", "goodput", str(src), "--gpus", "8", "--out", str(tmp_path / "o")]) == 0, capsys.readouterr().err
+    assert main(["import", "goodput", str(src), "--gpus", "8", "--out", str(tmp_path / "o")]) == 0, (
+        capsys.readouterr().err
+    )
     jobs = metric.job_summary(load_trace(tmp_path / "o"))
     assert jobs["job_id"].to_list() == [job] and jobs["gpus"].to_list() == [8]
     assert jobs["productive_s"][0] == pytest.approx(30.0)  # steps 0-4 from +10 to +35, the last to job end +40
@@ -431,7 +476,14 @@ def test_opportunities_options_validated(capsys):
     assert main(["opportunities", str(SAMPLE_TRACE), "--comparable", HOSTILE[0]]) == 2
     err = capsys.readouterr().err
     assert "comparable" in err and "Traceback" not in err
-    for opt, value in (("--cut", "nan"), ("--cut", "inf"), ("--cut", "1e400"), ("--days", "nan"), ("--days", "inf"), ("--days", "0")):
+    for opt, value in (
+        ("--cut", "nan"),
+        ("--cut", "inf"),
+        ("--cut", "1e400"),
+        ("--days", "nan"),
+        ("--days", "inf"),
+        ("--days", "0"),
+    ):
         with pytest.raises(SystemExit) as info:
             main(["opportunities", str(SAMPLE_TRACE), opt, value])
         assert info.value.code == 2, (opt, value)

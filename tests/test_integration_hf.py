@@ -32,8 +32,13 @@ pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[
 JOBS = Path(__file__).resolve().parent / "jobs"
 sys.path.insert(0, str(JOBS))
 
-from ground_truth import (break_the_callback, check_compiled_first_step, recorder_warnings, restart_run,  # noqa: E402
-                          table)
+from ground_truth import (
+    break_the_callback,
+    check_compiled_first_step,
+    recorder_warnings,
+    restart_run,  # noqa: E402
+    table,
+)
 
 SCRIPT = JOBS / "hf_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
@@ -77,9 +82,18 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     break_the_callback(monkeypatch)
     torch.set_num_threads(1)
     cb = ETTCallback(tmp_path / "run", job_id="broken")
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), max_steps=12, per_device_train_batch_size=8,
-                             save_strategy="no", eval_strategy="no", logging_strategy="no", report_to="none",
-                             disable_tqdm=True, use_cpu=True, dataloader_num_workers=0)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        max_steps=12,
+        per_device_train_batch_size=8,
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        use_cpu=True,
+        dataloader_num_workers=0,
+    )
     trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens(256), callbacks=[cb])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

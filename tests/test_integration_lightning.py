@@ -27,8 +27,13 @@ pytest.importorskip("lightning", reason="needs the lightning extra: pip install 
 JOBS = Path(__file__).resolve().parent / "jobs"
 sys.path.insert(0, str(JOBS))
 
-from ground_truth import (break_the_callback, check_compiled_first_step, recorder_warnings, restart_run,  # noqa: E402
-                          table)
+from ground_truth import (
+    break_the_callback,
+    check_compiled_first_step,
+    recorder_warnings,
+    restart_run,  # noqa: E402
+    table,
+)
 
 SCRIPT = JOBS / "lightning_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
@@ -52,7 +57,12 @@ def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> 
     assert (0, "checkpoint_load") not in by
     assert by[(1, "checkpoint_load")] == by[(2, "checkpoint_load")] == ["model_state", "optimizer_state", "read"]
     jobs = r.conv.jobs.row(0, named=True)
-    assert (jobs["model"], jobs["framework"], jobs["model_family"], jobs["gpus"]) == ("Regressor", "lightning", "mlp", 1)
+    assert (jobs["model"], jobs["framework"], jobs["model_family"], jobs["gpus"]) == (
+        "Regressor",
+        "lightning",
+        "mlp",
+        1,
+    )
 
 
 def test_a_compiled_modules_first_step_is_measured_as_pt2_compile(tmp_path: Path) -> None:
@@ -76,9 +86,19 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     cb = ETTCallback(tmp_path / "run", job_id="broken")
     x, y = torch.randn(64, 16), torch.randn(64, 1)
     model = Regressor(EventLog(tmp_path, 0), None, None)
-    trainer = L.Trainer(max_steps=12, callbacks=[cb], logger=False, enable_progress_bar=False, enable_model_summary=False,
-                        accelerator="cpu", devices=1, enable_checkpointing=False, num_sanity_val_steps=0,
-                        limit_val_batches=0, default_root_dir=str(tmp_path))
+    trainer = L.Trainer(
+        max_steps=12,
+        callbacks=[cb],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        default_root_dir=str(tmp_path),
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=4))

@@ -25,10 +25,10 @@ import pytest
 
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
+from ettcore.importers.recorder import collect, convert
 from ettcore.integrations import process
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.recorder import Recorder, RecorderWarning
-from ettcore.importers.recorder import collect, convert
 from ettcore.trace import load_trace
 
 T0 = 1_800_000_000.0
@@ -50,7 +50,8 @@ class Clock:
 
 def _rows(run: Path) -> list[tuple]:
     spans = collect(run).spans.with_columns(
-        s=(pl.col("start").dt.epoch("us") / 1e6 - T0).round(3), e=(pl.col("end").dt.epoch("us") / 1e6 - T0).round(3))
+        s=(pl.col("start").dt.epoch("us") / 1e6 - T0).round(3), e=(pl.col("end").dt.epoch("us") / 1e6 - T0).round(3)
+    )
     return [tuple(r) for r in spans.select("phase", "stage", "s", "e", "cursor_start", "cursor_end").iter_rows()]
 
 
@@ -67,19 +68,19 @@ def test_one_phase_at_a_time_nested_phases_pause_the_one_below(tmp_path: Path) -
     clk = Clock()
     tl, rec = _timeline(tmp_path, clk)
     tl.begin("trainer_init", "model_setup", clk.at(0))
-    tl.begin("checkpoint_load", "read", clk.at(2))      # pauses model_setup
-    tl.end("checkpoint_load", clk.at(3))                # model_setup resumes
+    tl.begin("checkpoint_load", "read", clk.at(2))  # pauses model_setup
+    tl.end("checkpoint_load", clk.at(3))  # model_setup resumes
     tl.switch("trainer_init", "eval", "sanity_check", clk.at(4))
     tl.end("eval", clk.at(5))
     tl.train_begin(10, clk.at(5))
     for k in range(1, 4):
         clk.at(5 + k)
         tl.step(10 + k)
-    tl.begin("checkpoint_save", None, clk.at(8.5))      # the train span stops here, the save runs
+    tl.begin("checkpoint_save", None, clk.at(8.5))  # the train span stops here, the save runs
     tl.end("checkpoint_save", clk.at(9.5))
     clk.at(10.5)
     tl.step(14)
-    tl.begin("pt2_compile", "dynamo", clk.at(11))       # compilation inside an evaluation inside training
+    tl.begin("pt2_compile", "dynamo", clk.at(11))  # compilation inside an evaluation inside training
     tl.begin("eval", "validation", clk.at(11))
     tl.end("eval", clk.at(12))
     tl.end("pt2_compile", clk.at(12.5))
@@ -125,8 +126,10 @@ def test_a_crash_ends_training_at_the_last_step_and_the_unfinished_step_is_repla
     tl.stop(clk.at(7.5), crashed=True)  # the step after step 5 never finished
     rec.attempt_end("failure", t=clk.at(8))
     rec.close()
-    assert [r for r in _rows(tmp_path / "run") if r[0] == "train"] == [("train", None, 0.0, 5.0, 0, 5),
-                                                                        ("train", None, 5.0, 7.5, 5, 5)]
+    assert [r for r in _rows(tmp_path / "run") if r[0] == "train"] == [
+        ("train", None, 0.0, 5.0, 0, 5),
+        ("train", None, 5.0, 7.5, 5, 5),
+    ]
     conv = convert(tmp_path / "run", tmp_path / "trace")
     assert conv.problems == []
     row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
@@ -148,8 +151,12 @@ def test_phases_reported_only_when_over_are_carved_out_of_training(tmp_path: Pat
     assert tl.last_boundary(clk.at(5.5)) == pytest.approx(T0 + 5)
     tl.train_end(tl.last_boundary())
     rec.close()
-    assert _rows(tmp_path / "run") == [("train", None, 0.0, 1.0, 0, 1), ("eval", "evaluate", 1.0, 3.0, None, None),
-                                       ("checkpoint_save", None, 3.0, 4.0, None, None), ("train", None, 4.0, 5.0, 1, 2)]
+    assert _rows(tmp_path / "run") == [
+        ("train", None, 0.0, 1.0, 0, 1),
+        ("eval", "evaluate", 1.0, 3.0, None, None),
+        ("checkpoint_save", None, 3.0, 4.0, None, None),
+        ("train", None, 4.0, 5.0, 1, 2),
+    ]
 
 
 def test_ending_a_phase_that_is_not_open_does_nothing_and_a_null_timeline_records_nothing(tmp_path: Path) -> None:
@@ -195,9 +202,19 @@ def test_ids_come_from_the_arguments_then_the_environment_then_the_run_folder(tm
     assert process.resolve_run_dir(None) == run
 
 
-def test_inside_a_slurm_job_the_ids_are_slurms_unless_torchrun_or_the_caller_give_them(tmp_path: Path, monkeypatch) -> None:
-    for var in ("ETT_JOB_ID", "ETT_ATTEMPT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID",
-                "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT"):
+def test_inside_a_slurm_job_the_ids_are_slurms_unless_torchrun_or_the_caller_give_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    for var in (
+        "ETT_JOB_ID",
+        "ETT_ATTEMPT",
+        "TORCHELASTIC_RUN_ID",
+        "TORCHELASTIC_RESTART_COUNT",
+        "SLURM_JOB_ID",
+        "SLURM_ARRAY_JOB_ID",
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_RESTART_COUNT",
+    ):
         monkeypatch.delenv(var, raising=False)
     run = tmp_path / "run"
     Recorder(run, "4242", 0, writer="x").close()  # an earlier attempt in the folder must not decide the attempt
@@ -218,9 +235,18 @@ def test_inside_a_slurm_job_the_ids_are_slurms_unless_torchrun_or_the_caller_giv
 
 def test_process_start_time_is_the_kernels() -> None:
     before = time.time()
-    p = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.3); from ettcore.integrations.process import "
-                        "process_start_time as s; print(repr(s()))"], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), check=True)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(0.3); from ettcore.integrations.process import "
+            "process_start_time as s; print(repr(s()))",
+        ],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+        check=True,
+    )
     start = float(p.stdout)
     # the child started right after `before` (10 ms kernel ticks), not when it imported ettcore 0.3 s later
     assert before - 0.02 <= start <= before + 0.25, start - before
@@ -265,8 +291,13 @@ time.sleep(0.2)
 
 def _run_child(run: Path, mode: str) -> tuple[float, float, int, str]:
     spawn = time.time()
-    p = subprocess.run([sys.executable, "-c", textwrap.dedent(CHILD.format(run=str(run), mode=mode))],
-                       env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)), capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(CHILD.format(run=str(run), mode=mode))],
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return spawn, time.time(), p.returncode, p.stdout + p.stderr
 
 
@@ -280,16 +311,20 @@ def _wait_for_end(run: Path, n: int, timeout: float = 20.0) -> None:
     raise AssertionError(f"no end written by the exit watcher in {run}")
 
 
-@pytest.mark.parametrize(("mode", "returncode", "reason"), [
-    ("completed", 0, "completed"),
-    ("raise", 1, "failure"),
-    ("sigterm", -signal.SIGTERM, "preemption"),
-    ("sigint", -signal.SIGINT, "cancelled"),  # KeyboardInterrupt, uncaught: Python then dies by SIGINT
-    ("sigint_ignored", 0, "completed"),  # SIGINT ignored when training began: the watcher leaves it ignored
-    ("sigkill", -signal.SIGKILL, "failure"),
-])
-def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(tmp_path: Path, mode: str, returncode: int,
-                                                                          reason: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "returncode", "reason"),
+    [
+        ("completed", 0, "completed"),
+        ("raise", 1, "failure"),
+        ("sigterm", -signal.SIGTERM, "preemption"),
+        ("sigint", -signal.SIGINT, "cancelled"),  # KeyboardInterrupt, uncaught: Python then dies by SIGINT
+        ("sigint_ignored", 0, "completed"),  # SIGINT ignored when training began: the watcher leaves it ignored
+        ("sigkill", -signal.SIGKILL, "failure"),
+    ],
+)
+def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(
+    tmp_path: Path, mode: str, returncode: int, reason: str
+) -> None:
     run = tmp_path / "run"
     spawn, reap, rc, out = _run_child(run, mode)
     assert rc == returncode, out
@@ -299,8 +334,8 @@ def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(tmp_path:
     assert att["end_reason"] == reason
     start, end = att["start"].timestamp(), att["end"].timestamp()
     # from the kernel's start of the process to its exit, as the parent saw them (10 ms ticks, reap latency)
-    assert spawn - 0.02 <= start <= spawn + 0.1, (start - spawn)
-    assert reap - 0.1 <= end <= reap + 0.02, (end - reap)
+    assert spawn - 0.02 <= start <= spawn + 0.1, start - spawn
+    assert reap - 0.1 <= end <= reap + 0.02, end - reap
     spans = conv.spans
     train = spans.filter(pl.col("phase") == "train")
     last_step = float(next(ln.split()[1] for ln in out.splitlines() if ln.startswith("last-step")))
@@ -310,7 +345,9 @@ def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(tmp_path:
     else:
         assert train["cursor_end"].max() == 8
         productive = train.filter(pl.col("cursor_end") > pl.col("cursor_start"))
-        assert productive["end"].max().timestamp() == pytest.approx(last_step, abs=0.01)  # training ended at the last step
+        assert productive["end"].max().timestamp() == pytest.approx(
+            last_step, abs=0.01
+        )  # training ended at the last step
         stages = set(spans.filter(pl.col("phase") == "shutdown")["stage"])
         assert "interpreter_exit" in stages or mode == "sigterm"
     row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
@@ -381,7 +418,9 @@ def test_an_explicit_finish_reaps_its_watcher_and_the_end_is_on_disk(tmp_path: P
     watcher = a.watch.proc
     a.finish()
     assert watcher.returncode == 0  # waited for, exited cleanly
-    assert collect(run).attempts["end_reason"].to_list() == ["failure"]  # no wait needed: written before finish returned
+    assert collect(run).attempts["end_reason"].to_list() == [
+        "failure"
+    ]  # no wait needed: written before finish returned
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         del a, watcher
@@ -412,8 +451,14 @@ def test_the_exit_watcher_reads_the_last_report() -> None:
 
 
 def test_labels_become_job_columns_and_may_name_the_model_and_gpus(tmp_path: Path) -> None:
-    a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="lightning",
-                        labels={"model": "ranker", "gpus": 8, "team": "feeds", "framework": "custom"})
+    a = process.Attempt(
+        tmp_path / "run",
+        "j",
+        None,
+        writer="t",
+        framework="lightning",
+        labels={"model": "ranker", "gpus": 8, "team": "feeds", "framework": "custom"},
+    )
     a.start(rank=0, model="Regressor", gpus=1)
     a.finish()
     job = collect(tmp_path / "run").jobs.row(0, named=True)

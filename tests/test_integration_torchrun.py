@@ -41,12 +41,32 @@ from ettcore.importers.recorder import convert  # noqa: E402
 def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp_path: Path) -> None:
     run, work = tmp_path / "run", tmp_path / "work"
     work.mkdir()
-    cmd = [sys.executable, "-m", "ettcore.integrations.torchrun", "--run-dir", str(run), "--job-id", "elastic-tiny", "--",
-           "--standalone", "--nproc-per-node", "2", "--max-restarts", "1", "--monitor-interval", "0.1",
-           str(JOBS / "elastic_job.py"), "--work", str(work), "--fail-at", "25"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "ettcore.integrations.torchrun",
+        "--run-dir",
+        str(run),
+        "--job-id",
+        "elastic-tiny",
+        "--",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "--max-restarts",
+        "1",
+        "--monitor-interval",
+        "0.1",
+        str(JOBS / "elastic_job.py"),
+        "--work",
+        str(work),
+        "--fail-at",
+        "25",
+    ]
     spawn = time.time()
-    p = subprocess.run(cmd, env=child_env(TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1"), capture_output=True, text=True,
-                       timeout=420)
+    p = subprocess.run(
+        cmd, env=child_env(TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1"), capture_output=True, text=True, timeout=420
+    )
     reap = time.time()
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
     time.sleep(0.2)
@@ -58,9 +78,15 @@ def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp
     rows = compare(truth, tmp_path / "trace", reasons=["failure", "completed"], saves_evals=None)
     save_s, _, saves, _ = phase_truth(events, ("save", "eval"))
     m = trace_measures(tmp_path / "trace")
-    rows.append({"quantity": "checkpoint_save_s", "truth": save_s, "trace": m["phase_s_in_training"]["checkpoint_save"],
-                 "tolerance": 0.02 * save_s + 0.005 * saves,
-                 "ok": abs(m["phase_s_in_training"]["checkpoint_save"] - save_s) <= 0.02 * save_s + 0.005 * saves})
+    rows.append(
+        {
+            "quantity": "checkpoint_save_s",
+            "truth": save_s,
+            "trace": m["phase_s_in_training"]["checkpoint_save"],
+            "tolerance": 0.02 * save_s + 0.005 * saves,
+            "ok": abs(m["phase_s_in_training"]["checkpoint_save"] - save_s) <= 0.02 * save_s + 0.005 * saves,
+        }
+    )
     print("\ntorchrun job against ground truth\n" + table(rows))
     assert all(r["ok"] for r in rows), table(rows)
 
@@ -68,8 +94,14 @@ def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp
     spans = m["spans"]
     agent = spans.filter(pl.col("phase") == "hardware_setup")
     stages = {(a, s) for a, s in agent.select("attempt", "stage").iter_rows()}
-    assert stages == {(0, "agent_start"), (0, "rendezvous"), (0, "start_workers"), (0, "stop_workers"),
-                      (1, "rendezvous"), (1, "start_workers")}
+    assert stages == {
+        (0, "agent_start"),
+        (0, "rendezvous"),
+        (0, "start_workers"),
+        (0, "stop_workers"),
+        (1, "rendezvous"),
+        (1, "start_workers"),
+    }
     att = m["attempts"]
     end0, start1 = att["end"][0].timestamp(), att["start"][1].timestamp()
     assert end0 == start1  # the agent held the node throughout: no re-queue between the rounds
@@ -79,8 +111,10 @@ def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp
     stop = agent.filter(pl.col("stage") == "stop_workers").row(0, named=True)
     assert stop["start"].timestamp() >= crash.start and stop["end"].timestamp() == pytest.approx(end0, abs=1e-3)
     # the workers of the new round started within the agent's start_workers, after its rendezvous
-    r1 = {s: agent.filter((pl.col("attempt") == 1) & (pl.col("stage") == s)).row(0, named=True)
-          for s in ("rendezvous", "start_workers")}
+    r1 = {
+        s: agent.filter((pl.col("attempt") == 1) & (pl.col("stage") == s)).row(0, named=True)
+        for s in ("rendezvous", "start_workers")
+    }
     assert r1["rendezvous"]["end"] <= r1["start_workers"]["end"]
     launch1 = spans.filter((pl.col("attempt") == 1) & (pl.col("stage") == "launch")).row(0, named=True)
     lo, hi = r1["start_workers"]["start"].timestamp(), r1["start_workers"]["end"].timestamp()

@@ -44,7 +44,11 @@ def _check_against_ground_truth(row: dict, gt: dict, cond: RunConditions, spans:
     assert row["nof"] == nof == len(cond.fail_at_steps)
     assert row["wall_s"] == pytest.approx(gt["wall_s"], abs=0.01)
     tol_prod = 0.02 * gt["productive_s"] + nof * (cond.progress_interval_s + step) + 0.1
-    assert abs(row["productive_s"] - gt["productive_s"]) <= tol_prod, (row["productive_s"], gt["productive_s"], tol_prod)
+    assert abs(row["productive_s"] - gt["productive_s"]) <= tol_prod, (
+        row["productive_s"],
+        gt["productive_s"],
+        tol_prod,
+    )
     assert row["tts_s"] == pytest.approx(gt["tts_s"], abs=0.25)
     tol_ttr = nof * (cond.progress_interval_s + 2 * step) + 0.25
     assert abs(row["ttr_total_s"] - gt["ttr_total_s"]) <= tol_ttr, (row["ttr_total_s"], gt["ttr_total_s"], tol_ttr)
@@ -114,7 +118,9 @@ def test_fresh_live_run_agrees_with_supervisor_ground_truth(tmp_path: Path) -> N
     gt = run_job(cond, tmp_path / "work", tmp_path / "recorder")
     conv = convert(tmp_path / "recorder", tmp_path / "trace")
     # the two killed attempts die inside a train span: exactly those two notes, nothing else
-    assert len(conv.problems) == 2 and all("train span opened here was never closed" in p.message for p in conv.problems)
+    assert len(conv.problems) == 2 and all(
+        "train span opened here was never closed" in p.message for p in conv.problems
+    )
     row = metric.job_summary(load_trace(tmp_path / "trace")).row(0, named=True)
     _check_against_ground_truth(row, gt, cond, conv.spans)
     # restarts resumed from a complete checkpoint at or before each kill and replayed the steps since

@@ -1,4 +1,4 @@
-"""The default memory budget (ettcore.memory): a fixed budget unless --memory-limit or ETT_MEMORY_LIMIT says otherwise,
+"""The default memory budget (ettcore.trace.memory): a fixed budget unless --memory-limit or ETT_MEMORY_LIMIT says otherwise,
 never DuckDB's 80 % of the machine."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from ettcore.trace import memory
 from ettcore.errors import TraceError
-from ettcore.trace import load_trace
+from ettcore.trace import load_trace, memory
+
 
 def setting(trace) -> str:
     return trace.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
@@ -46,13 +46,28 @@ def test_a_bad_environment_value_is_named(sample, monkeypatch):
 
 def test_the_command_takes_the_environment_variable(sample, tmp_path):
     env = {"ETT_MEMORY_LIMIT": "lots", "PATH": "/usr/bin:/bin"}
-    res = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(sample), "--json"], capture_output=True,
-                         text=True, env=env, cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "summarize", str(sample), "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert res.returncode == 2
     assert "ETT_MEMORY_LIMIT" in res.stderr and "memory_limit" in res.stderr
 
 
-@pytest.mark.parametrize("text, want", [("3GB", 3e9), ("2.7 GiB", 2.7 * 2**30), ("500 mb", 5e8), ("12", 12.0), ("lots", None),
-                                        ("1.2.3GB", None), ("5 parsecs", None)])
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("3GB", 3e9),
+        ("2.7 GiB", 2.7 * 2**30),
+        ("500 mb", 5e8),
+        ("12", 12.0),
+        ("lots", None),
+        ("1.2.3GB", None),
+        ("5 parsecs", None),
+    ],
+)
 def test_size_bytes(text, want):
     assert memory.size_bytes(text) == want

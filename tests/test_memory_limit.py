@@ -85,8 +85,10 @@ def test_small_memory_limit_spills_and_gives_the_same_answer(fleet, tmp_path):
     spill.mkdir()
     limited = load_trace(fleet, memory_limit=LIMIT, temp_directory=spill)  # the limit holds for the checks too
     limited.con.execute("SET threads = 2")  # memory per thread: keep the test the same on bigger machines
-    assert limited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0] != \
-        unlimited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    assert (
+        limited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        != unlimited.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    )
     with SpillWatch(spill) as watch:
         metric.prepare(limited, batches=1)  # one pass: the sorts themselves must spill (batching is tested below)
         got = everything(limited)

@@ -2,7 +2,7 @@
 
 Random valid traces (``tests/trace_strategies.py``, SYNTHETIC) are written to
 a temporary folder, loaded with :func:`ettcore.trace.load_trace`, measured with
-:mod:`ettcore.metric`, and compared with :mod:`ettcore.reference` to the
+:mod:`ettcore.metric`, and compared with :mod:`ettcore.metric.reference` to the
 millisecond (both sides count whole milliseconds; tolerance 0.0005 s per job
 figure, so a one-millisecond disagreement fails) for every L1 field,
 every L2 cell (by component and by phase), busy time per phase, the fleet and
@@ -26,12 +26,12 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from trace_strategies import TS_MODES, traces, write_trace_folder
 
 from ettcore import metric
 from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 from ettcore.trace.window import Exclusion
-from trace_strategies import TS_MODES, traces, write_trace_folder
 
 SCALE = float(os.environ.get("ETT_PROPERTY_EXAMPLES", "1"))
 SECONDS_TOL = 5e-4  # both sides count whole ms, so any real disagreement is >= 1 ms
@@ -64,7 +64,10 @@ def _ms(value: Any) -> int:
 
 
 def measure(
-    folder: Path, as_of_ms: int | None = None, by: tuple[str, ...] = ("model",), everys: tuple[str, ...] = ref.EVERY,
+    folder: Path,
+    as_of_ms: int | None = None,
+    by: tuple[str, ...] = ("model",),
+    everys: tuple[str, ...] = ref.EVERY,
     window: dict | None = None,
 ) -> dict[str, Any]:
     """Every SQL figure for one trace folder, as plain Python structures.
@@ -80,7 +83,9 @@ def measure(
 def sql_window(window: dict) -> dict:
     """``metric.set_window`` arguments for a reference window (times in ms become epoch seconds; exact to the ms)."""
     secs = lambda ms: None if ms is None else ms / 1000  # noqa: E731
-    exclusions = [Exclusion(x["start"], x["end"], x["reason"], x.get("job"), x.get("label")) for x in window.get("exclusions", ())]
+    exclusions = [
+        Exclusion(x["start"], x["end"], x["reason"], x.get("job"), x.get("label")) for x in window.get("exclusions", ())
+    ]
     return {"since": secs(window.get("since")), "until": secs(window.get("until")), "exclude": exclusions}
 
 
@@ -137,13 +142,25 @@ class Diffs(list):
             raise AssertionError(f"{len(self)} disagreement(s):\n  " + "\n  ".join(self[:40]))
 
 
-L1_SECONDS = ("wall_s", "productive_s", "tts_s", "ttr_total_s", "ttr_mean_s", "in_training_loss_s", "shutdown_tail_s", "excluded_s")
+L1_SECONDS = (
+    "wall_s",
+    "productive_s",
+    "tts_s",
+    "ttr_total_s",
+    "ttr_mean_s",
+    "in_training_loss_s",
+    "shutdown_tail_s",
+    "excluded_s",
+)
 L1_COUNTS = ("nof", "nof_failure", "nof_preemption")
 
 
 def compare_jobs(sql: dict[str, Any], want: dict[str, Any], d: Diffs) -> None:
     """Per-job figures: L1, components, L2 cells, busy time."""
-    d.check(sorted(sql["jobs"]) == sorted(want["jobs"]), f"jobs: SQL {sorted(sql['jobs'])} != reference {sorted(want['jobs'])}")
+    d.check(
+        sorted(sql["jobs"]) == sorted(want["jobs"]),
+        f"jobs: SQL {sorted(sql['jobs'])} != reference {sorted(want['jobs'])}",
+    )
     for job_id, w in want["jobs"].items():
         g = sql["jobs"].get(job_id)
         if g is None:
@@ -204,8 +221,10 @@ def compare_trend(sql: dict[str, Any], trend: dict[str, list[dict]], want: dict[
         got = {_ms(r["bucket_start"]): r for r in srows}
         starts = [_ms(r["bucket_start"]) for r in srows]
         d.check(starts == sorted(starts), f"trend {every}: buckets not in time order")
-        d.check(sorted(got) == [w["bucket_start_ms"] for w in wrows],
-                f"trend {every}: SQL buckets {sorted(got)} != reference {[w['bucket_start_ms'] for w in wrows]}")
+        d.check(
+            sorted(got) == [w["bucket_start_ms"] for w in wrows],
+            f"trend {every}: SQL buckets {sorted(got)} != reference {[w['bucket_start_ms'] for w in wrows]}",
+        )
         for w in wrows:
             g = got.get(w["bucket_start_ms"])
             if g is None:
@@ -216,7 +235,10 @@ def compare_trend(sql: dict[str, Any], trend: dict[str, list[dict]], want: dict[
             d.num(f"{tag} ett_pct", g["ett_pct"], w["ett_pct"], 1e-6 + 100 * tol / max(w["wall_gpu_h"], 1e-12))
         if srows and "nof" in srows[0]:
             total = sum(j["nof"] for j in want["jobs"].values())
-            d.check(sum(r["nof"] for r in srows) == total, f"trend {every}: nof sums to {sum(r['nof'] for r in srows)}, not {total}")
+            d.check(
+                sum(r["nof"] for r in srows) == total,
+                f"trend {every}: nof sums to {sum(r['nof'] for r in srows)}, not {total}",
+            )
 
 
 def compare_all(sql: dict[str, Any], want: dict[str, Any], trend: dict[str, list[dict]] | None = None) -> None:
@@ -234,11 +256,16 @@ def _group_keys(trace: dict[str, Any]) -> tuple[str, ...]:
     return ("model", "team") if trace["jobs"] is not None else ("model",)
 
 
-def reference_all(trace: dict[str, Any], as_of_ms: int | None = None, everys: tuple[str, ...] = ref.EVERY,
-                  window: dict | None = None) -> tuple[dict, dict]:
+def reference_all(
+    trace: dict[str, Any], as_of_ms: int | None = None, everys: tuple[str, ...] = ref.EVERY, window: dict | None = None
+) -> tuple[dict, dict]:
     """Reference per-job figures and trend rows (for the calendar units ``everys``), over ``window`` if given."""
     args = (trace["jobs"], trace["attempts"], trace["spans"])
-    kw = {} if window is None else {"since": window.get("since"), "until": window.get("until"), "exclusions": window.get("exclusions", ())}
+    kw = (
+        {}
+        if window is None
+        else {"since": window.get("since"), "until": window.get("until"), "exclusions": window.get("exclusions", ())}
+    )
     want = ref.reference_metrics(*args, as_of_ms, **kw)
     trend = {e: ref.reference_trend(*args, e, as_of_ms, **kw) for e in everys}
     return want, trend
@@ -259,8 +286,18 @@ _AT_THE_LATEST_INSTANT = {
         {"job_id": "job-1", "attempt": 0, "start": _LATEST - 60_000, "end": _LATEST, "end_reason": "completed"},
         {"job_id": "job-2", "attempt": 0, "start": _LATEST - 60_000, "end": None, "end_reason": "running"},
     ],
-    "spans": [{"job_id": "job-2", "attempt": 0, "phase": "hardware_setup", "start": _LATEST - 60_000, "end": _LATEST,
-               "cursor_start": None, "cursor_end": None, "stage": None}],
+    "spans": [
+        {
+            "job_id": "job-2",
+            "attempt": 0,
+            "phase": "hardware_setup",
+            "start": _LATEST - 60_000,
+            "end": _LATEST,
+            "cursor_start": None,
+            "cursor_end": None,
+            "stage": None,
+        }
+    ],
 }
 
 
@@ -275,7 +312,9 @@ def test_sql_equals_reference(trace, every):
     compare_all(sql, want, trend)
 
 
-FORMATS = [("parquet", m) for m in TS_MODES] + [(f, m) for f in ("csv", "jsonl") for m in ("epoch", "iso", "iso_z", "iso_offset")]
+FORMATS = [("parquet", m) for m in TS_MODES] + [
+    (f, m) for f in ("csv", "jsonl") for m in ("epoch", "iso", "iso_z", "iso_offset")
+]
 
 
 @_settings(40)
@@ -306,8 +345,11 @@ def test_row_order_and_file_splitting_do_not_change_results(trace, seed, span_pa
     """Shuffled rows and tables split into ``<table>/part-N.parquet`` give identical frames."""
     with tempfile.TemporaryDirectory(prefix="ett-prop-") as tmp:
         plain = _frames(write_trace_folder(trace, Path(tmp) / "plain"))
-        mixed = _frames(write_trace_folder(trace, Path(tmp) / "mixed", shuffle_seed=seed,
-                                           parts={"spans": span_parts, "attempts": attempt_parts}))
+        mixed = _frames(
+            write_trace_folder(
+                trace, Path(tmp) / "mixed", shuffle_seed=seed, parts={"spans": span_parts, "attempts": attempt_parts}
+            )
+        )
     for name in plain:
         assert_frames_match(plain[name], mixed[name], name)
 
@@ -343,7 +385,9 @@ def test_sql_equals_reference_with_explicit_as_of(trace_as_of, every):
     trace, as_of_ms = trace_as_of
     want, trend = reference_all(trace, as_of_ms, everys=(every,))
     with tempfile.TemporaryDirectory(prefix="ett-prop-") as tmp:
-        sql = measure(write_trace_folder(trace, Path(tmp) / "t"), as_of_ms=as_of_ms, by=_group_keys(trace), everys=(every,))
+        sql = measure(
+            write_trace_folder(trace, Path(tmp) / "t"), as_of_ms=as_of_ms, by=_group_keys(trace), everys=(every,)
+        )
     compare_all(sql, want, trend)
 
 
@@ -351,9 +395,21 @@ def tiny_trace(end_reason: str = "completed") -> dict[str, Any]:
     """One job of one 10-minute attempt that trains for its first 5 minutes."""
     return {
         "jobs": None,
-        "attempts": [dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason=end_reason)],
-        "spans": [dict(job_id="j", attempt=0, phase="train", start=1_769_900_000_000, end=1_769_900_300_000,
-                       cursor_start=0, cursor_end=10, stage=None)],
+        "attempts": [
+            dict(job_id="j", attempt=0, start=1_769_900_000_000, end=1_769_900_600_000, end_reason=end_reason)
+        ],
+        "spans": [
+            dict(
+                job_id="j",
+                attempt=0,
+                phase="train",
+                start=1_769_900_000_000,
+                end=1_769_900_300_000,
+                cursor_start=0,
+                cursor_end=10,
+                stage=None,
+            )
+        ],
     }
 
 

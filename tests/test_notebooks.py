@@ -27,8 +27,8 @@ import nbformat
 import pytest
 from pytest import approx
 
-from ettcore.present import report
 from ettcore.config import NOTEBOOK_DIR
+from ettcore.present import report
 
 NOTEBOOKS = report.discover()
 
@@ -76,7 +76,9 @@ def check_time_breakdown(card: dict) -> None:
     assert ev["rep_nontraining_share", "value"] == "identity" and ev["rep_restart_bound", "value"] == "identity"
     # the identities hold: 100 (wall - productive) / wall, and C x (1 + F)
     assert v["rep_nontraining_share", "value"] == approx(100 * (151.5 - 90) / 151.5, abs=1e-9)
-    assert v["rep_restart_bound", "value"] == approx(v["rep_cold_start", "value"] * (1 + v["rep_failures", "value"]), abs=1e-9)
+    assert v["rep_restart_bound", "value"] == approx(
+        v["rep_cold_start", "value"] * (1 + v["rep_failures", "value"]), abs=1e-9
+    )
 
 
 def check_decomposition(card: dict) -> None:
@@ -93,8 +95,9 @@ def check_trainer_init(card: dict) -> None:
     assert v["modelD_tts_parallel", "value"] == approx(23.1, abs=0.05)
     assert v["modelD_tts_compile", "value"] == approx(18.6, abs=0.05)
     assert v["cascade_compile_contrib", "value"] == approx(4.5, abs=0.05)
-    assert v["cascade_compile_contrib", "value"] == approx(v["modelD_tts_parallel", "value"] - v["modelD_tts_compile", "value"],
-                                                           abs=1e-9)
+    assert v["cascade_compile_contrib", "value"] == approx(
+        v["modelD_tts_parallel", "value"] - v["modelD_tts_compile", "value"], abs=1e-9
+    )
     assert set(_evidence(card).values()) == {"calibrated", "identity"}
     # the paper's "-41%": 13.2 of 31.8 minutes
     assert _headlines(card)["TTS reduction"] == approx(100 * (31.8 - 18.6) / 31.8, abs=0.05)
@@ -124,7 +127,7 @@ def check_shutdown(card: dict) -> None:
 
 def check_benchmarks(card: dict) -> None:
     v = _values(card)
-    assert v["bench_ett_base", "low"] == approx(59.2, abs=0.5)   # Model F
+    assert v["bench_ett_base", "low"] == approx(59.2, abs=0.5)  # Model F
     assert v["bench_ett_base", "high"] == approx(85.2, abs=0.5)  # Model B
     assert v["bench_ett_opt", "low"] == approx(80, abs=0.5)
     assert v["bench_ett_opt", "high"] == approx(93, abs=0.5)
@@ -148,7 +151,9 @@ def check_cascade(card: dict) -> None:
     # what the start-up does not inherit
     assert v["cascade_inherited", "value"] == approx(3 * v["cascade_direct", "value"], abs=1e-9)
     assert v["cascade_recovery_only", "value"] == approx(
-        v["recovery_savings_share", "value"] - (v["cascade_inherited", "value"] - v["cascade_direct", "value"]), abs=1e-9)
+        v["recovery_savings_share", "value"] - (v["cascade_inherited", "value"] - v["cascade_direct", "value"]),
+        abs=1e-9,
+    )
     assert v["cascade_recovery_only", "value"] == approx(41.3, abs=1.5)
     assert _evidence(card)["cascade_inherited", "value"] == "identity"
     assert _evidence(card)["cascade_recovery_only", "value"] == "identity"
@@ -166,7 +171,9 @@ def check_fleet_trends(card: dict) -> None:
     first, last = (float(x) for x in str(h["rolling 7d fleet ETT%, first -> last full window"]).split(" -> "))
     assert first == approx(80, abs=2.0) and last > 90
     # the preemption episode (preemptions x3, queue wait x2.5) lowered ETT%: leaving it out raises the fleet's
-    whole, without = (float(x) for x in str(h["fleet ETT% with every instant -> without the exclusion windows"]).split(" -> "))
+    whole, without = (
+        float(x) for x in str(h["fleet ETT% with every instant -> without the exclusion windows"]).split(" -> ")
+    )
     assert whole < without < 100
 
 
@@ -219,8 +226,9 @@ def check_framework_run(card: dict) -> None:
 def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
     import slurm_oracle  # tests/slurm_oracle.py
-    from ettcore.metric import reference as ref
+
     from ettcore.config import DATA_DIR
+    from ettcore.metric import reference as ref
 
     fleet_dir = DATA_DIR / "slurm-fleet"
     h = _headlines(card)
@@ -231,7 +239,9 @@ def check_slurm_fleet(card: dict) -> None:
     assert h["runs (measured)"] == len(runs)
     assert h["preemptions (measured)"] == sum(state(r) == "PREEMPTED" for r in runs)
     assert h["node failures (measured)"] == sum(state(r) == "NODE_FAIL" for r in runs)
-    assert h["crashes requeued by RequeueExit (measured)"] == sum(state(r) == "REQUEUED" and r["ExitCode"] != "0:0" for r in runs)
+    assert h["crashes requeued by RequeueExit (measured)"] == sum(
+        state(r) == "REQUEUED" and r["ExitCode"] != "0:0" for r in runs
+    )
     assert h["failures (measured)"] == sum(s == "failure" for j in rows.values() for s in j.end_states())
     want = ref.reference_metrics(*slurm_oracle.reference_input(fleet_dir / "trace"))
     by_variant = {r["key"]: r["ett_pct"] for r in ref.reference_fleet(want, by="variant")}
@@ -297,7 +307,8 @@ def test_notebook_reproduces_committed_copy_and_paper(nb_path: Path, tmp_path: P
     regenerated = report.dumps(report.canonical(executed))
     committed = nb_path.read_text(encoding="utf-8")
     assert regenerated == committed, (
-        f"{nb_path.name} differs from its re-execution; run `ett report --update-notebooks {nb_path.stem}` and review the diff")
+        f"{nb_path.name} differs from its re-execution; run `ett report --update-notebooks {nb_path.stem}` and review the diff"
+    )
     card = json.loads((tmp_path / f"{nb_path.stem}.scorecard.json").read_text(encoding="utf-8"))
     PAPER_NUMBERS[nb_path.stem](card)
     assert all(c["passed"] for c in card["checks"]), [c for c in card["checks"] if not c["passed"]]

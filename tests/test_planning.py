@@ -28,20 +28,43 @@ from ettcore.planning.expected import (
 
 PLANS = {
     "busy_1024gpu": JobPlan(
-        tts_s=1800, ttr_s=1800, failures_per_gpu_day=0.01, work_s=36000, gpus=1024, interval_s=1800, blocking_s=60, shutdown_s=600
+        tts_s=1800,
+        ttr_s=1800,
+        failures_per_gpu_day=0.01,
+        work_s=36000,
+        gpus=1024,
+        interval_s=1800,
+        blocking_s=60,
+        shutdown_s=600,
     ),
     "flaky_2000gpu": JobPlan(
         tts_s=1100, ttr_s=900, failures_per_gpu_day=0.02, work_s=10 * 3600, gpus=2000, interval_s=900, blocking_s=15
     ),
     "small_8gpu_uneven": JobPlan(
-        tts_s=300, ttr_s=600, failures_per_gpu_day=0.05, work_s=5000, gpus=8, interval_s=1200, blocking_s=30, shutdown_s=120
+        tts_s=300,
+        ttr_s=600,
+        failures_per_gpu_day=0.05,
+        work_s=5000,
+        gpus=8,
+        interval_s=1200,
+        blocking_s=30,
+        shutdown_s=120,
     ),
 }
 
 
 def test_failure_free_job_by_hand() -> None:
     # 36,000 s of work, a save every 1,800 s: 19 saves of 60 s (none after the last stretch)
-    p = JobPlan(tts_s=1800, ttr_s=999, failures_per_gpu_day=0.0, work_s=36000, gpus=64, interval_s=1800, blocking_s=60, shutdown_s=600)
+    p = JobPlan(
+        tts_s=1800,
+        ttr_s=999,
+        failures_per_gpu_day=0.0,
+        work_s=36000,
+        gpus=64,
+        interval_s=1800,
+        blocking_s=60,
+        shutdown_s=600,
+    )
     e = expected_ett(p)
     assert e.wall_s == pytest.approx(1800 + 36000 + 19 * 60 + 600)  # 39,540 s
     assert e.ett_pct == pytest.approx(91.047, abs=1e-3)
@@ -61,7 +84,9 @@ def test_closed_form_agrees_with_monte_carlo(name: str) -> None:
 
 
 def test_first_order_is_close_only_when_failures_are_rare() -> None:
-    rare = JobPlan(tts_s=0, ttr_s=600, failures_per_gpu_day=0.0005, work_s=86400, gpus=256, interval_s=1800, blocking_s=30)
+    rare = JobPlan(
+        tts_s=0, ttr_s=600, failures_per_gpu_day=0.0005, work_s=86400, gpus=256, interval_s=1800, blocking_s=30
+    )
     assert expected_ett_first_order(rare).ett_pct == pytest.approx(expected_ett(rare).ett_pct, abs=0.1)
     busy = PLANS["flaky_2000gpu"]  # 40 failures a day: first order misses replay failures and compounding
     assert abs(expected_ett_first_order(busy).ett_pct - expected_ett(busy).ett_pct) > 0.5

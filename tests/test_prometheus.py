@@ -26,7 +26,9 @@ from ettcore.exporters import prometheus
 from ettcore.trace import load_trace
 
 PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it)")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it)"
+)
 
 HOSTILE_IDS = {
     "worked-example": 'a"b\\c\nd} x{y="z",w',
@@ -71,7 +73,9 @@ def hostile_trace(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("prom") / "hostile"
     folder.mkdir()
     for name in ("jobs", "attempts", "spans"):
-        df = pl.read_csv(SAMPLE_TRACE / f"{name}.csv", infer_schema=False).with_columns(pl.col("job_id").replace(HOSTILE_IDS))
+        df = pl.read_csv(SAMPLE_TRACE / f"{name}.csv", infer_schema=False).with_columns(
+            pl.col("job_id").replace(HOSTILE_IDS)
+        )
         if name == "jobs":
             df = df.with_columns(pl.col("model").replace(HOSTILE_MODELS))
         df.write_parquet(folder / f"{name}.parquet")
@@ -82,7 +86,14 @@ def hostile_trace(tmp_path_factory) -> Path:
 def test_label_escaping():
     assert prometheus.escape_label('a\\b"c\nd\re') == 'a\\\\b\\"c\\nd\re'
     assert prometheus.labels([("job_id", 'x"}'), ("model", "m")]) == '{job_id="x\\"}",model="m"}'
-    assert [prometheus.number(v) for v in (3, 0.25, None, float("nan"), float("inf"), True)] == ["3", "0.25", "NaN", "NaN", "+Inf", "1"]
+    assert [prometheus.number(v) for v in (3, 0.25, None, float("nan"), float("inf"), True)] == [
+        "3",
+        "0.25",
+        "NaN",
+        "NaN",
+        "+Inf",
+        "1",
+    ]
 
 
 @needs_promtool
@@ -105,10 +116,14 @@ def test_sample_passes_promtool_and_carries_the_metric(tmp_path):
     assert value(got, "ett_fleet_effective_training_ratio") == pytest.approx(fleet["ett_pct"] / 100, rel=1e-12)
     assert value(got, "ett_fleet_wall_gpu_seconds") == pytest.approx(fleet["wall_gpu_h"] * 3600)
     buckets = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
-    assert sum(value(got, "ett_fleet_l1_gpu_seconds", bucket=b) for b in buckets) == pytest.approx(fleet["wall_gpu_h"] * 3600)
+    assert sum(value(got, "ett_fleet_l1_gpu_seconds", bucket=b) for b in buckets) == pytest.approx(
+        fleet["wall_gpu_h"] * 3600
+    )
     owners = metric.owner_gpu_hours(t)
     for r in owners.iter_rows(named=True):
-        assert value(got, "ett_fleet_l2_gpu_seconds", component=r["component"], owner=r["owner"]) == pytest.approx(r["gpu_h"] * 3600)
+        assert value(got, "ett_fleet_l2_gpu_seconds", component=r["component"], owner=r["owner"]) == pytest.approx(
+            r["gpu_h"] * 3600
+        )
     jobs = metric.job_summary(t)
     for r in jobs.iter_rows(named=True):
         lab = {"job_id": r["job_id"], "model": r["model"]}
@@ -116,7 +131,9 @@ def test_sample_passes_promtool_and_carries_the_metric(tmp_path):
         assert value(got, "ett_job_interruptions", cause="failure", **lab) == r["nof_failure"]
         assert sum(value(got, "ett_job_l1_seconds", bucket=b, **lab) for b in buckets) == pytest.approx(r["wall_s"])
     # the worked example of the spec: 50 of 120 minutes productive
-    assert value(got, "ett_job_effective_training_ratio", job_id="worked-example", model="ranker-a") == pytest.approx(50 / 120)
+    assert value(got, "ett_job_effective_training_ratio", job_id="worked-example", model="ranker-a") == pytest.approx(
+        50 / 120
+    )
     assert value(got, "ett_trace_info", trace=str(tmp_path / "sample"), synthetic="true") == 1
 
 
@@ -156,10 +173,15 @@ def test_fleet_of_10k_jobs_passes_promtool(tmp_path):
 @needs_promtool
 def test_window_and_exclusions_in_the_export(tmp_path):
     ex = tmp_path / "ex.csv"
-    ex.write_text("start,end,reason,label\n2026-01-05T00:40:00Z,2026-01-05T01:20:00Z,maintenance,\n"
-                  "2026-01-05T05:55:00Z,2026-01-05T08:00:00Z,incident,team=search\n", encoding="utf-8")
+    ex.write_text(
+        "start,end,reason,label\n2026-01-05T00:40:00Z,2026-01-05T01:20:00Z,maintenance,\n"
+        "2026-01-05T05:55:00Z,2026-01-05T08:00:00Z,incident,team=search\n",
+        encoding="utf-8",
+    )
     shutil.copytree(SAMPLE_TRACE, tmp_path / "sample")
-    text = export(tmp_path / "sample", "--since", "2026-01-05T00:30:00Z", "--until", "2026-01-05T12:00:00Z", "--exclude", str(ex))
+    text = export(
+        tmp_path / "sample", "--since", "2026-01-05T00:30:00Z", "--until", "2026-01-05T12:00:00Z", "--exclude", str(ex)
+    )
     assert promtool_check(text).returncode == 0
     got = series(text)
     assert value(got, "ett_window_start_timestamp_seconds") == 1767573000.0
@@ -171,7 +193,10 @@ def test_window_and_exclusions_in_the_export(tmp_path):
     ratio = value(got, "ett_job_effective_training_ratio", job_id="sample-startup-failure", model="ranker-c")
     assert math.isnan(ratio)  # listed (it ran inside the window) but all its time there is excluded
     assert value(got, "ett_job_excluded_seconds", job_id="sample-startup-failure", model="ranker-c") == 104 * 60
-    assert ("ett_job_wall_seconds", (("job_id", "sample-running"), ("model", "ranker-b"))) not in got  # starts after the window
+    assert (
+        "ett_job_wall_seconds",
+        (("job_id", "sample-running"), ("model", "ranker-b")),
+    ) not in got  # starts after the window
 
 
 def test_export_to_stdout(capsys):

@@ -16,9 +16,9 @@ import sys
 
 import polars as pl
 import pytest
+from conftest import ATTEMPT_COLS, SPAN_COLS, write_csv_trace
 from polars.testing import assert_frame_equal
 
-from conftest import ATTEMPT_COLS, SPAN_COLS, write_csv_trace
 from ettcore import metric
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
@@ -56,7 +56,9 @@ def test_byte_order_mark_is_read_as_utf8_in_csv_and_jsonl(tmp_path, good_rows):
     for f in jsonl_bom.glob("*.jsonl"):
         f.write_bytes(BOM + f.read_bytes())
     got = _summary(jsonl_bom)
-    assert got["ett_pct"].to_list() == plain["ett_pct"].to_list() and got["wall_s"].to_list() == plain["wall_s"].to_list()
+    assert (
+        got["ett_pct"].to_list() == plain["ett_pct"].to_list() and got["wall_s"].to_list() == plain["wall_s"].to_list()
+    )
 
 
 def test_byte_order_mark_inside_a_file_is_still_data(tmp_path, good_rows):
@@ -140,7 +142,9 @@ def test_a_misnamed_column_is_one_error_with_a_suggestion(tmp_path):
 def test_every_missing_column_of_every_table_is_named_once(tmp_path):
     folder = _big_trace(tmp_path / "t", 50)
     a, s = folder / "attempts.csv", folder / "spans.csv"
-    a.write_text("\n".join(",".join(r.split(",")[:2] + r.split(",")[3:]) for r in a.read_text().splitlines()) + "\n")  # no start
+    a.write_text(
+        "\n".join(",".join(r.split(",")[:2] + r.split(",")[3:]) for r in a.read_text().splitlines()) + "\n"
+    )  # no start
     s.write_text("\n".join(",".join(r.split(",")[:6]) for r in s.read_text().splitlines()) + "\n")  # no cursors
     with pytest.raises(TraceError) as info:
         load_trace(folder)
@@ -179,7 +183,12 @@ def _every_start_unparsable(tmp_path, n: int):
     folder = _big_trace(tmp_path / "t", n)
     f = folder / "attempts.csv"
     lines = f.read_text().splitlines()
-    f.write_text("\n".join([lines[0]] + [",".join(r.split(",")[:2] + [f"day-{k}"] + r.split(",")[3:]) for k, r in enumerate(lines[1:])]) + "\n")
+    f.write_text(
+        "\n".join(
+            [lines[0]] + [",".join(r.split(",")[:2] + [f"day-{k}"] + r.split(",")[3:]) for k, r in enumerate(lines[1:])]
+        )
+        + "\n"
+    )
     return folder, f
 
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore.integrations import recorder as recorder_mod
 from ettcore.config import PACKAGE_DIR
 from ettcore.errors import TraceError
-from ettcore.integrations.recorder import Recorder, RecorderWarning
 from ettcore.importers.recorder import collect, convert, read_records
+from ettcore.integrations import recorder as recorder_mod
+from ettcore.integrations.recorder import Recorder, RecorderWarning
 
 T0 = 1_800_000_000.0  # 2027-01-15, a plausible epoch
 
@@ -67,7 +67,12 @@ def record_worked_example(run_dir: Path) -> None:
     sup1 = Recorder(run_dir, "ex", 1, writer="supervisor", clock=clk)
     sup1.attempt_start()
     rec = Recorder(run_dir, "ex", 1, writer="trainer", clock=clk)
-    for phase, a, b in (("hardware_setup", 55, 58), ("trainer_init", 58, 62), ("checkpoint_load", 62, 64), ("pt2_compile", 64, 70)):
+    for phase, a, b in (
+        ("hardware_setup", 55, 58),
+        ("trainer_init", 58, 62),
+        ("checkpoint_load", 62, 64),
+        ("pt2_compile", 64, 70),
+    ):
         clk.at_min(a)
         with rec.phase(phase):
             clk.at_min(b)
@@ -102,8 +107,15 @@ def test_worked_example_through_the_recorder_matches_the_spec(tmp_path: Path) ->
     assert row["ttr_total_s"] == pytest.approx(39 * 60, abs=0.01)
     assert row["in_training_loss_s"] == pytest.approx(60, abs=0.01)
     assert row["shutdown_tail_s"] == pytest.approx(600, abs=0.01)
-    expect_l2 = {"scheduling": 5, "hardware_setup": 8, "trainer_init": 11, "pt2_compile": 16,
-                 "wasted_training": 15, "shutdown": 10, "unattributed": 5}
+    expect_l2 = {
+        "scheduling": 5,
+        "hardware_setup": 8,
+        "trainer_init": 11,
+        "pt2_compile": 16,
+        "wasted_training": 15,
+        "shutdown": 10,
+        "unattributed": 5,
+    }
     for comp, minutes in expect_l2.items():
         assert row[f"{comp}_s"] == pytest.approx(minutes * 60, abs=0.01), comp
     assert row["gpus"] == 128 and row["model"] == "example" and row["team"] == "ranking"
@@ -140,7 +152,9 @@ def _simple_run(run: Path, clk: FakeClock | None = None) -> Path:
     return rec.path
 
 
-@pytest.mark.parametrize("tail", [b'{"job_id":"j","attempt":0,"k":"progr', b'{"job_id":"j","att\x00\x00\x00\n', b"\xff\xfe garbage"])
+@pytest.mark.parametrize(
+    "tail", [b'{"job_id":"j","attempt":0,"k":"progr', b'{"job_id":"j","att\x00\x00\x00\n', b"\xff\xfe garbage"]
+)
 def test_torn_final_line_is_reported_and_skipped_never_breaks_loading(tmp_path: Path, tail: bytes) -> None:
     from ettcore import metric
     from ettcore.trace import load_trace
@@ -200,7 +214,7 @@ def test_empty_or_missing_folder_is_an_error(tmp_path: Path) -> None:
 
 _CRASHING_CHILD = r"""
 import os, signal, sys, time
-from ettcore.recorder import Recorder
+from ettcore.integrations.recorder import Recorder
 run, attempt = sys.argv[1], int(sys.argv[2])
 sup = Recorder(run, "crash", attempt, writer="supervisor")
 sup.attempt_start()
@@ -369,10 +383,20 @@ def test_close_writes_a_parquet_trace_of_the_whole_run_folder(tmp_path: Path) ->
     sup.close()
     conv = rec.close(trace_dir=tmp_path / "trace")
     assert conv is not None and conv.problems == []
-    assert sorted(p.name for p in (tmp_path / "trace").iterdir()) == ["attempts.parquet", "jobs.parquet", "spans.parquet", "trace.json"]
+    assert sorted(p.name for p in (tmp_path / "trace").iterdir()) == [
+        "attempts.parquet",
+        "jobs.parquet",
+        "spans.parquet",
+        "trace.json",
+    ]
     att = pl.read_parquet(tmp_path / "trace" / "attempts.parquet")
     assert att.schema["start"] == pl.Datetime("us", "UTC")
-    assert pl.read_parquet(tmp_path / "trace" / "jobs.parquet").row(0, named=True) == {"job_id": "j", "model": "m", "gpus": 4, "variant": "v1"}
+    assert pl.read_parquet(tmp_path / "trace" / "jobs.parquet").row(0, named=True) == {
+        "job_id": "j",
+        "model": "m",
+        "gpus": 4,
+        "variant": "v1",
+    }
     load_trace(tmp_path / "trace")  # loads without error
 
 

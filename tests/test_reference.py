@@ -1,4 +1,4 @@
-"""The reference implementation (ettcore/reference.py) against numbers worked out by hand.
+"""The reference implementation (ettcore/metric/reference.py) against numbers worked out by hand.
 
 Expected values are typed from the spec's worked example (section 7) or derived
 by hand in the comments; none is computed by the code under test.  Times in the
@@ -85,17 +85,25 @@ def test_worked_example_level2():
     r = one(WORKED_ATTEMPTS, WORKED_SPANS, gpus=128)
     # Spec: scheduling 5, hardware_setup 8, trainer_init 11, pt2_compile 16,
     # wasted_training 15 (1 save + 14 replay), shutdown 10, unattributed 5.
-    expected = dict(scheduling=5, hardware_setup=8, trainer_init=11, pt2_compile=16, wasted_training=15, shutdown=10, unattributed=5)
+    expected = dict(
+        scheduling=5, hardware_setup=8, trainer_init=11, pt2_compile=16, wasted_training=15, shutdown=10, unattributed=5
+    )
     assert r["components"] == {k: minutes(v) for k, v in expected.items()}
     # Cells by hand: TTS = hw 0-5, init 5-10, compile 10-20; recovery 45-84 =
     # unattributed 45-50, gap 50-55, hw 55-58, init 58-62 + load 62-64,
     # compile 64-70, replay 70-84; in-training loss = save 30-31; tail = shutdown.
     cells = {
-        ("tts", "hardware_setup"): 5, ("tts", "trainer_init"): 5, ("tts", "pt2_compile"): 10,
+        ("tts", "hardware_setup"): 5,
+        ("tts", "trainer_init"): 5,
+        ("tts", "pt2_compile"): 10,
         ("productive", ref.PRODUCTIVE): 50,
         ("in_training_loss", "wasted_training"): 1,
-        ("recovery", "unattributed"): 5, ("recovery", "scheduling"): 5, ("recovery", "hardware_setup"): 3,
-        ("recovery", "trainer_init"): 6, ("recovery", "pt2_compile"): 6, ("recovery", "wasted_training"): 14,
+        ("recovery", "unattributed"): 5,
+        ("recovery", "scheduling"): 5,
+        ("recovery", "hardware_setup"): 3,
+        ("recovery", "trainer_init"): 6,
+        ("recovery", "pt2_compile"): 6,
+        ("recovery", "wasted_training"): 14,
         ("shutdown_tail", "shutdown"): 10,
     }
     assert r["l2"] == {k: minutes(v) for k, v in cells.items()}
@@ -123,7 +131,10 @@ def test_worked_example_fleet_gpu_hours():
 def test_equal_end_goes_to_later_phase():
     # hardware_setup 2-6 and trainer_init 0-6 end together: trainer_init is later
     # in the vocabulary, so it takes all of 0-6 (6 min); hardware_setup gets 0.
-    r = one([att(0, 0, 10, "completed")], [sp(0, "trainer_init", 0, 6), sp(0, "hardware_setup", 2, 6), sp(0, "train", 6, 10, 0, 10)])
+    r = one(
+        [att(0, 0, 10, "completed")],
+        [sp(0, "trainer_init", 0, 6), sp(0, "hardware_setup", 2, 6), sp(0, "train", 6, 10, 0, 10)],
+    )
     assert r["components"]["trainer_init"] == minutes(6)
     assert r["components"]["hardware_setup"] == 0
     assert r["tts_s"] == minutes(6) and r["productive_s"] == minutes(4)
@@ -133,7 +144,12 @@ def test_equal_end_goes_to_later_phase():
 def test_largest_end_wins_over_vocabulary_order():
     # hardware_setup 0-8 ends after trainer_init 2-5, so it takes 2-5 too: 8 min.
     # pt2_compile 8-10 covers the rest of TTS; train 10-12 productive.
-    spans = [sp(0, "hardware_setup", 0, 8), sp(0, "trainer_init", 2, 5), sp(0, "pt2_compile", 8, 10), sp(0, "train", 10, 12, 0, 5)]
+    spans = [
+        sp(0, "hardware_setup", 0, 8),
+        sp(0, "trainer_init", 2, 5),
+        sp(0, "pt2_compile", 8, 10),
+        sp(0, "train", 10, 12, 0, 5),
+    ]
     r = one([att(0, 0, 12, "completed")], spans)
     assert r["components"]["hardware_setup"] == minutes(8)
     assert r["components"]["trainer_init"] == 0
@@ -241,7 +257,12 @@ def test_startup_failure_splits_tts_and_recovery():
     # Attempt 1 (12-30): hardware_setup 12-14, train 14-28, shutdown 28-30.
     # TTS = 0-10 (first interruption before first productive instant 14);
     # recovery = 10-14 = 4; productive 14; tail 2.  NoF 1, TTR mean 4.
-    spans = [sp(0, "hardware_setup", 0, 4), sp(1, "hardware_setup", 12, 14), sp(1, "train", 14, 28, 0, 100), sp(1, "shutdown", 28, 30)]
+    spans = [
+        sp(0, "hardware_setup", 0, 4),
+        sp(1, "hardware_setup", 12, 14),
+        sp(1, "train", 14, 28, 0, 100),
+        sp(1, "shutdown", 28, 30),
+    ]
     r = one([att(0, 0, 10, "failure"), att(1, 12, 30, "completed")], spans)
     assert (r["tts_s"], r["ttr_total_s"], r["ttr_mean_s"]) == (minutes(10), minutes(4), minutes(4))
     assert (r["productive_s"], r["shutdown_tail_s"], r["in_training_loss_s"]) == (minutes(14), minutes(2), 0)
@@ -336,7 +357,11 @@ def test_default_as_of_keeps_an_attempt_that_starts_at_the_latest_instant():
     """Without an explicit as-of nothing recorded is cut: a zero-length attempt at the trace's latest instant (40,
     while job r runs) is measured, so job k ends completed at 40; an explicit as-of 40 cuts it (k ends failed at 30).
     Found by the property test (hypothesis) against the SQL, whose cut is as-of + 1 ms by default."""
-    attempts = [att(0, 0, None, "running", job="r"), att(0, 5, 30, "failure", job="k"), att(1, 40, 40, "completed", job="k")]
+    attempts = [
+        att(0, 0, None, "running", job="r"),
+        att(0, 5, 30, "failure", job="k"),
+        att(1, 40, 40, "completed", job="k"),
+    ]
     spans = [sp(0, "train", 0, 30, 0, 10, job="r")]
     ref.check_valid(attempts, spans)
     res = ref.reference_metrics(None, attempts, spans)
@@ -429,11 +454,15 @@ import random  # noqa: E402
 
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
 from trace_strategies import traces  # noqa: E402
 
-FAST = settings(max_examples=80, derandomize=True, database=None, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FAST = settings(
+    max_examples=80,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 @FAST

@@ -15,16 +15,17 @@ import json
 import re
 from pathlib import Path
 
+import browser
 import nbformat
 import polars as pl
 import pytest
 
-import browser
-from ettcore.present import calendar as buckets, charts, report, scorecard, tables
 from ettcore import metric
-from ettcore.metric import intervals as timeline
 from ettcore.config import REPORT_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
+from ettcore.metric import intervals as timeline
+from ettcore.present import calendar as buckets
+from ettcore.present import charts, report, scorecard, tables
 from ettcore.trace import load_trace
 
 # ----------------------------------------------------------------------------- scorecard
@@ -86,8 +87,13 @@ def test_scorecard_check_save_and_combine(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="cannot give measured evidence"):
         card.check("rep_wall", 1.0, tolerance=0, basis="test", evidence="measured")
     with pytest.raises(ValueError, match="needs a synthetic trace"):
-        scorecard.Scorecard("99-real", "real", synthetic=False).check("rep_wall", 1.0, tolerance=0, basis="t", evidence="calibrated")
-    assert card.trace_evidence == "calibrated" and scorecard.Scorecard("x", "x", synthetic=False).trace_evidence == "measured"
+        scorecard.Scorecard("99-real", "real", synthetic=False).check(
+            "rep_wall", 1.0, tolerance=0, basis="t", evidence="calibrated"
+        )
+    assert (
+        card.trace_evidence == "calibrated"
+        and scorecard.Scorecard("x", "x", synthetic=False).trace_evidence == "measured"
+    )
     assert card.save("") is None
     path = card.save(tmp_path)
     assert path == tmp_path / "99-test.scorecard.json"
@@ -98,10 +104,17 @@ def test_scorecard_check_save_and_combine(tmp_path: Path) -> None:
     assert board["checked_rows"] == 4 and board["checks"] == 5 and board["checks_passed"] == 4
     assert not board["all_passed"]
     rows = {r["id"]: r for r in board["rows"]}
-    assert {k: r["passed"] for k, r in rows.items()} == {"rep_wall": True, "bench_ett_base": False,
-                                                         "rep_restart_bound": True, "rep_gpu_hours_day": True}
+    assert {k: r["passed"] for k, r in rows.items()} == {
+        "rep_wall": True,
+        "bench_ett_base": False,
+        "rep_restart_bound": True,
+        "rep_gpu_hours_day": True,
+    }
     # rep_wall is checked twice with different evidence: counted once, under the strongest class
-    assert rows["rep_wall"]["evidence"] == "measured" and rows["rep_wall"]["evidence_classes"] == ["measured", "calibrated"]
+    assert rows["rep_wall"]["evidence"] == "measured" and rows["rep_wall"]["evidence_classes"] == [
+        "measured",
+        "calibrated",
+    ]
     assert board["evidence_rows"] == {"measured": 1, "calibrated": 1, "analytic": 1} and board["identity_rows"] == 1
     assert board["evidence_checks"] == {"measured": 1, "calibrated": 2, "analytic": 1, "identity": 1}
     assert all(c["evidence"] in scorecard.EVIDENCE for c in board["detail"])
@@ -132,23 +145,49 @@ def _chart_specs(t) -> dict[str, dict]:
     s = metric.job_summary(t)
     built = {
         "gantt": charts.gantt(timeline.job_timeline(t, "worked-example"), synthetic=True),
-        "gantt_relative": charts.gantt(timeline.job_timeline(t, ["worked-example", "sample-preempted"]), synthetic=True,
-                                       relative=True),
+        "gantt_relative": charts.gantt(
+            timeline.job_timeline(t, ["worked-example", "sample-preempted"]), synthetic=True, relative=True
+        ),
         "drilldown": charts.drilldown(s, synthetic=True),
-        "evidence": charts.evidence_scatter([{"id": "rep_wall", "part": "value", "quantity": "q", "unit": "min",
-                                              "evidence": "calibrated", "passed": True, "published": "151.5",
-                                              "reproduced": 151.5}]),
+        "evidence": charts.evidence_scatter(
+            [
+                {
+                    "id": "rep_wall",
+                    "part": "value",
+                    "quantity": "q",
+                    "unit": "min",
+                    "evidence": "calibrated",
+                    "passed": True,
+                    "published": "151.5",
+                    "reproduced": 151.5,
+                }
+            ]
+        ),
         "stacked": charts.stacked_components(charts.l2_long(s), synthetic=True),
         "l1": charts.l1_bars(s.row(0, named=True), synthetic=True),
         "owners": charts.owner_bars(metric.owner_gpu_hours(t), synthetic=True),
         "waterfall": charts.waterfall([("base", 31.8), ("a", 30.2), ("b", 25.4)], synthetic=True),
-        "trend": charts.trend_panels(buckets.coverage(metric.trend(t, every="day"), "day", *buckets.window_ms(s)),
-                                     synthetic=True, every="day"),
-        "lines": charts.lines(pl.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0], "c": ["a", "a"]}), "x", "y", "c",
-                              synthetic=True, chart_title="lines"),
-        "panels": charts.grouped_bars(charts.l2_long(s).join(s.select("job_id", "model"), on="job_id"), "component",
-                                      "minutes", "job_id", column="model", independent_y=True, synthetic=True,
-                                      chart_title="panels"),
+        "trend": charts.trend_panels(
+            buckets.coverage(metric.trend(t, every="day"), "day", *buckets.window_ms(s)), synthetic=True, every="day"
+        ),
+        "lines": charts.lines(
+            pl.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0], "c": ["a", "a"]}),
+            "x",
+            "y",
+            "c",
+            synthetic=True,
+            chart_title="lines",
+        ),
+        "panels": charts.grouped_bars(
+            charts.l2_long(s).join(s.select("job_id", "model"), on="job_id"),
+            "component",
+            "minutes",
+            "job_id",
+            column="model",
+            independent_y=True,
+            synthetic=True,
+            chart_title="panels",
+        ),
     }
     return {k: charts.to_v5_spec(c) for k, c in built.items()}
 
@@ -200,7 +239,9 @@ def test_gantt_draws_every_instant_in_its_component_colour(sample) -> None:
 def test_gantt_relative_mode_shares_one_axis(sample) -> None:
     tl = timeline.job_timeline(sample, ["worked-example", "sample-preempted"])
     spec = charts.to_v5_spec(charts.gantt(tl, synthetic=True, relative=True))
-    l2 = next(layer for layer in spec["vconcat"][0]["layer"] if layer["encoding"].get("color", {}).get("field") == "component")
+    l2 = next(
+        layer for layer in spec["vconcat"][0]["layer"] if layer["encoding"].get("color", {}).get("field") == "component"
+    )
     assert l2["encoding"]["x"]["type"] == "quantitative" and "since the job's start" in l2["encoding"]["x"]["title"]
     rows = spec["datasets"][l2["data"]["name"]]
     assert {r["job_id"] for r in rows if r["x0"] == 0} == {"worked-example", "sample-preempted"}
@@ -210,8 +251,12 @@ def test_l1_colours_keep_green_for_productive_only() -> None:
     assert charts.L1_COLORS["productive"] == charts.COMPONENT_COLORS["effective_training"]
     others = [c for k, c in charts.L1_COLORS.items() if k != "productive"]
     assert charts.L1_COLORS["productive"] not in others and len(set(others)) == len(others)
-    spec = charts.to_v5_spec(charts.l1_bars({"productive_s": 60, "tts_s": 60, "ttr_total_s": 60, "in_training_loss_s": 60,
-                                             "shutdown_tail_s": 60}, synthetic=False))
+    spec = charts.to_v5_spec(
+        charts.l1_bars(
+            {"productive_s": 60, "tts_s": 60, "ttr_total_s": 60, "in_training_loss_s": 60, "shutdown_tail_s": 60},
+            synthetic=False,
+        )
+    )
     scale = spec["encoding"]["color"]["scale"]
     assert dict(zip(scale["domain"], scale["range"]))["shutdown tail"] == charts.L1_COLORS["shutdown_tail"]
 
@@ -219,8 +264,14 @@ def test_l1_colours_keep_green_for_productive_only() -> None:
 def test_trend_marks_partial_buckets_and_ticks_per_bucket() -> None:
     from datetime import date
 
-    trend = pl.DataFrame({"bucket_start": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)], "ett_pct": [80.0, 85.0, 90.0],
-                          "wall_gpu_h": [310.0, 280.0, 50.0], "scheduling_gpu_h": [31.0, 28.0, 5.0]})
+    trend = pl.DataFrame(
+        {
+            "bucket_start": [date(2026, 1, 1), date(2026, 2, 1), date(2026, 3, 1)],
+            "ett_pct": [80.0, 85.0, 90.0],
+            "wall_gpu_h": [310.0, 280.0, 50.0],
+            "scheduling_gpu_h": [31.0, 28.0, 5.0],
+        }
+    )
     start = 1767225600000 + 86_400_000 * 3  # 2026-01-04
     end = 1772323200000 + 86_400_000 * 5  # 2026-03-06
     cov = buckets.coverage(trend, "month", start, end)
@@ -243,7 +294,10 @@ def test_waterfall_bars() -> None:
     spec = charts.to_v5_spec(charts.waterfall([("base", 10.0), ("cut", 7.0)], synthetic=False))
     rows = next(iter(spec["datasets"].values()))
     assert [(r["label"], r["lo"], r["hi"], r["kind"]) for r in rows] == [
-        ("base", 0.0, 10.0, "total"), ("cut", 7.0, 10.0, "reduction"), ("after all", 0.0, 7.0, "total")]
+        ("base", 0.0, 10.0, "total"),
+        ("cut", 7.0, 10.0, "reduction"),
+        ("after all", 0.0, 7.0, "total"),
+    ]
 
 
 def test_ett_renderer_bundle_is_stable() -> None:
@@ -268,7 +322,12 @@ def test_resolve_names() -> None:
 def test_plan_parameters(tmp_path: Path) -> None:
     nbs = report.resolve(["01"])
     plan = report.plan_parameters(nbs, [("worst", "3"), ("model", "ranker-a")], str(SAMPLE_TRACE), tmp_path)
-    assert plan[nbs[0]] == {"output_dir": str(tmp_path), "worst": 3, "model": "ranker-a", "trace": str(SAMPLE_TRACE.resolve())}
+    assert plan[nbs[0]] == {
+        "output_dir": str(tmp_path),
+        "worst": 3,
+        "model": "ranker-a",
+        "trace": str(SAMPLE_TRACE.resolve()),
+    }
     with pytest.raises(TraceError) as e:
         report.plan_parameters(nbs, [("no_such_param", "1")], None, tmp_path)
     assert e.value.problems[0].field == "no_such_param"
@@ -284,11 +343,15 @@ def test_coerce_bool() -> None:
 
 
 def test_canonical_strips_volatile_metadata() -> None:
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("x = 2", metadata={"tags": ["injected-parameters"]}),
-        nbformat.v4.new_code_cell("x", metadata={"papermill": {"duration": 1.2}, "execution": {"iopub.status.busy": "t"}}),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell("x = 2", metadata={"tags": ["injected-parameters"]}),
+            nbformat.v4.new_code_cell(
+                "x", metadata={"papermill": {"duration": 1.2}, "execution": {"iopub.status.busy": "t"}}
+            ),
+        ]
+    )
     nb.cells[2].execution_count = 7
     nb.cells[2].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "1"}, execution_count=7)]
     nb.metadata["papermill"] = {"start_time": "2026-01-01T00:00:00", "duration": 3.0}
@@ -305,17 +368,26 @@ def test_canonical_joins_a_streams_pieces() -> None:
     """A kernel may split one print into two stream messages; the committed notebook must not depend on it."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(...)")])
     out = nbformat.v4.new_output
-    nb.cells[0].outputs = [out("stream", name="stdout", text="0 problem(s)"), out("stream", name="stdout", text="\n"),
-                           out("stream", name="stderr", text="warn\n"), out("stream", name="stdout", text="next\n")]
+    nb.cells[0].outputs = [
+        out("stream", name="stdout", text="0 problem(s)"),
+        out("stream", name="stdout", text="\n"),
+        out("stream", name="stderr", text="warn\n"),
+        out("stream", name="stdout", text="next\n"),
+    ]
     c = report.canonical(nb)
-    assert [(o["name"], o["text"]) for o in c.cells[0].outputs] == [("stdout", "0 problem(s)\n"), ("stderr", "warn\n"),
-                                                                   ("stdout", "next\n")]
+    assert [(o["name"], o["text"]) for o in c.cells[0].outputs] == [
+        ("stdout", "0 problem(s)\n"),
+        ("stderr", "warn\n"),
+        ("stdout", "next\n"),
+    ]
 
 
 def test_charts_to_html_replaces_vegalite_outputs() -> None:
     spec = {"$schema": charts.VEGALITE_V5_SCHEMA, "mark": "bar", "title": "</script><b>"}
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("c")])
-    nb.cells[0].outputs = [nbformat.v4.new_output("display_data", {report.VEGALITE_MIMETYPE: spec, "text/plain": "<Chart>"})]
+    nb.cells[0].outputs = [
+        nbformat.v4.new_output("display_data", {report.VEGALITE_MIMETYPE: spec, "text/plain": "<Chart>"})
+    ]
     assert report.charts_to_html(nb) == 1
     html = nb.cells[0].outputs[0]["data"]["text/html"]
     assert 'vegaEmbed("#ett-chart-1"' in html and "</script><b>" not in html
@@ -338,7 +410,20 @@ def built_report(tmp_path_factory) -> Path:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
     report_command.register(sub)
-    args = parser.parse_args(["report", "01-trace-overview", "04-trainer-init", "13-live-job", "--out", str(out), "--quiet", "-p", "worst", "3"])
+    args = parser.parse_args(
+        [
+            "report",
+            "01-trace-overview",
+            "04-trainer-init",
+            "13-live-job",
+            "--out",
+            str(out),
+            "--quiet",
+            "-p",
+            "worst",
+            "3",
+        ]
+    )
     assert args.func(args) == 0
     return out
 
@@ -346,8 +431,14 @@ def built_report(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_report_outputs(built_report: Path) -> None:
     out = built_report
-    for name in ("index.html", "scorecard.json", "01-trace-overview.html", "01-trace-overview.ipynb",
-                 "01-trace-overview.scorecard.json", "13-live-job.html"):
+    for name in (
+        "index.html",
+        "scorecard.json",
+        "01-trace-overview.html",
+        "01-trace-overview.ipynb",
+        "01-trace-overview.scorecard.json",
+        "13-live-job.html",
+    ):
         assert (out / name).is_file(), name
     board = json.loads((out / "scorecard.json").read_text())
     assert board["published_rows"] == 40 and board["reports"][0]["ok"]
@@ -368,10 +459,10 @@ def test_report_outputs(built_report: Path) -> None:
     assert "charts.use_renderer(renderer)" not in page and "import polars" not in page  # no code cells
     assert "<title>01 Trace overview" in page and 'class="ett-banner synthetic"' in page
     assert 'href="index.html"' in page and 'class="ett-nav-next" href="04-trainer-init.html"' in page
-    assert 'ett-nav-prev' not in page
+    assert "ett-nav-prev" not in page
     live = (out / "13-live-job.html").read_text()
     assert 'class="ett-banner real"' in live and 'class="ett-nav-prev" href="04-trainer-init.html"' in live
-    assert 'ett-nav-next' not in live
+    assert "ett-nav-next" not in live
     assert "shape: (" not in page and "shape: (" not in live  # tables are formatted, not Polars reprs
     for html in (index, page, live):
         assert not _NETWORK.search(html), _NETWORK.search(html).group(0)
@@ -390,8 +481,12 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
     """Every page draws every chart, requests nothing from the network, logs no JavaScript error, and links to the
     index and to its neighbours (followed); screenshots go to reports/screenshots/."""
     shots = REPORT_DIR / "screenshots"
-    pages = {"index": built_report / "index.html", "01-trace-overview": built_report / "01-trace-overview.html",
-             "04-trainer-init": built_report / "04-trainer-init.html", "13-live-job": built_report / "13-live-job.html"}
+    pages = {
+        "index": built_report / "index.html",
+        "01-trace-overview": built_report / "01-trace-overview.html",
+        "04-trainer-init": built_report / "04-trainer-init.html",
+        "13-live-job": built_report / "13-live-job.html",
+    }
     with browser.Browser() as b:
         s = b.open()
         seen = {}
@@ -418,7 +513,9 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
         assert seen["13-live-job"].links["ett-nav-index"] == pages["index"].as_uri()
         # the worked example's timeline, alone
         b.visit(s, pages["01-trace-overview"].as_uri())
-        n = b.evaluate(s, "[...document.querySelectorAll('.ett-chart')].findIndex(e => e.textContent.includes('Timeline of'))")
+        n = b.evaluate(
+            s, "[...document.querySelectorAll('.ett-chart')].findIndex(e => e.textContent.includes('Timeline of'))"
+        )
         assert n >= 0
         b.screenshot(s, shots / "01-timeline-worked-example.png", ".ett-chart", n)
 
@@ -427,8 +524,10 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
 def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"
     # 127.0.0.1:9 (discard): nothing listens, and nothing leaves the machine
-    page.write_text('<html><head><title>bad</title></head><body><img src="http://127.0.0.1:9/x.png">'
-                    '<script>console.error("oops"); throw new Error("boom");</script></body></html>')
+    page.write_text(
+        '<html><head><title>bad</title></head><body><img src="http://127.0.0.1:9/x.png">'
+        '<script>console.error("oops"); throw new Error("boom");</script></body></html>'
+    )
     with browser.Browser() as b:
         v = b.visit(b.open(), page.as_uri(), settle_s=3)
     assert v.network == ["http://127.0.0.1:9/x.png"]
@@ -437,10 +536,14 @@ def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: 
 
 @pytest.mark.slow
 def test_failing_notebook_is_reported_not_hidden(tmp_path: Path) -> None:
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('output_dir: str = ""  # where the scorecard goes', metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell("raise ValueError('bad trace: spans.csv, row 3')"),
-    ])
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                'output_dir: str = ""  # where the scorecard goes', metadata={"tags": ["parameters"]}
+            ),
+            nbformat.v4.new_code_cell("raise ValueError('bad trace: spans.csv, row 3')"),
+        ]
+    )
     nb.metadata["kernelspec"] = dict(report.CANONICAL_KERNELSPEC)
     path = tmp_path / "99-broken.ipynb"
     nbformat.write(nb, str(path))
@@ -456,8 +559,17 @@ def test_failing_notebook_is_reported_not_hidden(tmp_path: Path) -> None:
 
 def test_table_labels_units_formats_and_no_truncation() -> None:
     long_text = "Table III quantity " + "x" * 120
-    frame = pl.DataFrame({"job_id": ["a", "b"], "wall_min": [120.0, 3000.25], "ett_pct": [41.666, 99.0], "nof": [1, 12345],
-                          "d_shutdown_tail_s": [3.5, -0.001], "note": [long_text, None], "ok": [True, False]})
+    frame = pl.DataFrame(
+        {
+            "job_id": ["a", "b"],
+            "wall_min": [120.0, 3000.25],
+            "ett_pct": [41.666, 99.0],
+            "nof": [1, 12345],
+            "d_shutdown_tail_s": [3.5, -0.001],
+            "note": [long_text, None],
+            "ok": [True, False],
+        }
+    )
     t = tables.table(frame, title="T", decimals={"ett_pct": 2})
     assert t.headers == ["job", "wall (min)", "ETT%", "NoF", "d shutdown tail (s)", "note", "ok"]
     text = t.text()
@@ -477,8 +589,10 @@ def test_table_headers_never_mangle_names() -> None:
     # 10-cascade once turned d_shutdown_tail_s into d_minhutdown_tail_min with a blanket str.replace
     assert tables.label_of("d_shutdown_tail_s") == "d shutdown tail (s)"
     assert tables.label_of("wall_gpu_h") == "wall (GPU-h)"
-    assert tables.label_of("compile_share_of_tts_pct", {"compile_share_of_tts_pct": "compilation share of TTS"}) == \
-        "compilation share of TTS (%)"
+    assert (
+        tables.label_of("compile_share_of_tts_pct", {"compile_share_of_tts_pct": "compilation share of TTS"})
+        == "compilation share of TTS (%)"
+    )
     assert tables.label_of("ttr_to_tts", units={"ttr_to_tts": "x"}) == "ttr to tts (x)"
 
 
@@ -523,7 +637,9 @@ def test_report_kernels_are_not_interrupted_on_shutdown(monkeypatch):
 def test_lines_on_bucket_labels_keep_the_buckets_order():
     """Monthly buckets drawn by their labels: one tick per bucket, in the frame's order (not days of a time axis)."""
     frame = pl.DataFrame({"bucket": ["Nov 2026", "Dec 2026", "Jan 2027"], "ett_pct": [91.0, 85.5, 88.0]})
-    spec = charts.to_v5_spec(charts.lines(frame, "bucket", "ett_pct", None, synthetic=True, chart_title="t", y_zero=False))
+    spec = charts.to_v5_spec(
+        charts.lines(frame, "bucket", "ett_pct", None, synthetic=True, chart_title="t", y_zero=False)
+    )
     enc = spec["layer"][0]["encoding"]
     assert enc["x"]["type"] == "ordinal" and enc["x"]["sort"] is None
     assert enc["y"]["scale"] == {"zero": False}
@@ -533,8 +649,13 @@ def test_lines_on_bucket_labels_keep_the_buckets_order():
 
 def test_stacked_bars_keep_the_frames_order_of_jobs():
     """Slurm job ids 1, 2, 10 stay in that order (Vega-Lite would order the aggregated bars as text: 1, 10, 2)."""
-    long = pl.DataFrame({"job_id": ["1", "1", "2", "10"], "component": ["effective_training", "pt2_compile"] + ["effective_training"] * 2,
-                         "minutes": [1.0, 0.5, 2.0, 3.0]})
+    long = pl.DataFrame(
+        {
+            "job_id": ["1", "1", "2", "10"],
+            "component": ["effective_training", "pt2_compile"] + ["effective_training"] * 2,
+            "minutes": [1.0, 0.5, 2.0, 3.0],
+        }
+    )
     spec = charts.to_v5_spec(charts.stacked_components(long, synthetic=False))
     assert spec["encoding"]["y"]["sort"] == ["1", "2", "10"]
 

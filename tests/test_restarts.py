@@ -84,7 +84,14 @@ def test_cascade_example_is_labelled_synthetic_and_inside_published_ranges() -> 
 
 
 def _l1(model: str, tts: float, nof: int, ttr: float, itl: float = 0.0, sht: float = 0.0) -> dict:
-    return {"model": model, "tts_s": tts, "nof": nof, "ttr_total_s": ttr, "in_training_loss_s": itl, "shutdown_tail_s": sht}
+    return {
+        "model": model,
+        "tts_s": tts,
+        "nof": nof,
+        "ttr_total_s": ttr,
+        "in_training_loss_s": itl,
+        "shutdown_tail_s": sht,
+    }
 
 
 def test_inherited_share_is_bounded_by_the_recovery_saving() -> None:
@@ -123,9 +130,7 @@ def test_pairing_errors_name_the_key() -> None:
 @settings(max_examples=150, deadline=None)
 @given(
     st.lists(
-        st.tuples(
-            st.floats(0, 5000), st.floats(0, 5000), st.integers(0, 5), st.floats(0, 20000), st.floats(0, 20000)
-        ),
+        st.tuples(st.floats(0, 5000), st.floats(0, 5000), st.integers(0, 5), st.floats(0, 20000), st.floats(0, 20000)),
         min_size=1,
         max_size=6,
     )
@@ -160,7 +165,9 @@ def _trace(path, init_min: float):
     from ettcore.trace.writer import write_trace
 
     t, attempts, spans, cursor = 0.0, [], [], 0.0
-    for a, (train, tail, reason) in enumerate([(30, "hang", "failure"), (30, "hang", "failure"), (50, "shutdown", "completed")]):
+    for a, (train, tail, reason) in enumerate(
+        [(30, "hang", "failure"), (30, "hang", "failure"), (50, "shutdown", "completed")]
+    ):
         start = t
         spans.append((a, "hardware_setup", t, t + 10, None, None))
         spans.append((a, "trainer_init", t + 10, t + 10 + init_min, None, None))
@@ -170,15 +177,28 @@ def _trace(path, init_min: float):
         if tail == "shutdown":
             spans.append((a, "shutdown", t, t + 10, None, None))
         t += 10
-        attempts.append({"job_id": "j", "attempt": a, "start": EPOCH + start * 60, "end": EPOCH + t * 60, "end_reason": reason})
+        attempts.append(
+            {"job_id": "j", "attempt": a, "start": EPOCH + start * 60, "end": EPOCH + t * 60, "end_reason": reason}
+        )
     span_rows = [
-        {"job_id": "j", "attempt": a, "phase": p, "start": EPOCH + s * 60, "end": EPOCH + e * 60, "stage": None, "cursor_start": c0, "cursor_end": c1}
+        {
+            "job_id": "j",
+            "attempt": a,
+            "phase": p,
+            "start": EPOCH + s * 60,
+            "end": EPOCH + e * 60,
+            "stage": None,
+            "cursor_start": c0,
+            "cursor_end": c1,
+        }
         for a, p, s, e, c0, c1 in spans
     ]
     write_trace(
         path,
         attempts=pl.DataFrame(attempts),
-        spans=pl.DataFrame(span_rows, schema_overrides={"stage": pl.String, "cursor_start": pl.Float64, "cursor_end": pl.Float64}),
+        spans=pl.DataFrame(
+            span_rows, schema_overrides={"stage": pl.String, "cursor_start": pl.Float64, "cursor_end": pl.Float64}
+        ),
         jobs=pl.DataFrame({"job_id": ["j"], "model": ["X"], "gpus": [8]}),
         fmt="csv",
         metadata={"synthetic": True, "source": "tests/test_restarts.py"},

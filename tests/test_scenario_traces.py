@@ -1,4 +1,4 @@
-"""Scenario traces generated on demand and cached in data/generated/ (ettcore.scenario_traces)."""
+"""Scenario traces generated on demand and cached in data/generated/ (ettcore.synthetic.traces)."""
 
 from __future__ import annotations
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore.synthetic import generator
 from ettcore import metric
 from ettcore.cli import main as ett_main
 from ettcore.cli import synth as synth_command
 from ettcore.errors import TraceError
+from ettcore.synthetic import generator
 from ettcore.synthetic.scenario import load_scenario
 from ettcore.trace import load_trace
 
@@ -225,8 +225,11 @@ def test_fleet_trend_rises_from_80_to_above_90(fleet, fleet_jobs):
 
 
 def _month_ett(js: pl.DataFrame) -> pl.DataFrame:
-    return js.with_columns(pl.col("t0").dt.month().alias("month")).group_by("opt_cohort", "month").agg(
-        pl.col("ett_pct").mean().alias("ett_mean"))
+    return (
+        js.with_columns(pl.col("t0").dt.month().alias("month"))
+        .group_by("opt_cohort", "month")
+        .agg(pl.col("ett_pct").mean().alias("ett_mean"))
+    )
 
 
 def test_fleet_untouched_models_stay_flat(fleet_jobs):
@@ -256,8 +259,7 @@ def test_fleet_preemption_episode_separates_causes(fleet_jobs, fleet_path):
     assert mean(during, "scheduling_s") > 2.0 * mean(before, "scheduling_s")
     assert mean(during, "ttr_total_s") > mean(before, "ttr_total_s")
     # The failure_kind label tells application failures from hardware ones and from preemptions.
-    att = pl.read_parquet(fleet_path / "attempts.parquet").join(
-        fleet_jobs.select("job_id", "t0"), on="job_id")
+    att = pl.read_parquet(fleet_path / "attempts.parquet").join(fleet_jobs.select("job_id", "t0"), on="job_id")
     app = lambda df: df.filter(pl.col("failure_kind") == "application").height / df["job_id"].n_unique()  # noqa: E731
     assert app(_window(att, "2026-04-13", "2026-05-18")) < 0.7 * app(_window(att, "2026-03-09", "2026-04-13"))
 
@@ -278,8 +280,11 @@ def test_fleet_labels_and_metadata(fleet_path, fleet_jobs):
 
 
 def _digest(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_same_seed_same_bytes_different_seed_differs(tmp_path):
@@ -342,18 +347,25 @@ def test_valid_minimal_scenario(tmp_path):
     assert load_trace(out) is not None
 
 
-@pytest.mark.parametrize("old,new,field", [
-    ("version: 1", "version: 2", "version"),
-    ("name: tiny", "name: tiny\ncolour: red", "colour"),
-    ("duration: 1}", "duration: -1}", "startups.s[0].duration"),
-    ("after: [hw]", "after: [nope]", "startups.s[1].after"),
-    ("phase: pt2_compile", "phase: compile", "startups.s[1].phase"),
-    ("template: s}", "template: t}", "cohorts[0] (a).profile.startup.template"),
-    ("interval_min: 10", "interval_min: {dist: gamma, k: 2}", "cohorts[0] (a).profile.checkpoint.interval_min.dist"),
-    ("train_min: 60", "train_min: 60\n  wall_budget_min: 90", "cohorts[0] (a).profile.train_min"),
-    ("start: 2026-01-01", "start: yesterday", "start"),
-    ("gpus: 8}", "gpus: 8, weight: 0}", "cohorts[0].weight"),
-])
+@pytest.mark.parametrize(
+    "old,new,field",
+    [
+        ("version: 1", "version: 2", "version"),
+        ("name: tiny", "name: tiny\ncolour: red", "colour"),
+        ("duration: 1}", "duration: -1}", "startups.s[0].duration"),
+        ("after: [hw]", "after: [nope]", "startups.s[1].after"),
+        ("phase: pt2_compile", "phase: compile", "startups.s[1].phase"),
+        ("template: s}", "template: t}", "cohorts[0] (a).profile.startup.template"),
+        (
+            "interval_min: 10",
+            "interval_min: {dist: gamma, k: 2}",
+            "cohorts[0] (a).profile.checkpoint.interval_min.dist",
+        ),
+        ("train_min: 60", "train_min: 60\n  wall_budget_min: 90", "cohorts[0] (a).profile.train_min"),
+        ("start: 2026-01-01", "start: yesterday", "start"),
+        ("gpus: 8}", "gpus: 8, weight: 0}", "cohorts[0].weight"),
+    ],
+)
 def test_validation_names_file_and_field(tmp_path, old, new, field):
     err = _bad(tmp_path, old, new)
     assert err.problems[0].field == field

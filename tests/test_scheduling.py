@@ -1,4 +1,4 @@
-"""Preemption-policy simulation and crash-loop cost (ettcore.scheduling), on hand-worked cases."""
+"""Preemption-policy simulation and crash-loop cost (ettcore.planning.scheduling), on hand-worked cases."""
 
 from __future__ import annotations
 
@@ -64,9 +64,13 @@ def test_policies_ordered_on_a_generated_fleet() -> None:
 def test_crash_loop_cost() -> None:
     # 10 min start-up + 5 min re-queue: 96 attempts a day, each holding 8 GPUs for 10 min = 128 GPU-hours
     assert scheduling.crash_loop_cost(startup_s=600, requeue_s=300, gpus=8, horizon_days=1, detect_after=None) == {
-        "attempts": 96, "gpu_h": approx(128.0)}
+        "attempts": 96,
+        "gpu_h": approx(128.0),
+    }
     assert scheduling.crash_loop_cost(startup_s=600, requeue_s=300, gpus=8, horizon_days=1, detect_after=3) == {
-        "attempts": 3, "gpu_h": approx(4.0)}
+        "attempts": 3,
+        "gpu_h": approx(4.0),
+    }
     with pytest.raises(ValueError):
         scheduling.crash_loop_cost(startup_s=600, requeue_s=300, gpus=8, horizon_days=1, detect_after=0)
 

@@ -10,13 +10,13 @@ import json
 
 import polars as pl
 import pytest
-
 import slurm_oracle  # tests/slurm_oracle.py
+
 from ettcore.config import DATA_DIR
 from ettcore.demo.slurm_fleet import plan
 from ettcore.importers.frames import write_import
-from ettcore.importers.slurm import import_sacct
 from ettcore.importers.recorder import collect
+from ettcore.importers.slurm import import_sacct
 
 FLEET = DATA_DIR / "slurm-fleet"
 
@@ -26,7 +26,11 @@ def imports(tmp_path_factory):
     out = {}
     for form in ("sacct.txt", "sacct.json"):
         frames, report = import_sacct([FLEET / form], recorder_dir=FLEET / "recorder", relative_to=FLEET)
-        out[form] = (frames, report, write_import(tmp_path_factory.mktemp(form.replace(".", "-")) / "trace", frames, report))
+        out[form] = (
+            frames,
+            report,
+            write_import(tmp_path_factory.mktemp(form.replace(".", "-")) / "trace", frames, report),
+        )
     return out
 
 

@@ -31,22 +31,21 @@ from __future__ import annotations
 
 import os
 import shutil
-from contextlib import contextmanager
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
 import polars as pl
 import pytest
+import slurm_oracle  # tests/slurm_oracle.py
 
 from ettcore.config import PROJECT_ROOT
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import export_commands, import_sacct
-
-import slurm_oracle  # tests/slurm_oracle.py
 
 START = PROJECT_ROOT / "tools" / "slurm" / "start.sh"
 STOP = PROJECT_ROOT / "tools" / "slurm" / "stop.sh"
@@ -59,8 +58,10 @@ pytestmark = pytest.mark.slurm
 def _why_no_slurm() -> str | None:
     for b in ("sbatch", "sacct", "slurmctld", "slurmd", "slurmdbd", "munged", "mariadbd"):
         if shutil.which(b) is None and not Path("/usr/sbin", b).exists():
-            return (f"Slurm cannot run here: {b} is not installed (apt-get install slurm-wlm slurmdbd slurm-client munge "
-                    "mariadb-server slurm-wlm-basic-plugins slurm-wlm-mysql-plugin; .ci/run does)")
+            return (
+                f"Slurm cannot run here: {b} is not installed (apt-get install slurm-wlm slurmdbd slurm-client munge "
+                "mariadb-server slurm-wlm-basic-plugins slurm-wlm-mysql-plugin; .ci/run does)"
+            )
     if os.geteuid() != 0:
         return "Slurm cannot run here: tools/slurm/start.sh needs root (munge runs as its own user, slurmd as root)"
     return None
@@ -135,8 +136,12 @@ def _wait(cond, what: str, timeout: float = 600.0, env: dict | None = None, work
             detail = ""
             if env is not None:
                 q = subprocess.run(["squeue", "-o", "%i %j %T %r %M"], env=env, capture_output=True, text=True).stdout
-                a = subprocess.run(["sacct", "-D", "-X", "-o", "JobID,JobName,State,ExitCode,Start,End"], env=env,
-                                   capture_output=True, text=True).stdout
+                a = subprocess.run(
+                    ["sacct", "-D", "-X", "-o", "JobID,JobName,State,ExitCode,Start,End"],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 detail += f"\nsqueue:\n{q}\nsacct:\n{a}"
             if work is not None:
                 for log in sorted((work / "logs").glob("*.out")):
@@ -154,14 +159,26 @@ def scenario(env: dict):
     try:
         (work / "logs").mkdir()
         py = sys.executable
-        base = ["sbatch", "--parsable", "--cpus-per-task=1", "--gres=gpu:1", "--time=10", f"--output={work}/logs/%x-%j.out",
-                "--open-mode=append", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}"]
+        base = [
+            "sbatch",
+            "--parsable",
+            "--cpus-per-task=1",
+            "--gres=gpu:1",
+            "--time=10",
+            f"--output={work}/logs/%x-%j.out",
+            "--open-mode=append",
+            f"--export=ALL,PYTHONPATH={PROJECT_ROOT}",
+        ]
         node = _sh(env, "sinfo", "-h", "-o", "%N").split()[0]
         t0 = time.time()
         export_start = datetime.fromtimestamp(t0 - 60).replace(microsecond=0).isoformat()
 
         def submit(name: str, *args: str, wrap: str) -> str:
-            return _sh(env, *base, f"--job-name={name}", *args, f"--wrap=exec {py} {JOB} {work} {wrap}").strip().split(";")[0]
+            return (
+                _sh(env, *base, f"--job-name={name}", *args, f"--wrap=exec {py} {JOB} {work} {wrap}")
+                .strip()
+                .split(";")[0]
+            )
 
         ids = {
             "done": submit("done", wrap="10 0.2"),
@@ -176,9 +193,18 @@ def scenario(env: dict):
         _wait(lambda: not any(j.split("_")[0] in first for j in _states(env)), "done, crash, arr", env=env, work=work)
         _wait(lambda: _running(env, ids["long"], 3), "long running", env=env, work=work)
         cpus = _sh(env, "sinfo", "-h", "-n", node, "-o", "%c").split()[0]
-        ids["urgent"] = _sh(env, *base[:2], f"--cpus-per-task={cpus}", "--gres=gpu:1", "--partition=high", "--job-name=urgent", "--time=5",
-                            f"--output={work}/logs/%x-%j.out", f"--export=ALL,PYTHONPATH={PROJECT_ROOT}",
-                            f"--wrap=exec {py} {JOB} {work} 5 0.2").strip()
+        ids["urgent"] = _sh(
+            env,
+            *base[:2],
+            f"--cpus-per-task={cpus}",
+            "--gres=gpu:1",
+            "--partition=high",
+            "--job-name=urgent",
+            "--time=5",
+            f"--output={work}/logs/%x-%j.out",
+            f"--export=ALL,PYTHONPATH={PROJECT_ROOT}",
+            f"--wrap=exec {py} {JOB} {work} 5 0.2",
+        ).strip()
         _wait(lambda: ids["urgent"] not in _states(env), "urgent done", env=env, work=work)
         # `long` back on the node (second run) with `norq` beside it: the node fails under both
         _wait(lambda: _running(env, ids["long"], 3), "long rerun", env=env, work=work)
@@ -188,7 +214,12 @@ def scenario(env: dict):
         time.sleep(2)
         _sh(env, "scontrol", "update", f"NodeName={node}", "State=RESUME")
         (work / "release-long").write_text("")  # its third run may finish
-        _wait(lambda: not any(j.split("_")[0] in ids.values() for j in _states(env)), "every job ended", env=env, work=work)
+        _wait(
+            lambda: not any(j.split("_")[0] in ids.values() for j in _states(env)),
+            "every job ended",
+            env=env,
+            work=work,
+        )
         # the accounting reaches slurmdbd a moment after the controller
         cmds = export_commands(export_start)
         text_env = dict(env, SLURM_TIME_FORMAT="%s")
@@ -198,6 +229,7 @@ def scenario(env: dict):
             rows = slurm_oracle.read_sacct_text(_write(work / "sacct.txt", _sh(text_env, *cmds["sacct.txt"])))
             ours = [j for j in rows.values() if j.rows[0]["JobIDRaw"] in mine or j.job_id.split("_")[0] in mine]
             return len(ours) >= 6 and all(slurm_oracle.ended(j) for j in ours if j.job_id != ids["held"])
+
         _wait(exported, "sacct to show every job ended", timeout=120, env=env, work=work)
         _write(work / "sacct.json", _sh(env, *cmds["sacct.json"]))
         elapsed = time.time() - t0
@@ -226,8 +258,13 @@ def test_real_slurm(tmp_path):
     with cluster() as env, scenario(env) as sc:
         imported = import_both(sc, tmp_path)
         failures = []
-        for check in (both_forms_give_the_same_trace, cross_check_against_sacct, every_recorded_span_inside_its_run,
-                      what_slurm_did_is_in_the_trace, cli_on_the_real_export):
+        for check in (
+            both_forms_give_the_same_trace,
+            cross_check_against_sacct,
+            every_recorded_span_inside_its_run,
+            what_slurm_did_is_in_the_trace,
+            cli_on_the_real_export,
+        ):
             try:
                 check(sc, imported, tmp_path)
             except AssertionError as exc:
@@ -260,7 +297,9 @@ def every_recorded_span_inside_its_run(scenario, imported, tmp_path):
     assert slurm_oracle.spans_outside(trace, scenario["work"] / "sacct.txt", tolerance_s=2.0, spans=raw) == []
     facts = report.files[-1].facts
     assert facts["outside their run beyond the tolerance (dropped)"] == 0
-    assert facts["in a run the accounting lacks (dropped)"] == 0 and facts["of a job the accounting lacks (dropped)"] == 0
+    assert (
+        facts["in a run the accounting lacks (dropped)"] == 0 and facts["of a job the accounting lacks (dropped)"] == 0
+    )
     assert facts["kept"] + facts["outside their run within the tolerance (dropped)"] == raw.height
 
 
@@ -269,9 +308,9 @@ def what_slurm_did_is_in_the_trace(scenario, imported, tmp_path):
     ids = scenario["ids"]
     reasons = {j: a.sort("attempt")["end_reason"].to_list() for (j,), a in frames.attempts.group_by("job_id")}
     assert reasons[ids["done"]] == ["completed"]
-    assert reasons[ids["crash"]] == ["failure", "completed"]             # REQUEUED by RequeueExit, then done
+    assert reasons[ids["crash"]] == ["failure", "completed"]  # REQUEUED by RequeueExit, then done
     assert reasons[ids["long"]] == ["preemption", "failure", "completed"]  # PREEMPTED, NODE_FAIL, done
-    assert reasons[ids["norq"]] == ["failure"]                           # NODE_FAIL, not requeued
+    assert reasons[ids["norq"]] == ["failure"]  # NODE_FAIL, not requeued
     assert reasons[ids["urgent"]] == ["completed"]
     assert reasons[f"{ids['arr']}_0"] == reasons[f"{ids['arr']}_1"] == ["completed"]
     assert ids["held"] not in reasons and f"{ids['held']} (CANCELLED)" in report.to_markdown()
@@ -288,8 +327,20 @@ def what_slurm_did_is_in_the_trace(scenario, imported, tmp_path):
 def cli_on_the_real_export(scenario, imported, tmp_path):
     work = scenario["work"]
     ett = [sys.executable, "-m", "ettcore.cli"]
-    out = subprocess.run(ett + ["import", "slurm", str(work / "sacct.txt"), "--recorder", str(work / "recorder"), "--out",
-                                str(tmp_path / "t")], capture_output=True, text=True)
+    out = subprocess.run(
+        ett
+        + [
+            "import",
+            "slurm",
+            str(work / "sacct.txt"),
+            "--recorder",
+            str(work / "recorder"),
+            "--out",
+            str(tmp_path / "t"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     s = subprocess.run(ett + ["summarize", str(tmp_path / "t")], capture_output=True, text=True)
     assert s.returncode == 0 and scenario["ids"]["long"] in s.stdout, s.stderr

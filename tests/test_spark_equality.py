@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-import pytest
 import polars as pl
+import pytest
 from polars.testing import assert_frame_equal
 
 sqlglot = pytest.importorskip("sqlglot")
@@ -81,7 +81,9 @@ def test_every_metric_query_translates_to_valid_spark_sql(path):
     sqlglot.parse_one(out, read="spark")  # Spark-dialect SQL that parses back
     for duckdb_only in ("recursive :=", "MATERIALIZED", " HASH(", "::", "//"):
         assert duckdb_only not in out.upper().replace("XXHASH64(", ""), duckdb_only
-    assert not re.search(r"\bEXCLUDE\s*\(", out.upper()), "EXCLUDE (...)"  # the keyword, not a column such as excluded_s
+    assert not re.search(r"\bEXCLUDE\s*\(", out.upper()), (
+        "EXCLUDE (...)"
+    )  # the keyword, not a column such as excluded_s
     assert "LAMBDA " not in out.upper()  # DuckDB's lambda syntax becomes Spark's x -> ...
 
 
@@ -180,9 +182,12 @@ def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
     from ettcore.engines import spark as sp
 
     ex = tmp_path / "ex.csv"
-    ex.write_text("start,end,reason,job,label\n2026-01-05T00:40:00Z,2026-01-05T01:20:00Z,maintenance,,\n"
-                  "2026-01-05T01:00:00Z,2026-01-05T04:00:00Z,incident,,team=feed\n"
-                  "2026-01-05T22:00:00Z,2026-01-06T01:00:00Z,freeze,sample-running,\n", encoding="utf-8")
+    ex.write_text(
+        "start,end,reason,job,label\n2026-01-05T00:40:00Z,2026-01-05T01:20:00Z,maintenance,,\n"
+        "2026-01-05T01:00:00Z,2026-01-05T04:00:00Z,incident,,team=feed\n"
+        "2026-01-05T22:00:00Z,2026-01-06T01:00:00Z,freeze,sample-running,\n",
+        encoding="utf-8",
+    )
     trace = load_trace(SAMPLE_TRACE, since="2026-01-05T00:30:00Z", until="2026-01-06T02:00:00Z", exclude=ex)
     st = sp.open_trace(trace, session)
     jobs = metric.job_summary(trace)

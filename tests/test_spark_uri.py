@@ -3,7 +3,7 @@
 ``ett summarize URI --engine spark`` (and ``trend``) read a Parquet trace from any
 URI Spark reads (``file://``, ``s3a://``, ``hdfs://``...).  DuckDB cannot read such
 a URI, so discovery, the data checks, the as-of time and the row accounting run on
-Spark (:mod:`ettcore.engines.spark_load`).  Every comparison here is against DuckDB
+Spark (:mod:`ettcore.engines.spark.load`).  Every comparison here is against DuckDB
 on the same files given as a local path: frames, problems (file basename, row,
 field, message), accounting and as-of.  The bundled sample is CSV, which is read
 from local paths only, so its values are written to a Parquet copy first (a URI to
@@ -25,14 +25,15 @@ from polars.testing import assert_frame_equal
 
 pytest.importorskip("sqlglot")
 
+from conftest import SPARK_TEST_MASTER as MASTER  # noqa: E402
+
 from ettcore import cli, engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE  # noqa: E402
-from conftest import SPARK_TEST_MASTER as MASTER  # noqa: E402
 from ettcore.engines.spark import spark_available  # noqa: E402
 from ettcore.engines.spark.transpile import spark_sql  # noqa: E402
 from ettcore.errors import TraceError  # noqa: E402
-from ettcore.trace.queries import check_names  # noqa: E402
 from ettcore.trace import load_trace  # noqa: E402
+from ettcore.trace.queries import check_names  # noqa: E402
 from ettcore.trace.writer import write_table, write_trace  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
@@ -51,8 +52,18 @@ def uri(path: Path) -> str:
 
 @pytest.mark.parametrize(
     "text,expected",
-    [("s3a://bucket/fleet", True), ("file:///abs/t", True), ("hdfs://nn:8020/t", True), ("abfss://c@a.dfs.core.windows.net/t", True),
-     ("gs://b/t", True), ("data/sample", False), ("/abs/t", False), ("C:\\traces\\t", False), ("weird:name", False), ("://x", False)],
+    [
+        ("s3a://bucket/fleet", True),
+        ("file:///abs/t", True),
+        ("hdfs://nn:8020/t", True),
+        ("abfss://c@a.dfs.core.windows.net/t", True),
+        ("gs://b/t", True),
+        ("data/sample", False),
+        ("/abs/t", False),
+        ("C:\\traces\\t", False),
+        ("weird:name", False),
+        ("://x", False),
+    ],
 )
 def test_uri_detection(text, expected):
     assert engines.is_uri(text) is expected
@@ -95,7 +106,13 @@ def sample_parquet(tmp_path_factory) -> Path:
     """``data/sample`` as a Parquet trace (the CSV's values as text, and its trace.json)."""
     f = _sample_text_frames()
     meta = json.loads((SAMPLE_TRACE / "trace.json").read_text())
-    return write_trace(tmp_path_factory.mktemp("uri") / "sample", jobs=f["jobs"], attempts=f["attempts"], spans=f["spans"], metadata=meta)
+    return write_trace(
+        tmp_path_factory.mktemp("uri") / "sample",
+        jobs=f["jobs"],
+        attempts=f["attempts"],
+        spans=f["spans"],
+        metadata=meta,
+    )
 
 
 def _typed_sample() -> dict[str, pl.DataFrame]:
@@ -105,14 +122,22 @@ def _typed_sample() -> dict[str, pl.DataFrame]:
     return {
         "jobs": f["jobs"].with_columns(pl.col("gpus").cast(pl.Int64)),
         "attempts": f["attempts"].with_columns(pl.col("attempt").cast(pl.Int64), *ts),
-        "spans": f["spans"].with_columns(pl.col("attempt").cast(pl.Int64), *ts, pl.col("cursor_start", "cursor_end").cast(pl.Float64)),
+        "spans": f["spans"].with_columns(
+            pl.col("attempt").cast(pl.Int64), *ts, pl.col("cursor_start", "cursor_end").cast(pl.Float64)
+        ),
     }
 
 
 def write_partitioned(folder: Path, frames: dict[str, pl.DataFrame], metadata: dict | None = None) -> Path:
     """A trace whose attempts and spans are folders of hive-partitioned part files (``team=<t>/part-<i>.parquet``),
     with the litter real writers leave (``_SUCCESS``, a hidden temporary file) that readers must skip."""
-    write_trace(folder, jobs=frames["jobs"], attempts=frames["attempts"].head(0), spans=frames["spans"].head(0), metadata=metadata)
+    write_trace(
+        folder,
+        jobs=frames["jobs"],
+        attempts=frames["attempts"].head(0),
+        spans=frames["spans"].head(0),
+        metadata=metadata,
+    )
     teams = frames["jobs"].select("job_id", "team")
     for name in ("attempts", "spans"):
         (folder / f"{name}.parquet").unlink()
@@ -164,7 +189,12 @@ def test_sample_by_uri_same_as_duckdb(session, sample_parquet):
     st = open_uri(session, sample_parquet)
     got = st.trace
     assert got.synthetic and got.labels == duck.labels == ["team"]
-    assert (got.as_of_ms, got.accounting, got.not_started, got.excluded_jobs) == (duck.as_of_ms, duck.accounting, duck.not_started, [])
+    assert (got.as_of_ms, got.accounting, got.not_started, got.excluded_jobs) == (
+        duck.as_of_ms,
+        duck.accounting,
+        duck.not_started,
+        [],
+    )
     jobs = metric.job_summary(duck)
     assert jobs.height == 4
     assert_same(jobs, sp.job_summary(st))
@@ -215,14 +245,21 @@ def bad_trace(tmp_path_factory) -> Path:
     f = _typed_sample()
     t0 = pl.datetime(2026, 1, 6, 1, time_zone="UTC")
     jobs = pl.concat([f["jobs"], pl.DataFrame({"job_id": ["bad-end"], "model": ["m"], "gpus": [8], "team": ["feed"]})])
-    bad_attempt = pl.select(job_id=pl.lit("bad-end"), attempt=pl.lit(0, pl.Int64), start=t0, end=t0 - pl.duration(hours=1),
-                            end_reason=pl.lit("completed"))
+    bad_attempt = pl.select(
+        job_id=pl.lit("bad-end"),
+        attempt=pl.lit(0, pl.Int64),
+        start=t0,
+        end=t0 - pl.duration(hours=1),
+        end_reason=pl.lit("completed"),
+    )
     attempts = pl.concat([f["attempts"], bad_attempt])
     spans = f["spans"]
     ghost = spans.filter(pl.col("job_id") == "sample-running").head(1).with_columns(attempt=pl.lit(5, pl.Int64))
     running = spans.filter(pl.col("job_id") == "sample-running")
     spans = pl.concat([spans.filter(pl.col("job_id") != "sample-running"), running.head(1), ghost, running.tail(-1)])
-    return write_partitioned(tmp_path_factory.mktemp("uri") / "bad", {"jobs": jobs, "attempts": attempts, "spans": spans})
+    return write_partitioned(
+        tmp_path_factory.mktemp("uri") / "bad", {"jobs": jobs, "attempts": attempts, "spans": spans}
+    )
 
 
 @needs_spark
@@ -323,7 +360,9 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
     assert cli.main(["trend", uri(sample_parquet), *as_of, "--engine", "spark", "--spark-master", MASTER]) == 0
     got_out = capsys.readouterr()
     assert "start at or after it and are not measured" in duck_out.err and got_out.err == duck_out.err
-    assert_frame_equal(pl.read_csv(duck_out.out.encode()), pl.read_csv(got_out.out.encode()), check_exact=False, rel_tol=1e-9)
+    assert_frame_equal(
+        pl.read_csv(duck_out.out.encode()), pl.read_csv(got_out.out.encode()), check_exact=False, rel_tol=1e-9
+    )
 
     assert cli.main(["summarize", uri(sample_parquet), "--json"]) == 2  # default engine: duckdb
     assert "use --engine spark" in capsys.readouterr().err

@@ -1,6 +1,6 @@
 """Stalls (issue 17): train spans whose data cursor stood still longer than a threshold; reporting only.
 
-The SQL (``ettcore.stalls``) is compared with the plain-Python reference (:func:`ettcore.reference.reference_stalls`)
+The SQL (``ettcore.metric.stalls``) is compared with the plain-Python reference (:func:`ettcore.metric.reference.reference_stalls`)
 on random traces (SYNTHETIC; flat cursors and uneven paces are common there) with random windows and thresholds,
 and pinned on a hand-made job with one hang.  The metric's own figures must not change with the threshold.
 """
@@ -15,16 +15,16 @@ import polars as pl
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
-
-from ettcore import metric
-from ettcore.metric import stalls
-from ettcore.metric import reference as ref
-from ettcore.cli import main
-from ettcore.errors import TraceError
-from ettcore.trace import load_trace
 from test_metric_properties import _ms, _settings, sql_window
 from test_window_properties import traces_with_window
 from trace_strategies import write_trace_folder
+
+from ettcore import metric
+from ettcore.cli import main
+from ettcore.errors import TraceError
+from ettcore.metric import reference as ref
+from ettcore.metric import stalls
+from ettcore.trace import load_trace
 
 B = 1_769_900_000_000  # 2026-01-31T22:53:20Z
 MIN = 60_000
@@ -34,10 +34,25 @@ def _hang_trace() -> dict:
     """One job: five train spans at 100 cursor units a minute, then one of 11 minutes that advances 100 (a 10-minute hang)."""
     spans, c, t = [], 0, B
     for minutes, units in [(1, 100), (1, 100), (1, 100), (1, 100), (11, 100), (1, 100)]:
-        spans.append(dict(job_id="j", attempt=0, phase="train", start=t, end=t + minutes * MIN, cursor_start=c, cursor_end=c + units, stage=None))
+        spans.append(
+            dict(
+                job_id="j",
+                attempt=0,
+                phase="train",
+                start=t,
+                end=t + minutes * MIN,
+                cursor_start=c,
+                cursor_end=c + units,
+                stage=None,
+            )
+        )
         t += minutes * MIN
         c += units
-    return {"jobs": None, "attempts": [dict(job_id="j", attempt=0, start=B, end=t, end_reason="completed")], "spans": spans}
+    return {
+        "jobs": None,
+        "attempts": [dict(job_id="j", attempt=0, start=B, end=t, end_reason="completed")],
+        "spans": spans,
+    }
 
 
 def test_one_hang_is_one_stall(tmp_path):
@@ -81,11 +96,24 @@ def test_stalls_command(tmp_path, capsys):
 def test_stalls_equal_reference(trace_window, stall_after):
     """Per job: pace, threshold, and each stall (start, stalled time), over random windows and exclusions."""
     trace, window = trace_window
-    want = ref.reference_stalls(trace["jobs"], trace["attempts"], trace["spans"], window["as_of"], stall_after=stall_after,
-                                since=window["since"], until=window["until"], exclusions=window["exclusions"])
-    event(f"stalls in the reference: {min(3, sum(len(w['stalls']) for w in want.values()))}{'+' * (sum(len(w['stalls']) for w in want.values()) >= 3)}")
+    want = ref.reference_stalls(
+        trace["jobs"],
+        trace["attempts"],
+        trace["spans"],
+        window["as_of"],
+        stall_after=stall_after,
+        since=window["since"],
+        until=window["until"],
+        exclusions=window["exclusions"],
+    )
+    event(
+        f"stalls in the reference: {min(3, sum(len(w['stalls']) for w in want.values()))}{'+' * (sum(len(w['stalls']) for w in want.values()) >= 3)}"
+    )
     with tempfile.TemporaryDirectory(prefix="ett-stall-") as tmp:
-        t = load_trace(write_trace_folder(trace, Path(tmp) / "t"), as_of=None if window["as_of"] is None else window["as_of"] / 1000)
+        t = load_trace(
+            write_trace_folder(trace, Path(tmp) / "t"),
+            as_of=None if window["as_of"] is None else window["as_of"] / 1000,
+        )
         metric.set_window(t, **sql_window(window))
         per_job = {r["job_id"]: r for r in stalls.job_stalls(t, stall_after).iter_rows(named=True)}
         listed = stalls.train_stalls(t, stall_after)

@@ -227,4 +227,3 @@ def test_technique_for_another_graph_is_an_error() -> None:
         Technique("x", durations={"nope": 1.0}).apply(MODEL_D)
     with pytest.raises(ValueError, match="unknown stage"):
         Technique("x", remove=frozenset({("nope", "pre_train")})).apply(MODEL_D)
-

@@ -14,13 +14,13 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
-from ettcore.metric import intervals as timeline
 from ettcore.config import DATA_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
+from ettcore.metric import intervals as timeline
 from ettcore.trace import load_trace
-from trace_strategies import traces, write_trace_folder
 
 
 def _check(t) -> None:
@@ -34,9 +34,14 @@ def _check(t) -> None:
     by_comp = tl.seconds(("job_id", "component"))
     summary = metric.job_summary(t)
     for row in summary.iter_rows(named=True):
-        got = {r["component"]: r["seconds"] for r in by_comp.filter(pl.col("job_id") == row["job_id"]).iter_rows(named=True)}
+        got = {
+            r["component"]: r["seconds"]
+            for r in by_comp.filter(pl.col("job_id") == row["job_id"]).iter_rows(named=True)
+        }
         want = {"effective_training": row["productive_s"], **{c: row[f"{c}_s"] for c in metric.ALL_COMPONENTS}}
-        assert {k: round(v, 3) for k, v in got.items()} == {k: round(v, 3) for k, v in want.items() if v > 0}, row["job_id"]
+        assert {k: round(v, 3) for k, v in got.items()} == {k: round(v, 3) for k, v in want.items() if v > 0}, row[
+            "job_id"
+        ]
 
 
 @pytest.mark.parametrize("path", [SAMPLE_TRACE, DATA_DIR / "live-job" / "trace"], ids=["sample", "live-job"])
@@ -76,21 +81,34 @@ def test_unknown_job_is_an_error() -> None:
 def test_the_comparison_can_fail() -> None:
     t = load_trace(SAMPLE_TRACE)
     tl = timeline.job_timeline(t, "worked-example")
-    shifted = timeline.Timeline(tl.intervals.with_columns(
-        pl.when(pl.col("phase") == "scheduling").then(pl.col("end_ms") - 1).otherwise(pl.col("end_ms")).alias("end_ms")),
-        tl.attempts)
+    shifted = timeline.Timeline(
+        tl.intervals.with_columns(
+            pl.when(pl.col("phase") == "scheduling")
+            .then(pl.col("end_ms") - 1)
+            .otherwise(pl.col("end_ms"))
+            .alias("end_ms")
+        ),
+        tl.attempts,
+    )
     assert timeline.mismatches(shifted, metric.l2_matrix(t)).height == 1
     assert timeline.gaps(shifted).height == 1
 
 
-@settings(max_examples=60, derandomize=True, database=None, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=60,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(traces(), st.booleans())
 def test_random_traces(trace, cut) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = write_trace_folder(trace, Path(tmp) / "t", fmt="parquet")
         t = load_trace(folder)
         if cut:
-            lo, hi = t.sql("SELECT min(start_ms) AS lo, max(coalesce(end_ms, start_ms)) AS hi FROM clean_attempts").row(0)
+            lo, hi = t.sql("SELECT min(start_ms) AS lo, max(coalesce(end_ms, start_ms)) AS hi FROM clean_attempts").row(
+                0
+            )
             t = load_trace(folder, as_of=str((lo + (hi - lo) // 2) / 1000))
         _check(t)

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import write_csv_trace
+
 from ettcore import metric
 from ettcore.errors import TraceError
 from ettcore.trace import load_trace
@@ -87,8 +87,14 @@ def test_unknown_job_and_duplicate_job(tmp_path, good_rows):
     attempts, spans = copy.deepcopy(good_rows)
     attempts.append(["ghost", 0, 1_700_000_000, 1_700_000_100, "completed"])
     problems = _problems(tmp_path, attempts, spans, jobs=[["j1", "m", 8], ["j1", "m", 8]])
-    assert any(p.file.endswith("attempts.csv") and p.row == 3 and p.field == "job_id" and "unknown job ghost" in p.message for p in problems)
-    assert any(p.file.endswith("jobs.csv") and p.row in (1, 2) and p.field == "job_id" and "duplicate" in p.message for p in problems)
+    assert any(
+        p.file.endswith("attempts.csv") and p.row == 3 and p.field == "job_id" and "unknown job ghost" in p.message
+        for p in problems
+    )
+    assert any(
+        p.file.endswith("jobs.csv") and p.row in (1, 2) and p.field == "job_id" and "duplicate" in p.message
+        for p in problems
+    )
 
 
 def test_bad_gpus(tmp_path, good_rows):
@@ -119,7 +125,9 @@ def test_non_utf8_csv(tmp_path, good_rows):
 def test_corrupt_jsonl_line(tmp_path):
     folder = tmp_path / "t"
     folder.mkdir()
-    (folder / "attempts.jsonl").write_text('{"job_id":"a","attempt":0,"start":1700000000,"end":1700000100,"end_reason":"completed"}\n{"job_id": "b", "attem\n')
+    (folder / "attempts.jsonl").write_text(
+        '{"job_id":"a","attempt":0,"start":1700000000,"end":1700000100,"end_reason":"completed"}\n{"job_id": "b", "attem\n'
+    )
     (folder / "spans.jsonl").write_text("")
     with pytest.raises(TraceError) as info:
         load_trace(folder)
@@ -145,7 +153,12 @@ def test_skip_invalid_leaves_out_jobs_and_counts_rows(tmp_path, good_rows):
     folder = write_csv_trace(tmp_path / "t", attempts, spans)
     trace = load_trace(folder, skip_invalid=True)
     assert trace.excluded_jobs == ["j2"]
-    assert trace.accounting["attempts"] == {"read": 3, "used": 2, "rejected": 1, "rejected_by_reason": {"attempts_bad_values": 1}}
+    assert trace.accounting["attempts"] == {
+        "read": 3,
+        "used": 2,
+        "rejected": 1,
+        "rejected_by_reason": {"attempts_bad_values": 1},
+    }
     assert trace.accounting["spans"]["rejected_by_reason"] == {"job excluded": 1}
     assert metric.job_summary(trace)["job_id"].to_list() == ["j1"]
     batched = load_trace(folder, skip_invalid=True)
@@ -155,11 +168,17 @@ def test_skip_invalid_leaves_out_jobs_and_counts_rows(tmp_path, good_rows):
 
 def test_cli_refuses_with_exit_2_and_no_traceback(tmp_path, good_rows):
     folder = write_csv_trace(tmp_path / "t", *_mutated(good_rows, "attempts", 0, 3, 1_699_999_000))
-    run = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(folder)], capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "summarize", str(folder)], capture_output=True, text=True
+    )
     assert run.returncode == 2
     assert "Traceback" not in run.stderr
     assert "attempts.csv, row 1, field 'end': end is before start" in run.stderr
-    ok = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(folder), "--skip-invalid", "--json"], capture_output=True, text=True)
+    ok = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "summarize", str(folder), "--skip-invalid", "--json"],
+        capture_output=True,
+        text=True,
+    )
     assert ok.returncode == 0, ok.stderr
     assert "left out 1 job(s)" in ok.stderr
     val = subprocess.run([sys.executable, "-m", "ettcore.cli", "validate", str(folder)], capture_output=True, text=True)
@@ -170,8 +189,10 @@ def test_two_job_ids_with_one_job_key_are_refused(tmp_path, good_rows):
     """The metric keys jobs by a 64-bit hash of job_id; a collision (about 3e-8 at a million jobs) must be an error,
     not two jobs merged.  No real collision can be found, so the check is fed a metric_jobs table that has one."""
     trace = load_trace(write_csv_trace(tmp_path / "t", *good_rows))
-    trace.con.execute("CREATE OR REPLACE TEMP TABLE metric_jobs AS SELECT * FROM (VALUES (7::UBIGINT, 'job-a'), (7::UBIGINT, 'job-b'), "
-                      "(8::UBIGINT, 'job-c')) AS t(job_key, job_id)")
+    trace.con.execute(
+        "CREATE OR REPLACE TEMP TABLE metric_jobs AS SELECT * FROM (VALUES (7::UBIGINT, 'job-a'), (7::UBIGINT, 'job-b'), "
+        "(8::UBIGINT, 'job-c')) AS t(job_key, job_id)"
+    )
     with pytest.raises(TraceError) as info:
         metric.check_job_keys(trace.con, "somewhere")
     (p,) = info.value.problems
@@ -191,8 +212,9 @@ SPAN_CASES = [c for c in CASES if c[0] == "spans"]
 
 
 @pytest.mark.parametrize("table,row,col,value,field,words", SPAN_CASES, ids=[c[5] for c in SPAN_CASES])
-def test_a_partitioned_span_store_finds_the_same_problems(tmp_path, good_rows, screen_guard, monkeypatch, table, row, col,
-                                                          value, field, words):
+def test_a_partitioned_span_store_finds_the_same_problems(
+    tmp_path, good_rows, screen_guard, monkeypatch, table, row, col, value, field, words
+):
     """A trace too large for memory keeps its spans in Parquet parts, one a batch of jobs, and screens them from the
     parts' statistics: made to do so here (a span 'weighs' a gigabyte), it finds the same problem as in memory."""
     from ettcore.trace import span_store
@@ -202,7 +224,9 @@ def test_a_partitioned_span_store_finds_the_same_problems(tmp_path, good_rows, s
     attempts.append(["j2", 0, 1_700_000_000, 1_700_003_000, "completed"])  # more jobs than one, so the batches differ
     spans.append(["j2", 0, "train", "", 1_700_000_100, 1_700_002_900, 0, 10])
     problems = _problems(tmp_path, attempts, spans)
-    assert any(p.row == row + 1 and p.field == field and words in p.message for p in problems), [p.line() for p in problems]
+    assert any(p.row == row + 1 and p.field == field and words in p.message for p in problems), [
+        p.line() for p in problems
+    ]
     assert screen_guard[0][0], "the screen found the row"
 
 

@@ -4,7 +4,7 @@ Random valid traces (``tests/trace_strategies.py``, SYNTHETIC) with a random ana
 often on a recorded boundary, sometimes outside the trace) and zero to three exclusion windows (overlapping each
 other or not, for all jobs, one job id, an unknown job id, or a label value) are measured by the SQL
 (:func:`ettcore.metric.set_window` on a loaded trace) and compared with the plain-Python reference
-(:mod:`ettcore.reference`, which cuts each job's pieces at the window bounds and keeps those whose midpoint is
+(:mod:`ettcore.metric.reference`, which cuts each job's pieces at the window bounds and keeps those whose midpoint is
 measured) to the millisecond: every per-job figure, every L2 cell, the fleet and group rows, the calendar trend and
 the rolling trend.  A second property cuts time into a random partition of windows and checks that the windows
 add up to the whole (per job, per L2 cell, for the fleet and per trend bucket), with the same exclusions.
@@ -21,15 +21,27 @@ from pathlib import Path
 import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
+from test_metric_properties import (
+    L1_COUNTS,
+    L1_SECONDS,
+    SECONDS_TOL,
+    Diffs,
+    _gpu_h_tol,
+    _group_keys,
+    _ms,
+    _settings,
+    compare_all,
+    measure,
+    measure_trace,
+    reference_all,
+    sql_window,
+    tiny_trace,
+)
+from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
 from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
-from test_metric_properties import (
-    L1_COUNTS, L1_SECONDS, SECONDS_TOL, Diffs, _gpu_h_tol, _group_keys, _ms, _settings, compare_all, measure, measure_trace,
-    reference_all, sql_window, tiny_trace,
-)
-from trace_strategies import traces, write_trace_folder
 
 HOUR = 3_600_000
 
@@ -63,7 +75,13 @@ def exclusions(draw, trace: dict, stamps: list[int]) -> list[dict]:
         start = _instant(draw, stamps)
         end = start + draw(st.one_of(st.integers(1, 3 * HOUR), st.sampled_from([60_000, HOUR])))
         kind = draw(st.sampled_from(["all", "all", "job", "label", "unknown"]))
-        x = {"start": start, "end": end, "reason": draw(st.sampled_from(["maintenance", "incident", "freeze"])), "job": None, "label": None}
+        x = {
+            "start": start,
+            "end": end,
+            "reason": draw(st.sampled_from(["maintenance", "incident", "freeze"])),
+            "job": None,
+            "label": None,
+        }
         if kind == "job":
             x["job"] = draw(st.sampled_from(job_ids))
         elif kind == "unknown":
@@ -102,11 +120,16 @@ def traces_with_partition(draw):
 
 def compare_rolling(got, want: list[dict], d: Diffs, tol: float, tag: str) -> None:
     rows = list(got.iter_rows(named=True))
-    d.check([_ms(r["bucket_start"]) for r in rows] == [w["bucket_start_ms"] for w in want],
-            f"{tag}: SQL buckets {[_ms(r['bucket_start']) for r in rows]} != reference {[w['bucket_start_ms'] for w in want]}")
+    d.check(
+        [_ms(r["bucket_start"]) for r in rows] == [w["bucket_start_ms"] for w in want],
+        f"{tag}: SQL buckets {[_ms(r['bucket_start']) for r in rows]} != reference {[w['bucket_start_ms'] for w in want]}",
+    )
     for g, w in zip(rows, want):
         at = f"{tag} {g['bucket_start']}"
-        d.check(_ms(g["window_start"]) == w["window_start_ms"] and _ms(g["window_end"]) == w["window_end_ms"], f"{at}: window bounds")
+        d.check(
+            _ms(g["window_start"]) == w["window_start_ms"] and _ms(g["window_end"]) == w["window_end_ms"],
+            f"{at}: window bounds",
+        )
         for c in ["wall_gpu_h", "productive_gpu_h"] + [f"{c}_gpu_h" for c in ref.ALL_COMPONENTS]:
             d.num(f"{at} {c}", g[c], w[c], tol)
         d.num(f"{at} ett_pct", g["ett_pct"], w["ett_pct"], 1e-6 + 100 * tol / max(w["wall_gpu_h"], 1e-12))
@@ -114,11 +137,17 @@ def compare_rolling(got, want: list[dict], d: Diffs, tol: float, tag: str) -> No
 
 
 @_settings(70)
-@given(traces_with_window(), st.sampled_from(ref.EVERY), st.sampled_from([("hour", 1), ("hour", 5), ("day", 1), ("day", 2)]))
+@given(
+    traces_with_window(),
+    st.sampled_from(ref.EVERY),
+    st.sampled_from([("hour", 1), ("hour", 5), ("day", 1), ("day", 2)]),
+)
 def test_window_equals_reference(trace_window, every, rolling):
     """Every figure over a random window with random exclusions, to the millisecond; the rolling trend too."""
     trace, window = trace_window
-    event(f"window: since {'open' if window['since'] is None else 'set'}, until {'open' if window['until'] is None else 'set'}")
+    event(
+        f"window: since {'open' if window['since'] is None else 'set'}, until {'open' if window['until'] is None else 'set'}"
+    )
     event(f"exclusions: {len(window['exclusions'])}")
     event("with an explicit as-of" if window["as_of"] is not None else "default as-of")
     want, trend = reference_all(trace, window["as_of"], everys=(every,), window=window)
@@ -133,8 +162,17 @@ def test_window_equals_reference(trace_window, every, rolling):
         rolling_sql = metric.trend(t, unit, window=f"{n * step // 1000}s")
     compare_all(sql, want, trend)
     d = Diffs()
-    rolling_want = ref.reference_rolling(trace["jobs"], trace["attempts"], trace["spans"], unit, n * step, window["as_of"], since=window["since"],
-                                         until=window["until"], exclusions=window["exclusions"])
+    rolling_want = ref.reference_rolling(
+        trace["jobs"],
+        trace["attempts"],
+        trace["spans"],
+        unit,
+        n * step,
+        window["as_of"],
+        since=window["since"],
+        until=window["until"],
+        exclusions=window["exclusions"],
+    )
     compare_rolling(rolling_sql, rolling_want, d, _gpu_h_tol(want), f"rolling {unit} x{n}")
     d.raise_if_any()
 
@@ -157,7 +195,9 @@ def test_a_window_changes_the_answer():
 # --------------------------------------------------------------------------- windows add up to the whole
 
 ADDITIVE = [f for f in L1_SECONDS if f != "ttr_mean_s"] + list(L1_COUNTS) + [f"{c}_s" for c in ref.ALL_COMPONENTS]
-FLEET_ADDITIVE = ["wall_gpu_h", "productive_gpu_h", "nof", "excluded_gpu_h"] + [f"{c}_gpu_h" for c in ref.ALL_COMPONENTS]
+FLEET_ADDITIVE = ["wall_gpu_h", "productive_gpu_h", "nof", "excluded_gpu_h"] + [
+    f"{c}_gpu_h" for c in ref.ALL_COMPONENTS
+]
 
 
 @_settings(30)
@@ -203,7 +243,10 @@ def test_windows_partition_the_whole(trace_cuts, every):
     for r in whole["trend"][every]:
         for f in ("wall_gpu_h", "productive_gpu_h", "nof"):
             d.num(f"trend {every} {r['bucket_start']} {f} summed", buckets[r["bucket_start"]][f], r[f], gtol)
-    d.check(set(buckets) == {r["bucket_start"] for r in whole["trend"][every]}, "trend buckets of the windows differ from the whole's")
+    d.check(
+        set(buckets) == {r["bucket_start"] for r in whole["trend"][every]},
+        "trend buckets of the windows differ from the whole's",
+    )
     d.raise_if_any()
 
 
@@ -214,9 +257,15 @@ LIVE_JOB = Path(__file__).resolve().parent.parent / "data" / "live-job" / "trace
 
 def held_as_reference(t) -> dict:
     """A loaded trace's clean rows (what the loader typed and checked) as the reference's plain-Python input."""
-    jobs = t.sql("SELECT * EXCLUDE (_file, _row, gpus_raw) FROM clean_jobs").to_dicts() if t.labels is not None else None
-    attempts = t.sql("SELECT job_id, attempt, start_ms AS start, end_ms AS \"end\", end_reason FROM clean_attempts").to_dicts()
-    spans = t.sql("SELECT job_id, attempt, phase, start_ms AS start, end_ms AS \"end\", cursor_start, cursor_end FROM clean_spans").to_dicts()
+    jobs = (
+        t.sql("SELECT * EXCLUDE (_file, _row, gpus_raw) FROM clean_jobs").to_dicts() if t.labels is not None else None
+    )
+    attempts = t.sql(
+        'SELECT job_id, attempt, start_ms AS start, end_ms AS "end", end_reason FROM clean_attempts'
+    ).to_dicts()
+    spans = t.sql(
+        'SELECT job_id, attempt, phase, start_ms AS start, end_ms AS "end", cursor_start, cursor_end FROM clean_spans'
+    ).to_dicts()
     return {"jobs": jobs or None, "attempts": attempts, "spans": spans}
 
 
@@ -229,12 +278,24 @@ def _ms_of(text: str) -> int:
 HELD = {
     # the bundled sample (SYNTHETIC): hour marks through the worked example and the preempted job, exclusions for all
     # jobs, for a label and for one job, overlapping the failure at 00:50 and the running job's midnight
-    "sample": (None, ["2026-01-05T00:30:00Z", "2026-01-05T01:00:00Z", "2026-01-05T04:30:00Z", "2026-01-05T23:00:00Z"],
-               [("2026-01-05T00:40:00Z", "2026-01-05T01:20:00Z", None, None), ("2026-01-05T01:00:00Z", "2026-01-05T04:00:00Z", None, ("team", "feed")),
-                ("2026-01-05T22:00:00Z", "2026-01-06T01:00:00Z", "sample-running", None)]),
+    "sample": (
+        None,
+        ["2026-01-05T00:30:00Z", "2026-01-05T01:00:00Z", "2026-01-05T04:30:00Z", "2026-01-05T23:00:00Z"],
+        [
+            ("2026-01-05T00:40:00Z", "2026-01-05T01:20:00Z", None, None),
+            ("2026-01-05T01:00:00Z", "2026-01-05T04:00:00Z", None, ("team", "feed")),
+            ("2026-01-05T22:00:00Z", "2026-01-06T01:00:00Z", "sample-running", None),
+        ],
+    ),
     # the live PyTorch job (measured on a CPU machine): minute marks through its restarts
-    "live-job": (LIVE_JOB, ["2026-11-29T10:11:00Z", "2026-11-29T10:13:20Z", "2026-11-29T10:15:00.5Z", "2026-11-29T10:17:30Z"],
-                 [("2026-11-29T10:13:00Z", "2026-11-29T10:14:00Z", None, None), ("2026-11-29T10:16:00Z", "2026-11-29T10:16:30Z", "live-optimized", None)]),
+    "live-job": (
+        LIVE_JOB,
+        ["2026-11-29T10:11:00Z", "2026-11-29T10:13:20Z", "2026-11-29T10:15:00.5Z", "2026-11-29T10:17:30Z"],
+        [
+            ("2026-11-29T10:13:00Z", "2026-11-29T10:14:00Z", None, None),
+            ("2026-11-29T10:16:00Z", "2026-11-29T10:16:30Z", "live-optimized", None),
+        ],
+    ),
 }
 
 
@@ -244,11 +305,15 @@ def test_held_traces_over_windows_equal_the_reference_and_add_up(name):
 
     path, marks, excl = HELD[name]
     cuts = [_ms_of(m) for m in marks]
-    exclusions = [{"start": _ms_of(a), "end": _ms_of(b), "reason": "held", "job": j, "label": lab} for a, b, j, lab in excl]
+    exclusions = [
+        {"start": _ms_of(a), "end": _ms_of(b), "reason": "held", "job": j, "label": lab} for a, b, j, lab in excl
+    ]
     t = load_trace(path or SAMPLE_TRACE)
     trace = held_as_reference(t)
     bounds = [None, *cuts, None]
-    windows = [{"since": a, "until": b, "exclusions": ex} for ex in ([], exclusions) for a, b in zip(bounds, bounds[1:])]
+    windows = [
+        {"since": a, "until": b, "exclusions": ex} for ex in ([], exclusions) for a, b in zip(bounds, bounds[1:])
+    ]
     windows += [{"since": cuts[0], "until": cuts[-1], "exclusions": exclusions}, {"exclusions": exclusions}]
     by = ("model", "team") if trace["jobs"] and "team" in trace["jobs"][0] else ("model",)
     results = []
@@ -261,11 +326,16 @@ def test_held_traces_over_windows_equal_the_reference_and_add_up(name):
     # the partitions (with and without the exclusions) add up to their whole
     n = len(bounds) - 1
     d = Diffs()
-    for part, whole in ((results[:n], None), (results[n:2 * n], results[-1])):
+    for part, whole in ((results[:n], None), (results[n : 2 * n], results[-1])):
         whole = whole if whole is not None else measure_whole(t)
         for job_id, w in whole["jobs"].items():
             for f in ADDITIVE:
-                d.num(f"{name} {job_id} {f}", sum(p["jobs"][job_id][f] for p in part if job_id in p["jobs"]), w[f], SECONDS_TOL * n)
+                d.num(
+                    f"{name} {job_id} {f}",
+                    sum(p["jobs"][job_id][f] for p in part if job_id in p["jobs"]),
+                    w[f],
+                    SECONDS_TOL * n,
+                )
     d.raise_if_any()
 
 

@@ -48,7 +48,9 @@ def test_worked_example_api(sample_trace):
 def test_worked_example_cli_json(sample_trace):
     out = subprocess.run(
         [sys.executable, "-m", "ettcore.cli", "summarize", str(sample_trace), "--json"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     doc = json.loads(out.stdout)
     job = next(j for j in doc["jobs"] if j["job_id"] == "worked-example")
@@ -63,14 +65,23 @@ def test_worked_example_cli_json(sample_trace):
 def test_worked_example_l2_cells(sample_trace):
     """Bucket x component cells of the worked example, derived by hand from the spec's timeline."""
     l2 = metric.l2_matrix(load_trace(sample_trace))
-    cells = {(r["bucket"], r["phase"]): r["seconds"] for r in l2.filter(l2["job_id"] == "worked-example").iter_rows(named=True)}
+    cells = {
+        (r["bucket"], r["phase"]): r["seconds"]
+        for r in l2.filter(l2["job_id"] == "worked-example").iter_rows(named=True)
+    }
     expected = {
         ("productive", "train"): 3000,
-        ("tts", "hardware_setup"): 300, ("tts", "trainer_init"): 300, ("tts", "pt2_compile"): 600,
+        ("tts", "hardware_setup"): 300,
+        ("tts", "trainer_init"): 300,
+        ("tts", "pt2_compile"): 600,
         ("in_training_loss", "checkpoint_save"): 60,
         # recovery 45-84: hang 45-50, re-queue 50-55, setup 55-58, init 58-62, load 62-64, compile 64-70, replay 70-84
-        ("recovery", "unattributed"): 300, ("recovery", "scheduling"): 300, ("recovery", "hardware_setup"): 180,
-        ("recovery", "trainer_init"): 240, ("recovery", "checkpoint_load"): 120, ("recovery", "pt2_compile"): 360,
+        ("recovery", "unattributed"): 300,
+        ("recovery", "scheduling"): 300,
+        ("recovery", "hardware_setup"): 180,
+        ("recovery", "trainer_init"): 240,
+        ("recovery", "checkpoint_load"): 120,
+        ("recovery", "pt2_compile"): 360,
         ("recovery", "train"): 840,
         ("shutdown_tail", "shutdown"): 600,
     }

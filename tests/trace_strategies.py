@@ -2,7 +2,7 @@
 
 A generated trace is SYNTHETIC test data: a dict ``{"jobs": list | None,
 "attempts": list, "spans": list}`` of plain dicts with integer-millisecond
-UTC timestamps, the input format of :mod:`ettcore.reference`.
+UTC timestamps, the input format of :mod:`ettcore.metric.reference`.
 
 What the strategies produce (each on purpose):
 
@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+from hypothesis import strategies as st
 
 from ettcore.trace.writer import write_table
-from hypothesis import strategies as st
 
 MINUTE = 60_000
 
@@ -62,7 +62,9 @@ def _dur(draw, max_minutes: int, zero_ok: bool = True) -> int:
 
 
 def _span(job: str, attempt: int, phase: str, start: int, end: int, c0=None, c1=None, stage=None) -> dict:
-    return dict(job_id=job, attempt=attempt, phase=phase, start=start, end=end, cursor_start=c0, cursor_end=c1, stage=stage)
+    return dict(
+        job_id=job, attempt=attempt, phase=phase, start=start, end=end, cursor_start=c0, cursor_end=c1, stage=stage
+    )
 
 
 @st.composite
@@ -119,7 +121,9 @@ def job_trace(draw, job_id: str, base_ms: int) -> tuple[list[dict], list[dict]]:
             a_spans.append(_span(job_id, k, "train", s, e, c, c1))
             if draw(st.integers(0, 3)) == 0:  # eval overlapping the train span, maybe past its end
                 es = s + draw(st.integers(0, e - s))
-                a_spans.append(_span(job_id, k, "eval", es, e + draw(st.sampled_from([0, 0, MINUTE, 3 * MINUTE, 1234]))))
+                a_spans.append(
+                    _span(job_id, k, "eval", es, e + draw(st.sampled_from([0, 0, MINUTE, 3 * MINUTE, 1234])))
+                )
             hw = max(hw, c1)
             c = c1
             t = e
@@ -173,8 +177,14 @@ def traces(draw, max_jobs: int = 4, with_jobs_table: bool | None = None) -> dict
         attempts += a
         spans += s
         gpus = draw(st.one_of(st.sampled_from([1, 8, 128, 2048]), st.integers(1, 2048)))
-        jobs.append(dict(job_id=job_id, model=draw(st.sampled_from(["model-a", "model-b", "model-c"])), gpus=gpus,
-                         team=draw(st.sampled_from(["ads", "feed"]))))
+        jobs.append(
+            dict(
+                job_id=job_id,
+                model=draw(st.sampled_from(["model-a", "model-b", "model-c"])),
+                gpus=gpus,
+                team=draw(st.sampled_from(["ads", "feed"])),
+            )
+        )
     if with_jobs_table is None:
         with_jobs_table = draw(st.integers(0, 4)) > 0
     return {"jobs": jobs if with_jobs_table else None, "attempts": attempts, "spans": spans}
@@ -217,16 +227,34 @@ def trace_frames(trace: dict[str, Any], ts: str = "timestamp") -> dict[str, pl.D
     if ts not in TS_MODES:
         raise ValueError(f"ts must be one of {TS_MODES}")
     out = {
-        "attempts": _frame(trace["attempts"], {"job_id": pl.Utf8, "attempt": pl.Int64, "start": None, "end": None,
-                                               "end_reason": pl.Utf8}, ("start", "end"), ts),
-        "spans": _frame(trace["spans"], {"job_id": pl.Utf8, "attempt": pl.Int64, "phase": pl.Utf8, "start": None,
-                                         "end": None, "stage": pl.Utf8, "cursor_start": pl.Float64,
-                                         "cursor_end": pl.Float64}, ("start", "end"), ts),
+        "attempts": _frame(
+            trace["attempts"],
+            {"job_id": pl.Utf8, "attempt": pl.Int64, "start": None, "end": None, "end_reason": pl.Utf8},
+            ("start", "end"),
+            ts,
+        ),
+        "spans": _frame(
+            trace["spans"],
+            {
+                "job_id": pl.Utf8,
+                "attempt": pl.Int64,
+                "phase": pl.Utf8,
+                "start": None,
+                "end": None,
+                "stage": pl.Utf8,
+                "cursor_start": pl.Float64,
+                "cursor_end": pl.Float64,
+            },
+            ("start", "end"),
+            ts,
+        ),
     }
     if trace.get("jobs") is not None:
         out["jobs"] = pl.DataFrame(
-            [pl.Series(k, [j.get(k) for j in trace["jobs"]], dtype=pl.Int64 if k == "gpus" else pl.Utf8)
-             for k in ("job_id", "model", "gpus", "team")]
+            [
+                pl.Series(k, [j.get(k) for j in trace["jobs"]], dtype=pl.Int64 if k == "gpus" else pl.Utf8)
+                for k in ("job_id", "model", "gpus", "team")
+            ]
         )
     return out
 

@@ -30,7 +30,7 @@ from ettcore.cli import (
     validate,
 )
 from ettcore.cli.output import format_table, job_json_blocks, table_blocks, write_summary_json
-from ettcore.errors import Problem, InputError, summarize_problems
+from ettcore.errors import InputError, Problem, summarize_problems
 
 __all__ = ["COMMANDS", "build_parser", "format_table", "job_json_blocks", "main", "table_blocks", "write_summary_json"]
 
@@ -61,7 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ett: {line}", file=sys.stderr)
         return 2
     except duckdb.IOException as exc:
-        print(f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}", file=sys.stderr)
+        print(
+            f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}",
+            file=sys.stderr,
+        )
         return 2
     except BrokenPipeError:
         return 0

@@ -22,35 +22,73 @@ def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = T
     p.add_argument("trace", help=where)
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
     if as_of:
-        p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
-        p.add_argument("--since", metavar="T", help="measure only from T on (ISO-8601, Z allowed, or epoch seconds); jobs that started "
-                       "earlier keep their attribution")
+        p.add_argument(
+            "--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds"
+        )
+        p.add_argument(
+            "--since",
+            metavar="T",
+            help="measure only from T on (ISO-8601, Z allowed, or epoch seconds); jobs that started "
+            "earlier keep their attribution",
+        )
         p.add_argument("--until", metavar="T", help="measure only before T (as --since); the window is [since, until)")
-        p.add_argument("--exclude", metavar="FILE", help="exclusion windows (CSV or JSON: start, end, reason, optional job or label=value) "
-                       "left out of wall time, every bucket and NoF, and listed in the output")
-        p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (and say which) instead of refusing")
-        p.add_argument("--memory-limit", metavar="SIZE", help="cap DuckDB's memory (e.g. 8GB; default: $ETT_MEMORY_LIMIT, else 3GB or 80%% of the machine where less); "
-                       "a trace too large for it is attributed in batches of jobs and other work spills to disk, with the same "
-                       "answers (not used for a URI)")
-        p.add_argument("--temp-directory", metavar="DIR", help="where DuckDB spills when over --memory-limit, and where batched attribution "
-                       "writes its temporary files (those default to the system temporary folder)")
+        p.add_argument(
+            "--exclude",
+            metavar="FILE",
+            help="exclusion windows (CSV or JSON: start, end, reason, optional job or label=value) "
+            "left out of wall time, every bucket and NoF, and listed in the output",
+        )
+        p.add_argument(
+            "--skip-invalid",
+            action="store_true",
+            help="leave out jobs with problems (and say which) instead of refusing",
+        )
+        p.add_argument(
+            "--memory-limit",
+            metavar="SIZE",
+            help="cap DuckDB's memory (e.g. 8GB; default: $ETT_MEMORY_LIMIT, else 3GB or 80%% of the machine where less); "
+            "a trace too large for it is attributed in batches of jobs and other work spills to disk, with the same "
+            "answers (not used for a URI)",
+        )
+        p.add_argument(
+            "--temp-directory",
+            metavar="DIR",
+            help="where DuckDB spills when over --memory-limit, and where batched attribution "
+            "writes its temporary files (those default to the system temporary folder)",
+        )
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine duckdb|spark`` and ``--spark-master URL`` for a subcommand."""
-    parser.add_argument("--engine", choices=engines.ENGINES, default="duckdb",
-                        help="where the metric runs: duckdb (default, in process) or spark (a local trace is checked by DuckDB first;"
-                             " a URI such as s3a://bucket/trace is read and checked by Spark alone)")
-    parser.add_argument("--spark-master", metavar="URL", default=engines.DEFAULT_MASTER,
-                        help="Spark master for --engine spark: local[*] (default), spark://host:7077, yarn, k8s://...")
+    parser.add_argument(
+        "--engine",
+        choices=engines.ENGINES,
+        default="duckdb",
+        help="where the metric runs: duckdb (default, in process) or spark (a local trace is checked by DuckDB first;"
+        " a URI such as s3a://bucket/trace is read and checked by Spark alone)",
+    )
+    parser.add_argument(
+        "--spark-master",
+        metavar="URL",
+        default=engines.DEFAULT_MASTER,
+        help="Spark master for --engine spark: local[*] (default), spark://host:7077, yarn, k8s://...",
+    )
 
 
 def open_checked(args: argparse.Namespace) -> Trace:
     """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines)."""
     trace = engines.open_trace(
-        args.trace, getattr(args, "engine", "duckdb"), getattr(args, "spark_master", engines.DEFAULT_MASTER), mapping=args.mapping,
-        as_of=args.as_of, skip_invalid=args.skip_invalid, memory_limit=args.memory_limit, temp_directory=args.temp_directory,
-        since=args.since, until=args.until, exclude=args.exclude,
+        args.trace,
+        getattr(args, "engine", "duckdb"),
+        getattr(args, "spark_master", engines.DEFAULT_MASTER),
+        mapping=args.mapping,
+        as_of=args.as_of,
+        skip_invalid=args.skip_invalid,
+        memory_limit=args.memory_limit,
+        temp_directory=args.temp_directory,
+        since=args.since,
+        until=args.until,
+        exclude=args.exclude,
     )
     if trace.excluded_jobs or any(a["rejected"] for a in trace.accounting.values()):
         print(skip_report(trace), file=sys.stderr)
@@ -94,10 +132,20 @@ def print_window(trace: Trace, m: Any, out=None) -> None:
     out = out or sys.stdout
     w = trace.window
     if w.since_ms is not None or w.until_ms is not None:
-        print(f"Measured from {_iso_ms(w.since_ms) or 'the start'} to {_iso_ms(w.until_ms) or 'the end'} (each job's time clipped to it).", file=out)
+        print(
+            f"Measured from {_iso_ms(w.since_ms) or 'the start'} to {_iso_ms(w.until_ms) or 'the end'} (each job's time clipped to it).",
+            file=out,
+        )
     if w.exclusions:
         ex = m.exclusion_summary(trace)
         print(f"Exclusion windows (left out of wall time, every bucket and NoF; {ex.height}):", file=out)
-        print(format_table(ex, ["start", "end", "reason", "job", "label", "jobs", "wall_gpu_h", "productive_gpu_h", "nof"], digits=2), file=out)
+        print(
+            format_table(
+                ex,
+                ["start", "end", "reason", "job", "label", "jobs", "wall_gpu_h", "productive_gpu_h", "nof"],
+                digits=2,
+            ),
+            file=out,
+        )
     if not w.whole:
         print(file=out)

@@ -28,8 +28,15 @@ def run_prometheus(args: argparse.Namespace) -> int:
 def register(sub) -> None:
     p = sub.add_parser("export", help="write the metric where dashboards read it (Prometheus text format)")
     kinds = p.add_subparsers(dest="export_kind", metavar="FORMAT", required=True)
-    q = kinds.add_parser("prometheus", help="fleet, per-model and per-job gauges in the Prometheus text exposition format "
-                         "(seconds and ratios; for node_exporter's textfile collector)")
+    q = kinds.add_parser(
+        "prometheus",
+        help="fleet, per-model and per-job gauges in the Prometheus text exposition format "
+        "(seconds and ratios; for node_exporter's textfile collector)",
+    )
     add_trace_args(q, uri=False)
-    q.add_argument("--out", metavar="FILE", help="write to FILE (atomically: a temporary file renamed into place) instead of stdout")
+    q.add_argument(
+        "--out",
+        metavar="FILE",
+        help="write to FILE (atomically: a temporary file renamed into place) instead of stdout",
+    )
     q.set_defaults(func=run_prometheus)

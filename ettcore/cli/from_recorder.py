@@ -23,9 +23,15 @@ def run(args: Any) -> int:
 
 def register(subparsers: Any) -> None:
     """``ett from-recorder RUN_DIR OUT_DIR``: turn recorder JSONL into a Parquet trace folder."""
-    p = subparsers.add_parser("from-recorder", help="convert a recorder run folder (JSONL) into a trace folder (Parquet)")
+    p = subparsers.add_parser(
+        "from-recorder", help="convert a recorder run folder (JSONL) into a trace folder (Parquet)"
+    )
     p.add_argument("run_dir", help="folder of recorder *.jsonl files")
     p.add_argument("out_dir", help="trace folder to write (replaced atomically)")
-    p.add_argument("--open-last-attempt", choices=("running", "failure"), default="running",
-                   help="how to treat a job's last attempt that has no end record (default: running)")
+    p.add_argument(
+        "--open-last-attempt",
+        choices=("running", "failure"),
+        default="running",
+        help="how to treat a job's last attempt that has no end record (default: running)",
+    )
     p.set_defaults(func=run)

@@ -9,4 +9,6 @@ def register(subparsers: Any) -> None:
     """``ett live-job``: run the paired live experiment and regenerate data/live-job (needs PyTorch)."""
     from ettcore.demo.live_job import add_arguments  # the demo imports PyTorch only when it runs
 
-    add_arguments(subparsers.add_parser("live-job", help="run the paired live PyTorch job and regenerate data/live-job"))
+    add_arguments(
+        subparsers.add_parser("live-job", help="run the paired live PyTorch job and regenerate data/live-job")
+    )

@@ -11,9 +11,10 @@ from typing import Any
 from ettcore import metric
 from ettcore.cli.common import skip_report
 from ettcore.cli.output import format_table
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.planning.opportunities import BY_CHOICES, REPEATED, lost_by_component, rank_opportunities, window_days
 from ettcore.trace import load_trace
+
 
 def run(args: argparse.Namespace) -> int:
     """``ett opportunities``: load the trace, build the lost-time frame, rank, print (exit 2 on bad input)."""
@@ -24,7 +25,12 @@ def run(args: argparse.Namespace) -> int:
         summary = metric.job_summary(trace)
         if args.comparable not in summary.columns:
             raise InputError(
-                Problem("--comparable", None, "comparable", f"unknown column {args.comparable!r}; choose one of: {', '.join(summary.columns)}")
+                Problem(
+                    "--comparable",
+                    None,
+                    "comparable",
+                    f"unknown column {args.comparable!r}; choose one of: {', '.join(summary.columns)}",
+                )
             )
         if summary.height == 0:
             raise InputError(Problem(str(args.trace), None, None, "the trace has no jobs to rank"))
@@ -38,7 +44,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"ett: {args.trace}: {exc}", file=sys.stderr)
         return 2
-    target = {"kind": "cut", "fraction": args.cut} if args.cut is not None else {"kind": "best_decile", "comparable": args.comparable}
+    target = (
+        {"kind": "cut", "fraction": args.cut}
+        if args.cut is not None
+        else {"kind": "best_decile", "comparable": args.comparable}
+    )
     if args.json:
         doc: dict[str, Any] = {
             "trace": str(args.trace),
@@ -52,11 +62,22 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if trace.synthetic:
         print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
-    what = f"a {100 * args.cut:g}% cut" if args.cut is not None else f"the best decile of jobs with the same {args.comparable}"
+    what = (
+        f"a {100 * args.cut:g}% cut"
+        if args.cut is not None
+        else f"the best decile of jobs with the same {args.comparable}"
+    )
     print(f"GPU-hours a day returned if each {'owner' if args.by == 'owner' else 'component'} fell to {what}")
     print(f"(observation window {days:.3g} days; (1 + NoF) counted for {', '.join(sorted(REPEATED))})")
-    cols = ["rank", "owner", *(["component"] if args.by == "component" else []), "jobs", "lost_gpu_h_per_day",
-            "returned_gpu_h_per_day", "returned_share_pct"]
+    cols = [
+        "rank",
+        "owner",
+        *(["component"] if args.by == "component" else []),
+        "jobs",
+        "lost_gpu_h_per_day",
+        "returned_gpu_h_per_day",
+        "returned_share_pct",
+    ]
     print(format_table(ranked, cols, digits=2))
     return 0
 
@@ -86,11 +107,19 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser("opportunities", help="rank owners' components by GPU-hours a day a target would return")
     p.add_argument("trace", help="trace folder or DuckDB file")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
-    p.add_argument("--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds")
+    p.add_argument(
+        "--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds"
+    )
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems instead of refusing")
-    p.add_argument("--by", choices=BY_CHOICES, default="component", help="one row per owner's component (default) or per owner")
-    p.add_argument("--cut", type=_fraction, metavar="F", help="target: cut each component by F (0.3 or 30%%); default: best decile")
-    p.add_argument("--comparable", default="model", metavar="COL", help="job column that makes jobs comparable for the best decile")
+    p.add_argument(
+        "--by", choices=BY_CHOICES, default="component", help="one row per owner's component (default) or per owner"
+    )
+    p.add_argument(
+        "--cut", type=_fraction, metavar="F", help="target: cut each component by F (0.3 or 30%%); default: best decile"
+    )
+    p.add_argument(
+        "--comparable", default="model", metavar="COL", help="job column that makes jobs comparable for the best decile"
+    )
     p.add_argument("--days", type=_positive, metavar="D", help="window in days for 'a day' (default: the trace's span)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=run)

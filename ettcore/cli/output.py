@@ -21,8 +21,21 @@ from ettcore.phases import ALL_COMPONENTS
 from ettcore.trace.load import quote_ident
 
 JOB_KEYS = (
-    "job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof",
-    "nof_failure", "nof_preemption", "ttr_total_s", "ttr_mean_s", "in_training_loss_s", "shutdown_tail_s",
+    "job_id",
+    "model",
+    "gpus",
+    "status",
+    "wall_s",
+    "productive_s",
+    "ett_pct",
+    "tts_s",
+    "nof",
+    "nof_failure",
+    "nof_preemption",
+    "ttr_total_s",
+    "ttr_mean_s",
+    "in_training_loss_s",
+    "shutdown_tail_s",
 )
 FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h", "nof")
 
@@ -37,8 +50,6 @@ def jsonable(v: Any) -> Any:
     return v
 
 
-
-
 def _finite(name: str, dtype: pl.DataType) -> pl.Expr:
     """A column as JSON shows it: NaN and infinities as null (like :func:`jsonable`)."""
     c = pl.col(name)
@@ -48,20 +59,36 @@ def _finite(name: str, dtype: pl.DataType) -> pl.Expr:
 def _iso(name: str) -> pl.Expr:
     """A zone-less UTC timestamp as :func:`jsonable` writes it (``...T12:00:00Z``, fractions only when present)."""
     c = pl.col(name)
-    return (pl.when(c.dt.microsecond() == 0).then(c.dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
-            .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ")).alias(name))
+    return (
+        pl.when(c.dt.microsecond() == 0)
+        .then(c.dt.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        .otherwise(c.dt.strftime("%Y-%m-%dT%H:%M:%S%.6fZ"))
+        .alias(name)
+    )
 
 
 def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str]) -> list[pl.Expr]:
     fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
-    fields.append(pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components"))
+    fields.append(
+        pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components")
+    )
     if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
-        fields.append(pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias("labels"))
+        fields.append(
+            pl.struct([_iso(c) if jobs.schema[c] == pl.Datetime else _finite(c, jobs.schema[c]) for c in labels]).alias(
+                "labels"
+            )
+        )
     return fields + [_iso("t0"), _iso("t1")]
 
 
-def job_json_blocks(jobs: pl.DataFrame, chunk: int = 50_000, labels: Sequence[str] = (), extra: Sequence[str] = (),
-                    as_bytes: bool = False, workers: int = 2):
+def job_json_blocks(
+    jobs: pl.DataFrame,
+    chunk: int = 50_000,
+    labels: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    as_bytes: bool = False,
+    workers: int = 2,
+):
     """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested; ``extra``: more
     top-level keys), one JSON text a job, joined with ``,`` + newline + indent.
 
@@ -93,11 +120,14 @@ def _utf8_buffer(out):
     """``out``'s binary buffer where it has one and writes UTF-8 (a file or standard output), else None: a text
     stream's ``write`` of a long string costs ten times as much as writing its bytes (2.4 s against 0.2 s for the
     680 MB of a million jobs' JSON)."""
-    return getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
+    return (
+        getattr(out, "buffer", None) if str(getattr(out, "encoding", "")).lower().replace("-", "") == "utf8" else None
+    )
 
 
-def write_summary_json(head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (),
-                       extra: Sequence[str] = ()) -> None:
+def write_summary_json(
+    head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (), extra: Sequence[str] = ()
+) -> None:
     """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys.
 
     The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (:func:`_utf8_buffer`)."""

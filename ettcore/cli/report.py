@@ -9,7 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from ettcore.config import NOTEBOOK_DIR, PROJECT_ROOT, REPORT_DIR
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.present.report import _worker_context, build_index, plan_parameters, resolve, run_all, update_notebook
 from ettcore.present.scorecard import SCORECARD_SUFFIX
 
@@ -22,7 +22,9 @@ def run(args: argparse.Namespace) -> int:
     jobs = args.jobs or min(len(notebooks), os.cpu_count() or 1)
     if args.update_notebooks:
         if args.params or args.trace:
-            raise InputError(Problem("--update-notebooks", None, None, "committed notebooks use their defaults; drop -p/--trace"))
+            raise InputError(
+                Problem("--update-notebooks", None, None, "committed notebooks use their defaults; drop -p/--trace")
+            )
         with ProcessPoolExecutor(max_workers=jobs, mp_context=_worker_context()) as pool:
             list(pool.map(update_notebook, notebooks))
         for nb in notebooks:
@@ -40,25 +42,41 @@ def run(args: argparse.Namespace) -> int:
         status = "ok" if r.ok else f"FAILED: {r.error}"
         print(f"{r.notebook}: {status} ({r.seconds:.1f} s, {r.charts} charts)")
     ev = board["evidence_rows"]
-    print(f"scorecard: {board['checks_passed']}/{board['checks']} checks pass; {board['checked_rows']} of "
-          f"{board['published_rows']} published figures checked: " + ", ".join(f"{n} {k}" for k, n in ev.items())
-          + f", {board['identity_rows']} identities")
+    print(
+        f"scorecard: {board['checks_passed']}/{board['checks']} checks pass; {board['checked_rows']} of "
+        f"{board['published_rows']} published figures checked: "
+        + ", ".join(f"{n} {k}" for k, n in ev.items())
+        + f", {board['identity_rows']} identities"
+    )
     print(f"wrote {out_dir / 'index.html'} in {wall:.1f} s")
     return 0 if all(r.ok for r in results) and board["all_passed"] else 1
 
 
 def register(subparsers) -> None:
     """Add ``ett report [NOTEBOOK ...] [-p NAME VALUE ...] [--trace PATH] [--out DIR]``."""
-    p = subparsers.add_parser("report", help="run the notebooks (papermill, in parallel) and build HTML reports + index",
-                              description="Execute the notebook suite with papermill and write executed notebooks, HTML "
-                                          "reports without code, scorecard.json and index.html (offline pages).")
+    p = subparsers.add_parser(
+        "report",
+        help="run the notebooks (papermill, in parallel) and build HTML reports + index",
+        description="Execute the notebook suite with papermill and write executed notebooks, HTML "
+        "reports without code, scorecard.json and index.html (offline pages).",
+    )
     p.add_argument("notebooks", nargs="*", metavar="NOTEBOOK", help="number, name or path (default: all)")
-    p.add_argument("-p", "--parameter", dest="params", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                   help="set a notebook parameter (typed like its default) in every selected notebook that declares it")
+    p.add_argument(
+        "-p",
+        "--parameter",
+        dest="params",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="set a notebook parameter (typed like its default) in every selected notebook that declares it",
+    )
     p.add_argument("--trace", help="run on this trace (sets the 'trace' parameter)")
     p.add_argument("--out", help="output folder (default: reports/)")
     p.add_argument("--jobs", type=int, default=None, help="notebooks run at once (default: CPUs)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--update-notebooks", action="store_true",
-                   help="re-execute the committed notebooks in place with defaults (canonical form, no volatile metadata)")
+    p.add_argument(
+        "--update-notebooks",
+        action="store_true",
+        help="re-execute the committed notebooks in place with defaults (canonical form, no volatile metadata)",
+    )
     p.set_defaults(func=run)

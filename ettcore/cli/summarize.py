@@ -13,6 +13,7 @@ from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_su
 from ettcore.phases import ALL_COMPONENTS
 from ettcore.trace.instants import iso as _iso_ms
 
+
 def run(args: argparse.Namespace) -> int:
     trace = open_checked(args)
     m = engines.metric_for(args.engine, args.spark_master)
@@ -21,7 +22,12 @@ def run(args: argparse.Namespace) -> int:
     groups = m.fleet_summary(trace, by=args.by) if args.by else None
     extra = ("excluded_s",) if trace.window.exclusions else ()
     if args.json:
-        head = {"trace": str(args.trace), "synthetic": trace.synthetic, "as_of": _iso_ms(trace.as_of_ms), **window_head(trace, m)}
+        head = {
+            "trace": str(args.trace),
+            "synthetic": trace.synthetic,
+            "as_of": _iso_ms(trace.as_of_ms),
+            **window_head(trace, m),
+        }
         tail: dict[str, Any] = {
             "fleet": group_records(fleet, None, extra)[0] if fleet.height else None,
             "accounting": trace.accounting,
@@ -36,8 +42,20 @@ def run(args: argparse.Namespace) -> int:
         if trace.synthetic:
             print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
         print_window(trace, m)
-        cols = ["job_id", "model", "gpus", "status", "wall_s", "productive_s", "ett_pct", "tts_s", "nof", "ttr_total_s",
-                "in_training_loss_s", "shutdown_tail_s"]
+        cols = [
+            "job_id",
+            "model",
+            "gpus",
+            "status",
+            "wall_s",
+            "productive_s",
+            "ett_pct",
+            "tts_s",
+            "nof",
+            "ttr_total_s",
+            "in_training_loss_s",
+            "shutdown_tail_s",
+        ]
         write_table(jobs, cols)  # a row a job: streamed, not built as one string
         print()
         print("Level 2 components (seconds, non-productive time):")

@@ -24,14 +24,19 @@ def run(args: argparse.Namespace) -> int:
             print(p.line(), file=sys.stderr)
         return 2
     secs = (datetime.now(timezone.utc) - t).total_seconds()
-    print(f"wrote {out} (synthetic, scenario {sc.name}, {args.jobs or sc.default_jobs} jobs, seed {args.seed}) in {secs:.1f} s")
+    print(
+        f"wrote {out} (synthetic, scenario {sc.name}, {args.jobs or sc.default_jobs} jobs, seed {args.seed}) in {secs:.1f} s"
+    )
     return 0
 
 
 def register(subparsers) -> None:
     """Add ``ett synth SCENARIO --jobs N --seed S --out DIR``."""
-    p = subparsers.add_parser("synth", help="generate a synthetic trace from a scenario (calibrated to published aggregates)",
-                              description="Generate a synthetic trace from a scenario file (a name in data/scenarios or a path).")
+    p = subparsers.add_parser(
+        "synth",
+        help="generate a synthetic trace from a scenario (calibrated to published aggregates)",
+        description="Generate a synthetic trace from a scenario file (a name in data/scenarios or a path).",
+    )
     p.add_argument("scenario", help="scenario name (representative, benchmark, fleet) or a YAML path")
     p.add_argument("--jobs", type=int, default=None, help="number of jobs (default: the scenario's default_jobs)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same bytes)")

@@ -13,6 +13,7 @@ from ettcore import engines
 from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window
 from ettcore.cli.output import format_table, jsonable
 
+
 def run(args: argparse.Namespace) -> int:
     trace = open_checked(args)
     m = engines.metric_for(args.engine, args.spark_master)
@@ -33,14 +34,25 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``ett trend``."""
-    p = sub.add_parser("trend", help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window")
+    p = sub.add_parser(
+        "trend",
+        help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window",
+    )
     add_trace_args(p)
     add_engine_args(p)
-    p.add_argument("--every", default="day", metavar="BUCKET",
-                   help="bucket (UTC): hour, day, week, month, or a duration that divides a day (5m, 15m, 2h); "
-                        "hour and durations roll over --window (default: one bucket)")
-    p.add_argument("--window", metavar="DURATION", help="trailing window at each bucket end (24h, 7d, ...; a whole number of buckets, "
-                   "with --every hour, day or a duration)")
+    p.add_argument(
+        "--every",
+        default="day",
+        metavar="BUCKET",
+        help="bucket (UTC): hour, day, week, month, or a duration that divides a day (5m, 15m, 2h); "
+        "hour and durations roll over --window (default: one bucket)",
+    )
+    p.add_argument(
+        "--window",
+        metavar="DURATION",
+        help="trailing window at each bucket end (24h, 7d, ...; a whole number of buckets, "
+        "with --every hour, day or a duration)",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")
     fmt.add_argument("--csv", action="store_true", help="CSV, one row a bucket")

@@ -8,13 +8,21 @@ import sys
 from typing import Any
 
 from ettcore.cli.common import add_trace_args
-from ettcore.errors import Problem, InputError, summarize_problems
+from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.trace.load import is_uri, load_trace
+
 
 def run(args: argparse.Namespace) -> int:
     if is_uri(args.trace):
-        raise InputError(Problem(args.trace, None, None, "validate reads local paths only; for a URI, 'ett summarize URI --engine spark'"
-                                 " runs the same checks on Spark and lists every problem"))
+        raise InputError(
+            Problem(
+                args.trace,
+                None,
+                None,
+                "validate reads local paths only; for a URI, 'ett summarize URI --engine spark'"
+                " runs the same checks on Spark and lists every problem",
+            )
+        )
     try:
         trace = load_trace(args.trace, mapping=args.mapping, skip_invalid=True)
     except InputError as exc:

@@ -62,9 +62,9 @@ import torch.distributed.checkpoint as dcp  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict  # noqa: E402
 
-from ettcore.integrations.recorder import Recorder  # noqa: E402
 from ettcore.demo.conditions import RunConditions  # noqa: E402
 from ettcore.demo.recsys import ClickData, ClickModel, ModelShape  # noqa: E402
+from ettcore.integrations.recorder import Recorder  # noqa: E402
 
 T_IMPORTED = time.time()  # interpreter started and torch imported
 
@@ -124,7 +124,9 @@ class Attempt:
         self.lossf = nn.BCEWithLogitsLoss()
 
     def init_plugins(self) -> None:
-        self.steplog = os.open(self.work / f"steps-a{self.attempt:04d}.csv", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.steplog = os.open(
+            self.work / f"steps-a{self.attempt:04d}.csv", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
+        )
 
     def data_warmup(self) -> None:
         schema = self.data.schema()
@@ -246,8 +248,13 @@ class Attempt:
 def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path, spawn_t: float) -> int:
     """Run one attempt; ``attempt=None``: inside a Slurm job, whose environment gives the job id and attempt."""
     under_slurm = attempt is None
-    rec = Recorder(recorder_dir, None if under_slurm else cond.job_id, attempt, writer="trainer",
-                   progress_interval_s=cond.progress_interval_s)
+    rec = Recorder(
+        recorder_dir,
+        None if under_slurm else cond.job_id,
+        attempt,
+        writer="trainer",
+        progress_interval_s=cond.progress_interval_s,
+    )
     attempt = rec.attempt
     if under_slurm:  # no supervisor here to describe the job
         from ettcore.demo.supervisor import MODEL_NAME
@@ -268,6 +275,7 @@ def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path
                 fn()
             except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
                 errors.append(exc)
+
         return go
 
     def data_branch() -> None:
@@ -309,9 +317,14 @@ def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path
     a.train()
     a.shutdown()
     k = min(100, len(a.losses))
-    result = {"attempt": attempt, "start_step": a.start_step, "final_step": a.final_step,
-              "loss_first": sum(a.losses[:k]) / max(k, 1), "loss_last": sum(a.losses[-k:]) / max(k, 1),
-              "recorder_errors": rec.errors}
+    result = {
+        "attempt": attempt,
+        "start_step": a.start_step,
+        "final_step": a.final_step,
+        "loss_first": sum(a.losses[:k]) / max(k, 1),
+        "loss_last": sum(a.losses[-k:]) / max(k, 1),
+        "recorder_errors": rec.errors,
+    }
     (work / f"result-a{attempt:04d}.json").write_text(json.dumps(result) + "\n")
     rec.close()
     return 0
@@ -321,7 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conditions", required=True, type=Path)
     ap.add_argument("--attempt", type=int, default=None, help="attempt number (not with --slurm)")
-    ap.add_argument("--slurm", action="store_true", help="inside a Slurm batch job: job id and attempt from its environment")
+    ap.add_argument(
+        "--slurm", action="store_true", help="inside a Slurm batch job: job id and attempt from its environment"
+    )
     ap.add_argument("--work", required=True, type=Path)
     ap.add_argument("--recorder", required=True, type=Path)
     ap.add_argument("--spawn-t", required=True, type=float)

@@ -65,9 +65,13 @@ class RunConditions:
             raise ValueError("compile_cache must be 'none' or 'megacache'")
         if self.steps < 1 or self.checkpoint_every < 1:
             raise ValueError("steps and checkpoint_every must be >= 1")
-        if list(self.fail_at_steps) != sorted(set(self.fail_at_steps)) or any(not 0 < s < self.steps for s in self.fail_at_steps):
+        if list(self.fail_at_steps) != sorted(set(self.fail_at_steps)) or any(
+            not 0 < s < self.steps for s in self.fail_at_steps
+        ):
             raise ValueError("fail_at_steps must be increasing and inside (0, steps)")
-        if list(self.crash_at_steps) != sorted(set(self.crash_at_steps)) or any(not 0 < s < self.steps for s in self.crash_at_steps):
+        if list(self.crash_at_steps) != sorted(set(self.crash_at_steps)) or any(
+            not 0 < s < self.steps for s in self.crash_at_steps
+        ):
             raise ValueError("crash_at_steps must be increasing and inside (0, steps)")
         if not 1 <= self.crash_exit <= 255:
             raise ValueError("crash_exit must be an exit status 1..255")

@@ -58,8 +58,8 @@ def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
     """Run the three tries and replace ``out_dir``'s ``recorder/``, ``trace/``, ``events.csv`` and ``runs.json``."""
     from importlib import metadata
 
-    from ettcore.importers.recorder import convert
     from ettcore.demo.live_job import _machine
+    from ettcore.importers.recorder import convert
 
     gt = _jobs_module()
     out_dir = Path(out_dir)
@@ -68,21 +68,32 @@ def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
         r = gt.restart_run(PROJECT_ROOT / "tests" / "jobs" / "lightning_job.py", Path(tmp), PLAN, reasons=REASONS)
         if not all(row["ok"] for row in r.rows):
             raise RuntimeError("the run does not agree with its ground truth:\n" + gt.table(r.rows))
-        meta = {"synthetic": False, "measured": True, "training_data": "generated regression data",
-                "source": f"ettcore.integrations.lightning.ETTCallback on a tiny Lightning job ({COMMAND})",
-                "machine": _machine(), "started_utc": started.isoformat()}
+        meta = {
+            "synthetic": False,
+            "measured": True,
+            "training_data": "generated regression data",
+            "source": f"ettcore.integrations.lightning.ETTCallback on a tiny Lightning job ({COMMAND})",
+            "machine": _machine(),
+            "started_utc": started.isoformat(),
+        }
         with atomic_path(out_dir / "recorder", directory=True) as tmpdir:
             for p in sorted((Path(tmp) / "run").glob("*.jsonl")):
                 shutil.copy2(p, tmpdir / p.name)
         conv = convert(out_dir / "recorder", out_dir / "trace", metadata=meta, notes_relative_to=out_dir)
-        lines = ["kind,try,step,start,end"] + [f"{e.kind},{e.try_no},{e.step},{e.start:.6f},{e.end:.6f}" for e in r.events]
+        lines = ["kind,try,step,start,end"] + [
+            f"{e.kind},{e.try_no},{e.step},{e.start:.6f},{e.end:.6f}" for e in r.events
+        ]
         write_text(out_dir / "events.csv", "\n".join(lines) + "\n")
     versions = {p: metadata.version(p) for p in ("torch", "lightning")}
     result = {
-        "generated_by": COMMAND, "started_utc": started.isoformat(), "machine": meta["machine"], "versions": versions,
+        "generated_by": COMMAND,
+        "started_utc": started.isoformat(),
+        "machine": meta["machine"],
+        "versions": versions,
         "plan": {str(k): v for k, v in PLAN.items()},
-        "processes": [{"try": p.try_no, "spawn_t": p.spawn_t, "reap_t": p.reap_t, "returncode": p.returncode}
-                      for p in r.procs],
+        "processes": [
+            {"try": p.try_no, "spawn_t": p.spawn_t, "reap_t": p.reap_t, "returncode": p.returncode} for p in r.procs
+        ],
         "ground_truth": {k: v for k, v in r.truth.as_dict().items() if k != "steps_per_try"},
         "steps_per_try": {str(k): list(v) for k, v in r.truth.steps_per_try.items()},
         "comparison": [{k: (v if not isinstance(v, float) else round(v, 6)) for k, v in row.items()} for row in r.rows],
@@ -109,9 +120,15 @@ def load(directory: str | Path = FRAMEWORK_RUN_DIR) -> FrameworkRun:
     """Read the bundled run (no PyTorch needed)."""
     directory = Path(directory)
     data = json.loads((directory / "runs.json").read_text(encoding="utf-8"))
-    return FrameworkRun(trace_dir=directory / "trace", ground_truth=data["ground_truth"], processes=data["processes"],
-                        comparison=data["comparison"], versions=data["versions"], machine=data["machine"],
-                        generated_by=data["generated_by"])
+    return FrameworkRun(
+        trace_dir=directory / "trace",
+        ground_truth=data["ground_truth"],
+        processes=data["processes"],
+        comparison=data["comparison"],
+        versions=data["versions"],
+        machine=data["machine"],
+        generated_by=data["generated_by"],
+    )
 
 
 def trace_values(trace_dir: str | Path) -> dict[str, Any]:
@@ -122,18 +139,26 @@ def trace_values(trace_dir: str | Path) -> dict[str, Any]:
     trace_dir = Path(trace_dir)
     row = metric.job_summary(load_trace(trace_dir)).row(0, named=True)
     spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(
-        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6)
+        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6
+    )
     train = spans.filter(pl.col("phase") == "train")
     attempts = pl.read_parquet(trace_dir / "attempts.parquet").sort("attempt")
-    return {"wall_s": row["wall_s"], "NoF": row["nof"], "end reasons": attempts["end_reason"].to_list(),
-            "final cursor (step)": train["cursor_end"].max(), "productive_s": row["productive_s"],
-            "replay_s": float(train["s"].sum()) - row["productive_s"], "ttr_total_s": row["ttr_total_s"]}
+    return {
+        "wall_s": row["wall_s"],
+        "NoF": row["nof"],
+        "end reasons": attempts["end_reason"].to_list(),
+        "final cursor (step)": train["cursor_end"].max(),
+        "productive_s": row["productive_s"],
+        "replay_s": float(train["s"].sum()) - row["productive_s"],
+        "ttr_total_s": row["ttr_total_s"],
+    }
 
 
 def comparison(directory: str | Path = FRAMEWORK_RUN_DIR) -> pl.DataFrame:
     """Ground truth against the trace, one row a quantity: the trace side recomputed now from the bundled trace."""
     fr = load(directory)
     now = trace_values(fr.trace_dir)
+
     def fmt(v: Any, exact: bool) -> str:
         return f"{float(v):.0f}" if exact else f"{float(v):.3f}"
 
@@ -144,11 +169,18 @@ def comparison(directory: str | Path = FRAMEWORK_RUN_DIR) -> pl.DataFrame:
         truth, trace = c["truth"], now[c["quantity"]]
         numeric = isinstance(truth, (int, float)) and not isinstance(truth, bool)
         exact = c["tolerance"] == 0
-        rows.append({"quantity": c["quantity"], "ground truth": fmt(truth, exact) if numeric else ", ".join(truth),
-                     "trace": fmt(trace, exact) if numeric else ", ".join(trace),
-                     "difference": f"{float(trace) - float(truth):+.3f}" if numeric and not exact else "",
-                     "tolerance": "exact" if c["tolerance"] == 0 else f"{c['tolerance']:.3f}",
-                     "within": (truth == trace) if c["tolerance"] == 0 else abs(float(trace) - float(truth)) <= c["tolerance"]})
+        rows.append(
+            {
+                "quantity": c["quantity"],
+                "ground truth": fmt(truth, exact) if numeric else ", ".join(truth),
+                "trace": fmt(trace, exact) if numeric else ", ".join(trace),
+                "difference": f"{float(trace) - float(truth):+.3f}" if numeric and not exact else "",
+                "tolerance": "exact" if c["tolerance"] == 0 else f"{c['tolerance']:.3f}",
+                "within": (truth == trace)
+                if c["tolerance"] == 0
+                else abs(float(trace) - float(truth)) <= c["tolerance"],
+            }
+        )
     return pl.DataFrame(rows)
 
 

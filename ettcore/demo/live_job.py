@@ -39,8 +39,8 @@ import polars as pl
 
 from ettcore.atomic import atomic_path, write_text
 from ettcore.config import DATA_DIR
-from ettcore.importers.recorder import convert
 from ettcore.demo.conditions import RunConditions, paired
+from ettcore.importers.recorder import convert
 
 LIVE_JOB_DIR = DATA_DIR / "live-job"
 COMMAND = ".venv/bin/python -m ettcore.demo.live_job"
@@ -55,9 +55,15 @@ def _machine() -> dict[str, Any]:
         load = os.getloadavg()
     except OSError:
         load = None
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version(), "torch": torch_version,
-            "device": "cpu", "load_average_at_end": load}
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": torch_version,
+        "device": "cpu",
+        "load_average_at_end": load,
+    }
 
 
 def measurements(trace_dir: str | Path) -> dict[str, Any]:
@@ -77,33 +83,57 @@ def measurements(trace_dir: str | Path) -> dict[str, Any]:
     trace_dir = Path(trace_dir)
     summary = metric.job_summary(load_trace(trace_dir))
     spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(
-        seconds=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6)
+        seconds=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6
+    )
     out: dict[str, Any] = {}
     for row in summary.iter_rows(named=True):
         job = row["job_id"]
         js = spans.filter(pl.col("job_id") == job)
         stage = lambda ph, st: js.filter((pl.col("phase") == ph) & (pl.col("stage") == st))  # noqa: E731
-        compile_by_attempt = {int(a): float(s) for a, s in stage("pt2_compile", "compile").select("attempt", "seconds").iter_rows()}
+        compile_by_attempt = {
+            int(a): float(s) for a, s in stage("pt2_compile", "compile").select("attempt", "seconds").iter_rows()
+        }
         saves = js.filter(pl.col("phase") == "checkpoint_save")["seconds"]
         out[row["variant"]] = {
             "job_id": job,
-            "wall_s": row["wall_s"], "productive_s": row["productive_s"], "ett_pct": row["ett_pct"],
-            "tts_s": row["tts_s"], "nof": row["nof"], "ttr_mean_s": row["ttr_mean_s"], "ttr_total_s": row["ttr_total_s"],
-            "in_training_loss_s": row["in_training_loss_s"], "shutdown_tail_s": row["shutdown_tail_s"],
-            "components_s": {c: row[f"{c}_s"] for c in ("scheduling", "hardware_setup", "trainer_init", "pt2_compile",
-                                                       "wasted_training", "shutdown", "unattributed")},
+            "wall_s": row["wall_s"],
+            "productive_s": row["productive_s"],
+            "ett_pct": row["ett_pct"],
+            "tts_s": row["tts_s"],
+            "nof": row["nof"],
+            "ttr_mean_s": row["ttr_mean_s"],
+            "ttr_total_s": row["ttr_total_s"],
+            "in_training_loss_s": row["in_training_loss_s"],
+            "shutdown_tail_s": row["shutdown_tail_s"],
+            "components_s": {
+                c: row[f"{c}_s"]
+                for c in (
+                    "scheduling",
+                    "hardware_setup",
+                    "trainer_init",
+                    "pt2_compile",
+                    "wasted_training",
+                    "shutdown",
+                    "unattributed",
+                )
+            },
             "compile_s_by_attempt": compile_by_attempt,
             "cache_load_s": stage("pt2_compile", "cache_load")["seconds"].to_list(),
             "cache_save_s": stage("pt2_compile", "cache_save")["seconds"].to_list(),
             "checkpoint_save_blocking_s": {
                 "stage": js.filter(pl.col("phase") == "checkpoint_save")["stage"].unique().to_list(),
-                "count": saves.len(), "mean": saves.mean(), "median": saves.median(), "max": saves.max(),
+                "count": saves.len(),
+                "mean": saves.mean(),
+                "median": saves.median(),
+                "max": saves.max(),
             },
         }
     if "baseline" in out and "optimized" in out:
         b, o = out["baseline"], out["optimized"]
         d_tts = b["tts_s"] - o["tts_s"]
-        d_ttr = b["ttr_mean_s"] - o["ttr_mean_s"] if b["ttr_mean_s"] is not None and o["ttr_mean_s"] is not None else None
+        d_ttr = (
+            b["ttr_mean_s"] - o["ttr_mean_s"] if b["ttr_mean_s"] is not None and o["ttr_mean_s"] is not None else None
+        )
         out["pair"] = {
             "ett_gain_pct_points": o["ett_pct"] - b["ett_pct"],
             "tts_reduction_s": d_tts,
@@ -118,9 +148,15 @@ def measurements(trace_dir: str | Path) -> dict[str, Any]:
     return out
 
 
-def run_pair(out_dir: str | Path = LIVE_JOB_DIR, *, work: str | Path | None = None, keep_work: bool = False,
-             variants: tuple[str, ...] = ("baseline", "optimized"), parallel: bool = True,
-             **overrides: Any) -> dict[str, Any]:
+def run_pair(
+    out_dir: str | Path = LIVE_JOB_DIR,
+    *,
+    work: str | Path | None = None,
+    keep_work: bool = False,
+    variants: tuple[str, ...] = ("baseline", "optimized"),
+    parallel: bool = True,
+    **overrides: Any,
+) -> dict[str, Any]:
     """Run the paired experiment and replace ``out_dir``'s ``trace/``, ``recorder/`` and ``runs.json``.
 
     ``parallel`` (default): the two runs go side by side, each with one
@@ -141,6 +177,7 @@ def run_pair(out_dir: str | Path = LIVE_JOB_DIR, *, work: str | Path | None = No
     started = datetime.now(timezone.utc)
     t0 = time.time()
     runs: dict[str, Any] = {}
+
     def one(cond: RunConditions) -> None:
         print(f"[live-job] running {cond.variant} ({cond.job_id}) ...", flush=True)
         t = time.time()
@@ -157,9 +194,14 @@ def run_pair(out_dir: str | Path = LIVE_JOB_DIR, *, work: str | Path | None = No
         else:
             for cond in todo:
                 one(cond)
-        meta = {"synthetic": False, "measured": True, "training_data": "synthetic click data (generated)",
-                "source": f"ettcore.demo.live_job, measured on this machine ({COMMAND})",
-                "machine": _machine(), "started_utc": started.isoformat()}
+        meta = {
+            "synthetic": False,
+            "measured": True,
+            "training_data": "synthetic click data (generated)",
+            "source": f"ettcore.demo.live_job, measured on this machine ({COMMAND})",
+            "machine": _machine(),
+            "started_utc": started.isoformat(),
+        }
         with atomic_path(out_dir / "recorder", directory=True) as tmp:
             for p in sorted(rec_dir.glob("*.jsonl")):
                 shutil.copy2(p, tmp / p.name)
@@ -247,9 +289,11 @@ def _cli(args: argparse.Namespace) -> int:
     m = result["measurements"]
     for v in ("baseline", "optimized"):
         r = m[v]
-        print(f"{v:9s} wall {r['wall_s']:.1f} s  ETT% {r['ett_pct']:.1f}  TTS {r['tts_s']:.1f} s  NoF {r['nof']}  "
-              f"TTR {r['ttr_mean_s']:.1f} s  compile/attempt {r['compile_s_by_attempt']}  "
-              f"save blocking mean {r['checkpoint_save_blocking_s']['mean']:.3f} s")
+        print(
+            f"{v:9s} wall {r['wall_s']:.1f} s  ETT% {r['ett_pct']:.1f}  TTS {r['tts_s']:.1f} s  NoF {r['nof']}  "
+            f"TTR {r['ttr_mean_s']:.1f} s  compile/attempt {r['compile_s_by_attempt']}  "
+            f"save blocking mean {r['checkpoint_save_blocking_s']['mean']:.3f} s"
+        )
     print(json.dumps(m.get("pair"), indent=2))
     print(f"wrote {args.out} in {result['elapsed_s']:.0f} s")
     return 0
@@ -257,13 +301,19 @@ def _cli(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=LIVE_JOB_DIR, help="results folder (default: data/live-job)")
-    p.add_argument("--work", type=Path, default=None, help="work folder for checkpoints and caches (default: a temporary one)")
+    p.add_argument(
+        "--work", type=Path, default=None, help="work folder for checkpoints and caches (default: a temporary one)"
+    )
     p.add_argument("--keep-work", action="store_true", help="keep the work folder")
-    p.add_argument("--rebuild", action="store_true", help="only re-convert the bundled recorder files (no PyTorch, no run)")
+    p.add_argument(
+        "--rebuild", action="store_true", help="only re-convert the bundled recorder files (no PyTorch, no run)"
+    )
     p.add_argument("--sequential", action="store_true", help="run baseline then optimized (default: side by side)")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--checkpoint-every", type=int, default=None)
-    p.add_argument("--fail-at", type=int, nargs="*", default=None, help="steps after which attempts 0, 1, ... are killed")
+    p.add_argument(
+        "--fail-at", type=int, nargs="*", default=None, help="steps after which attempts 0, 1, ... are killed"
+    )
     p.set_defaults(func=_cli)
     return p
 

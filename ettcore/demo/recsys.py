@@ -73,5 +73,9 @@ class ClickData:
     @staticmethod
     def fast_batch_of(s: ModelShape) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """A synthetic batch of the right shapes (no data pipeline needed) for compiling ahead of the data."""
-        return (torch.zeros(s.batch, s.n_dense), torch.zeros(s.tables, s.batch * s.bag, dtype=torch.int64),
-                torch.arange(0, s.batch * s.bag, s.bag), torch.zeros(s.batch))
+        return (
+            torch.zeros(s.batch, s.n_dense),
+            torch.zeros(s.tables, s.batch * s.bag, dtype=torch.int64),
+            torch.arange(0, s.batch * s.bag, s.bag),
+            torch.zeros(s.batch),
+        )

@@ -48,8 +48,8 @@ from typing import Any
 
 from ettcore.atomic import atomic_path
 from ettcore.config import DATA_DIR, PROJECT_ROOT
-from ettcore.importers.slurm import export_commands
 from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions
+from ettcore.importers.slurm import export_commands
 
 FLEET_DIR = DATA_DIR / "slurm-fleet"
 COMMAND = "make slurm-fleet"
@@ -60,18 +60,18 @@ REQUEUE_EXIT = 42  # tools/slurm/start.sh's default RequeueExit
 class JobPlan:
     """One submission: what runs, where, and what happens to it."""
 
-    name: str                       # the plan's name for the job (the recorder's plan_job label)
-    variant: str                    # baseline | optimized
+    name: str  # the plan's name for the job (the recorder's plan_job label)
+    variant: str  # baseline | optimized
     partition: str = "low"
     steps: int = 600
     crash_at_steps: tuple[int, ...] = ()
     crash_exit: int = REQUEUE_EXIT
     time_limit_min: int = 15
-    submit_at_s: float = 0.0        # seconds after the campaign starts
+    submit_at_s: float = 0.0  # seconds after the campaign starts
     cancel_after_running_s: float | None = None
-    array_tasks: int = 0            # > 0: a job array; task i runs plan name-i
+    array_tasks: int = 0  # > 0: a job array; task i runs plan name-i
     task_variants: tuple[str, ...] = ()  # an array's variant per task (default: ``variant`` for all)
-    role: str = "training"          # training | urgent | sweep | doomed | cancelled | timeout
+    role: str = "training"  # training | urgent | sweep | doomed | cancelled | timeout
 
     def variant_of(self, task: int | None) -> str:
         return self.task_variants[task] if task is not None and self.task_variants else self.variant
@@ -85,10 +85,17 @@ class JobPlan:
         variant = self.variant_of(task)
         base = BASELINE if variant == "baseline" else OPTIMIZED
         name = self.name if task is None else f"{self.name}-{task}"
-        return replace(base, job_id=name, steps=self.steps, checkpoint_every=100, fail_at_steps=(),
-                       crash_at_steps=self.crash_at_steps, crash_exit=self.crash_exit, progress_interval_s=1.0,
-                       compile_cache_path=str(work / "compile-cache" / "click-dlrm-small.tar")
-                       if variant == "optimized" else None)
+        return replace(
+            base,
+            job_id=name,
+            steps=self.steps,
+            checkpoint_every=100,
+            fail_at_steps=(),
+            crash_at_steps=self.crash_at_steps,
+            crash_exit=self.crash_exit,
+            progress_interval_s=1.0,
+            compile_cache_path=str(work / "compile-cache" / "click-dlrm-small.tar") if variant == "optimized" else None,
+        )
 
 
 def plan() -> list[JobPlan]:
@@ -102,8 +109,16 @@ def plan() -> list[JobPlan]:
         jobs.append(JobPlan(f"doomed-{v[0]}", v, steps=500, crash_at_steps=(200,), crash_exit=1, role="doomed"))
     jobs.append(JobPlan("cancel-b", "baseline", cancel_after_running_s=60.0, role="cancelled"))
     jobs.append(JobPlan("timeout-o", "optimized", steps=20_000, time_limit_min=2, role="timeout"))
-    jobs.append(JobPlan("sweep", "mixed", steps=400, array_tasks=4, role="sweep",
-                        task_variants=("baseline", "baseline", "optimized", "optimized")))
+    jobs.append(
+        JobPlan(
+            "sweep",
+            "mixed",
+            steps=400,
+            array_tasks=4,
+            role="sweep",
+            task_variants=("baseline", "baseline", "optimized", "optimized"),
+        )
+    )
     for i, at in enumerate((150, 330, 540, 780, 1020, 1260)):  # urgent work arriving later: preempts low jobs
         v = ("baseline", "optimized")[i % 2]
         jobs.append(JobPlan(f"urgent-{i}-{v[0]}", v, partition="high", steps=300, submit_at_s=at, role="urgent"))
@@ -111,7 +126,7 @@ def plan() -> list[JobPlan]:
 
 
 NODE_FAILURE_AT_S = 420.0  # the node goes DOWN this long after the start ...
-NODE_DOWN_FOR_S = 30.0     # ... and comes back with State=RESUME after this
+NODE_DOWN_FOR_S = 30.0  # ... and comes back with State=RESUME after this
 
 
 def _script(p: JobPlan, work: Path, recorder: Path, python: str) -> str:
@@ -125,7 +140,9 @@ def _script(p: JobPlan, work: Path, recorder: Path, python: str) -> str:
         "#SBATCH --cpus-per-task=1",
         "#SBATCH --gres=gpu:1",
         f"#SBATCH --time={p.time_limit_min}",
-        f"#SBATCH --output={work}/logs/{p.name}-%A_%a-%j.out" if p.array_tasks else f"#SBATCH --output={work}/logs/{p.name}-%j.out",
+        f"#SBATCH --output={work}/logs/{p.name}-%A_%a-%j.out"
+        if p.array_tasks
+        else f"#SBATCH --output={work}/logs/{p.name}-%j.out",
         "#SBATCH --open-mode=append",
         f"#SBATCH --account={'production' if p.partition == 'high' else 'research'}",
     ]
@@ -184,8 +201,14 @@ def _machine() -> dict[str, Any]:
 
     m = live_job_machine()
     try:
-        m["cpu"] = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("model name")), None)
+        m["cpu"] = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            None,
+        )
     except OSError:
         m["cpu"] = None
     return m
@@ -202,8 +225,9 @@ def _slurm_config(conf: Path) -> dict[str, str]:
     return out
 
 
-def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python: str = sys.executable,
-                 deadline_s: float = 4 * 3600.0) -> dict[str, Any]:
+def run_campaign(
+    out_dir: Path = FLEET_DIR, work: Path | None = None, *, python: str = sys.executable, deadline_s: float = 4 * 3600.0
+) -> dict[str, Any]:
     """Submit :func:`plan`, inject the events, wait, export, bundle into ``out_dir`` (replaced)."""
     conf = Path(os.environ.get("SLURM_CONF", ""))
     if not conf.is_file():
@@ -214,7 +238,7 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
     recorder = work / "recorder"
     jobs = plan()
     for p in jobs:
-        for t in (range(p.array_tasks) if p.array_tasks else [None]):
+        for t in range(p.array_tasks) if p.array_tasks else [None]:
             c = p.conditions(work, t)
             name = f"{p.name}-{t}.json" if t is not None else f"{p.name}.json"
             (work / "plans" / name).write_text(json.dumps(c.as_dict(), indent=2) + "\n")
@@ -223,8 +247,13 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
     events: list[dict[str, Any]] = []
 
     def event(kind: str, **kw: Any) -> None:
-        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind,
-             "load_1min": os.getloadavg()[0], **kw}
+        e = {
+            "t": time.time(),
+            "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "event": kind,
+            "load_1min": os.getloadavg()[0],
+            **kw,
+        }
         events.append(e)
         print(f"[slurm-fleet] {e['utc']} {kind} {json.dumps(kw)}", flush=True)
 
@@ -277,8 +306,10 @@ def run_campaign(out_dir: Path = FLEET_DIR, work: Path | None = None, *, python:
         "started_utc": started.isoformat(),
         "elapsed_s": time.time() - t0,
         "slurm_version": version,
-        "sacct_commands": {k: ("SLURM_TIME_FORMAT=%s " if k == "sacct.txt" else "") + " ".join(v)
-                           for k, v in export_commands(export_start).items()},
+        "sacct_commands": {
+            k: ("SLURM_TIME_FORMAT=%s " if k == "sacct.txt" else "") + " ".join(v)
+            for k, v in export_commands(export_start).items()
+        },
         "machine": _machine(),
         "slurm_config": _slurm_config(conf),
         "node_failure": {"at_s": NODE_FAILURE_AT_S, "down_for_s": NODE_DOWN_FOR_S},
@@ -355,11 +386,17 @@ def rebuild(out_dir: Path = FLEET_DIR) -> Path:
 
     out_dir = Path(out_dir)
     campaign = json.loads((out_dir / "campaign.json").read_text(encoding="utf-8"))
-    frames, report = import_sacct([out_dir / "sacct.txt"], recorder_dir=out_dir / "recorder",
-                                  relative_to=out_dir)
-    frames.metadata.update({"synthetic": False, "measured": True, "training_data": "synthetic click data (generated)",
-                            "source": f"a real Slurm cluster ({campaign['slurm_version']}), {COMMAND}",
-                            "machine": campaign["machine"], "started_utc": campaign["started_utc"]})
+    frames, report = import_sacct([out_dir / "sacct.txt"], recorder_dir=out_dir / "recorder", relative_to=out_dir)
+    frames.metadata.update(
+        {
+            "synthetic": False,
+            "measured": True,
+            "training_data": "synthetic click data (generated)",
+            "source": f"a real Slurm cluster ({campaign['slurm_version']}), {COMMAND}",
+            "machine": campaign["machine"],
+            "started_utc": campaign["started_utc"],
+        }
+    )
     return write_import(out_dir / "trace", frames, report)
 
 
@@ -382,9 +419,17 @@ def load_campaign(directory: str | Path = FLEET_DIR) -> Campaign:
     """Read ``campaign.json`` of a bundled campaign."""
     directory = Path(directory)
     c = json.loads((directory / "campaign.json").read_text(encoding="utf-8"))
-    return Campaign(trace_dir=directory / "trace", sacct=directory / "sacct.txt", slurm_version=c["slurm_version"],
-                    started_utc=c["started_utc"], elapsed_s=c["elapsed_s"], machine=c["machine"], plan=c["plan"],
-                    events=c["events"], ground_truth=c["ground_truth"])
+    return Campaign(
+        trace_dir=directory / "trace",
+        sacct=directory / "sacct.txt",
+        slurm_version=c["slurm_version"],
+        started_utc=c["started_utc"],
+        elapsed_s=c["elapsed_s"],
+        machine=c["machine"],
+        plan=c["plan"],
+        events=c["events"],
+        ground_truth=c["ground_truth"],
+    )
 
 
 def _cli(args: argparse.Namespace) -> int:
@@ -405,7 +450,9 @@ def _cli(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=FLEET_DIR, help="results folder (default: data/slurm-fleet)")
-    ap.add_argument("--work", type=Path, default=None, help="work folder (checkpoints, logs; default: a temporary one, kept)")
+    ap.add_argument(
+        "--work", type=Path, default=None, help="work folder (checkpoints, logs; default: a temporary one, kept)"
+    )
     ap.add_argument("--rebuild", action="store_true", help="only re-import the bundled files (no Slurm, no PyTorch)")
     args = ap.parse_args(argv)
     return _cli(args)

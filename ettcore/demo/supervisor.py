@@ -4,7 +4,7 @@ The supervisor plays the scheduler and the cluster: it spawns each attempt of
 :mod:`ettcore.demo.attempt` as a fresh Python process (own empty
 ``TORCHINDUCTOR_CACHE_DIR``, so nothing compiled survives a restart unless
 the run's compile cache carries it), waits for it, records the attempt's
-start (spawn) and end (reap) with a :class:`~ettcore.recorder.Recorder`
+start (spawn) and end (reap) with a :class:`~ettcore.integrations.recorder.Recorder`
 (writer ``supervisor``), waits ``requeue_s`` and restarts after a failure.
 Attempts resume from the last complete checkpoint.
 
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ettcore.config import PACKAGE_DIR
-from ettcore.integrations.recorder import Recorder
 from ettcore.demo.conditions import RunConditions
+from ettcore.integrations.recorder import Recorder
 
 MODEL_NAME = "click-dlrm-small"
 
@@ -49,7 +49,9 @@ class AttemptCrashed(RuntimeError):
 def _child_env(cache_dir: Path, threads: int) -> dict[str, str]:
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_DIR.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PACKAGE_DIR.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    )
     env["OMP_NUM_THREADS"] = str(threads)  # few intra-op threads: no spin-waiting when the cores are shared
     return env
 
@@ -62,8 +64,14 @@ def _load1() -> float | None:
         return None
 
 
-def run_job(cond: RunConditions, work: Path, recorder_dir: Path, *, python: str = sys.executable,
-            attempt_timeout_s: float = 900.0) -> dict[str, Any]:
+def run_job(
+    cond: RunConditions,
+    work: Path,
+    recorder_dir: Path,
+    *,
+    python: str = sys.executable,
+    attempt_timeout_s: float = 900.0,
+) -> dict[str, Any]:
     """Run every attempt of one job until one completes; return the ground truth (also in ``work/ground_truth.json``)."""
     work = Path(work)
     if work.exists():
@@ -82,9 +90,24 @@ def run_job(cond: RunConditions, work: Path, recorder_dir: Path, *, python: str 
         load_at_spawn = _load1()
         spawn_t = time.time()
         sup.attempt_start(t=spawn_t)
-        cmd = [python, "-m", "ettcore.demo.attempt", "--conditions", str(work / "conditions.json"),
-               "--attempt", str(attempt), "--work", str(work), "--recorder", str(recorder_dir), "--spawn-t", repr(spawn_t)]
-        proc = subprocess.Popen(cmd, env=_child_env(cache_dir, cond.threads), stdout=log, stderr=subprocess.STDOUT, cwd=work)
+        cmd = [
+            python,
+            "-m",
+            "ettcore.demo.attempt",
+            "--conditions",
+            str(work / "conditions.json"),
+            "--attempt",
+            str(attempt),
+            "--work",
+            str(work),
+            "--recorder",
+            str(recorder_dir),
+            "--spawn-t",
+            repr(spawn_t),
+        ]
+        proc = subprocess.Popen(
+            cmd, env=_child_env(cache_dir, cond.threads), stdout=log, stderr=subprocess.STDOUT, cwd=work
+        )
         try:
             rc = proc.wait(timeout=attempt_timeout_s)
         except subprocess.TimeoutExpired:
@@ -99,16 +122,26 @@ def run_job(cond: RunConditions, work: Path, recorder_dir: Path, *, python: str 
             reason = "failure"
         sup.attempt_end(reason, t=reap_t)
         sup.close()
-        records.append({"attempt": attempt, "spawn_t": spawn_t, "reap_t": reap_t, "returncode": rc,
-                        "load_average_1min_at_spawn": load_at_spawn, "load_average_1min_at_reap": _load1(),
-                        "induced_failure": induced and rc == -signal.SIGKILL,
-                        "fail_at_step": cond.fail_at_steps[attempt] if induced else None})
+        records.append(
+            {
+                "attempt": attempt,
+                "spawn_t": spawn_t,
+                "reap_t": reap_t,
+                "returncode": rc,
+                "load_average_1min_at_spawn": load_at_spawn,
+                "load_average_1min_at_reap": _load1(),
+                "induced_failure": induced and rc == -signal.SIGKILL,
+                "fail_at_step": cond.fail_at_steps[attempt] if induced else None,
+            }
+        )
         if rc == 0 and not induced:
             break
         if not (induced and rc == -signal.SIGKILL):
             tail = (work / f"attempt-a{attempt:04d}.log").read_text(errors="replace")[-3000:]
-            raise AttemptCrashed(f"{cond.job_id} attempt {attempt} exited with {rc} (expected "
-                                 f"{'SIGKILL' if induced else 'success'}); log tail:\n{tail}")
+            raise AttemptCrashed(
+                f"{cond.job_id} attempt {attempt} exited with {rc} (expected "
+                f"{'SIGKILL' if induced else 'success'}); log tail:\n{tail}"
+            )
         time.sleep(cond.requeue_s)
         attempt += 1
     gt = ground_truth(work, records)
@@ -137,7 +170,9 @@ def ground_truth(work: Path, attempts: list[dict[str, Any]]) -> dict[str, Any]:
     new_first: list[tuple[float, int]] = []  # (start time, attempt) of each step past the high-water mark
     per_attempt: dict[int, dict[str, Any]] = {}
     for att, step, t0, t1 in steps:
-        pa = per_attempt.setdefault(att, {"first_step": step, "last_step": step, "last_step_end": t1, "new_steps": 0, "replayed_steps": 0})
+        pa = per_attempt.setdefault(
+            att, {"first_step": step, "last_step": step, "last_step_end": t1, "new_steps": 0, "replayed_steps": 0}
+        )
         pa["last_step"], pa["last_step_end"] = step, t1
         if step > hwm:
             productive += t1 - t0

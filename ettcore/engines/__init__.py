@@ -1,7 +1,7 @@
 """Where the metric runs: DuckDB (default, in process) or Apache Spark.
 
 Both engines run the same queries (``ettcore/sql/metric/``; translated for
-Spark by :mod:`ettcore.engines.transpile`) and return the same Polars frames.
+Spark by :mod:`ettcore.engines.spark.transpile`) and return the same Polars frames.
 
 A trace given as a local path is loaded and checked by DuckDB first
 (:func:`ettcore.trace.load_trace`); with ``engine="spark"`` the metric is then
@@ -11,7 +11,7 @@ A trace given as a URI (``scheme://...``: ``s3a://``, ``hdfs://``, ``gs://``,
 ``abfss://``, ``file:///``) is read by Spark alone, so it needs
 ``engine="spark"``: Spark finds the Parquet tables through Hadoop's FileSystem
 API, runs the same data checks, the as-of time and the row accounting, then the
-metric (:mod:`ettcore.engines.spark_load`).  Only Parquet traces are read from a
+metric (:mod:`ettcore.engines.spark.load`).  Only Parquet traces are read from a
 URI.  Object stores need their Hadoop connector and credentials in the Spark
 configuration (``spark_conf``, ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS``).
 
@@ -30,11 +30,13 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.trace.load import Trace, is_uri, load_trace
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_MASTER = "local[*]"
+
+
 class SparkMetric:
     """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's trace."""
 
@@ -93,64 +95,121 @@ class SparkMetric:
 
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
-        raise InputError(Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}"))
+        raise InputError(
+            Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
+        )
 
 
-def metric_for(engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark_conf: dict[str, str] | None = None) -> Any:
+def metric_for(
+    engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark_conf: dict[str, str] | None = None
+) -> Any:
     """:mod:`ettcore.metric` itself for DuckDB; a :class:`SparkMetric` with the same functions for Spark."""
     _check_engine(engine)
     return metric if engine == "duckdb" else SparkMetric(spark_master, spark_conf)
 
 
-def open_trace(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, mapping: Any = None,
-               as_of: Any = None, skip_invalid: bool = False, memory_limit: str | None = None,
-               temp_directory: str | Path | None = None, spark_conf: dict[str, str] | None = None,
-               since: Any = None, until: Any = None, exclude: Any = None) -> Any:
+def open_trace(
+    path: str | Path,
+    engine: str = "duckdb",
+    spark_master: str = DEFAULT_MASTER,
+    mapping: Any = None,
+    as_of: Any = None,
+    skip_invalid: bool = False,
+    memory_limit: str | None = None,
+    temp_directory: str | Path | None = None,
+    spark_conf: dict[str, str] | None = None,
+    since: Any = None,
+    until: Any = None,
+    exclude: Any = None,
+) -> Any:
     """Load and check the trace at ``path`` for ``engine``.
 
     A local path: :func:`ettcore.trace.load_trace` (DuckDB), for either engine.
     A URI (``scheme://...``): read and checked by Spark
-    (:func:`ettcore.engines.spark_load.open_uri`; ``memory_limit`` and
+    (:func:`ettcore.engines.spark.load.open_uri`; ``memory_limit`` and
     ``temp_directory`` are DuckDB settings and do not apply); ``since``, ``until`` and ``exclude`` set the
-    measured window (:mod:`ettcore.window`) on either engine; the result is a
-    :class:`~ettcore.engines.spark_load.UriTrace`, which :func:`metric_for` ``("spark")``
+    measured window (:mod:`ettcore.trace.window`) on either engine; the result is a
+    :class:`~ettcore.engines.spark.load.UriTrace`, which :func:`metric_for` ``("spark")``
     computes on.  A URI with ``engine="duckdb"`` is refused with a
     :class:`InputError` saying to use the Spark engine.
     """
     _check_engine(engine)
     if not is_uri(path):
-        return load_trace(path, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
-                          memory_limit=memory_limit, temp_directory=temp_directory, since=since, until=until, exclude=exclude)
+        return load_trace(
+            path,
+            mapping=mapping,
+            as_of=as_of,
+            skip_invalid=skip_invalid,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            since=since,
+            until=until,
+            exclude=exclude,
+        )
     if engine != "spark":
         raise InputError(
-            Problem(str(path), None, None, "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark")
+            Problem(
+                str(path),
+                None,
+                None,
+                "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark",
+            )
         )
     from ettcore.engines import spark
     from ettcore.engines.spark import load as spark_load
 
     session = spark.get_session(spark_master, spark_conf)
-    return spark_load.open_uri(str(path), session, mapping=mapping, as_of=as_of, skip_invalid=skip_invalid,
-                               since=since, until=until, exclude=exclude).trace
+    return spark_load.open_uri(
+        str(path),
+        session,
+        mapping=mapping,
+        as_of=as_of,
+        skip_invalid=skip_invalid,
+        since=since,
+        until=until,
+        exclude=exclude,
+    ).trace
 
 
-def job_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-                mapping: Any = None, skip_invalid: bool = False, spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
+def job_summary(
+    path: str | Path,
+    engine: str = "duckdb",
+    spark_master: str = DEFAULT_MASTER,
+    as_of: Any = None,
+    mapping: Any = None,
+    skip_invalid: bool = False,
+    spark_conf: dict[str, str] | None = None,
+) -> pl.DataFrame:
     """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark; see :func:`ettcore.metric.job_summary`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
     return metric_for(engine, spark_master, spark_conf).job_summary(trace)
 
 
-def fleet_summary(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-                  mapping: Any = None, by: str | None = None, skip_invalid: bool = False,
-                  spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
+def fleet_summary(
+    path: str | Path,
+    engine: str = "duckdb",
+    spark_master: str = DEFAULT_MASTER,
+    as_of: Any = None,
+    mapping: Any = None,
+    by: str | None = None,
+    skip_invalid: bool = False,
+    spark_conf: dict[str, str] | None = None,
+) -> pl.DataFrame:
     """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
     return metric_for(engine, spark_master, spark_conf).fleet_summary(trace, by)
 
 
-def trend(path: str | Path, engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, as_of: Any = None,
-          mapping: Any = None, every: str = "day", skip_invalid: bool = False,
-          spark_conf: dict[str, str] | None = None) -> pl.DataFrame:
+def trend(
+    path: str | Path,
+    engine: str = "duckdb",
+    spark_master: str = DEFAULT_MASTER,
+    as_of: Any = None,
+    mapping: Any = None,
+    every: str = "day",
+    skip_invalid: bool = False,
+    spark_conf: dict[str, str] | None = None,
+) -> pl.DataFrame:
     """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
     return metric_for(engine, spark_master, spark_conf).trend(trace, every)
@@ -171,17 +230,29 @@ def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
             xf, yf = x.cast(pl.Float64), y.cast(pl.Float64)
             if not (xf.is_null() == yf.is_null()).all():
                 return 1.0
-            rel = pl.DataFrame({"x": xf, "y": yf}).select(
-                ((pl.col("x") - pl.col("y")).abs() / pl.max_horizontal(pl.col("x").abs(), pl.col("y").abs())).fill_nan(0.0).fill_null(0.0).max()
-            ).item()
+            rel = (
+                pl.DataFrame({"x": xf, "y": yf})
+                .select(
+                    ((pl.col("x") - pl.col("y")).abs() / pl.max_horizontal(pl.col("x").abs(), pl.col("y").abs()))
+                    .fill_nan(0.0)
+                    .fill_null(0.0)
+                    .max()
+                )
+                .item()
+            )
             worst = max(worst, float(rel or 0.0))
         elif not x.equals(y, check_dtypes=False, check_names=False):
             return 1.0
     return worst
 
 
-def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, every: str = "day",
-                      spark_conf: dict[str, str] | None = None, memory_limit: str | None = None) -> dict[str, Any]:
+def benchmark_engines(
+    path: str | Path,
+    spark_master: str = DEFAULT_MASTER,
+    every: str = "day",
+    spark_conf: dict[str, str] | None = None,
+    memory_limit: str | None = None,
+) -> dict[str, Any]:
     """Time both engines on the same trace in one process, and check they agree (for ``make bench``).
 
     Steps, each timed with ``time.perf_counter`` (seconds): ``load_s`` (DuckDB
@@ -217,6 +288,8 @@ def benchmark_engines(path: str | Path, spark_master: str = DEFAULT_MASTER, ever
         out["duckdb_summary_s"] + out["duckdb_trend_s"]
     )
     out["max_rel_diff"] = max(
-        max_relative_difference(d_jobs, s_jobs), max_relative_difference(d_fleet, s_fleet), max_relative_difference(d_trend, s_trend)
+        max_relative_difference(d_jobs, s_jobs),
+        max_relative_difference(d_fleet, s_fleet),
+        max_relative_difference(d_trend, s_trend),
     )
     return out

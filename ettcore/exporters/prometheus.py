@@ -1,6 +1,6 @@
 """The metric in the Prometheus text exposition format, for node_exporter's textfile collector (``ett export prometheus``).
 
-Every figure comes from :mod:`ettcore.metric` (and :mod:`ettcore.stalls`) on one loaded trace, measured over the
+Every figure comes from :mod:`ettcore.metric` (and :mod:`ettcore.metric.stalls`) on one loaded trace, measured over the
 trace's window (``--as-of``, ``--since``, ``--until``, ``--exclude``).  Base units only, as Prometheus' naming rules
 ask: seconds (wall time; GPU-seconds for GPU-time) and ratios (ETT% / 100).  Every series is a gauge without a
 timestamp (the textfile collector refuses timestamps); the file is a snapshot to be rewritten when the trace grows.
@@ -46,8 +46,13 @@ from ettcore.metric import stalls
 from ettcore.phases import ALL_COMPONENTS
 from ettcore.trace.load import Trace
 
-L1_BUCKETS = {"productive": "productive", "tts": "tts", "recovery": "ttr_total", "in_training_loss": "in_training_loss",
-              "shutdown_tail": "shutdown_tail"}  # label value -> column stem of job_summary / group_summary
+L1_BUCKETS = {
+    "productive": "productive",
+    "tts": "tts",
+    "recovery": "ttr_total",
+    "in_training_loss": "in_training_loss",
+    "shutdown_tail": "shutdown_tail",
+}  # label value -> column stem of job_summary / group_summary
 CAUSES = ("failure", "preemption")
 
 
@@ -98,30 +103,56 @@ def _owners(trace: Trace) -> dict[str, str]:
 
 def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[str, str]) -> Iterator[str]:
     """The families of the fleet (``key`` None) or of one row a model, from group_summary rows (GPU-hours)."""
+
     def lab(r: dict, *more: tuple[str, Any]) -> str:
         return labels(([(key, r[key])] if key else []) + list(more))
 
     what = "the fleet" if key is None else "each model"
     yield from family(f"ett_{level}_jobs", f"Jobs measured, of {what}.", [(lab(r), r["jobs"]) for r in rows])
-    yield from family(f"ett_{level}_effective_training_ratio",
-                      f"Effective training time of {what}: sum(gpus x productive) / sum(gpus x wall), GPU-time weighted (ETT% / 100).",
-                      [(lab(r), None if r["ett_pct"] is None else r["ett_pct"] / 100) for r in rows])
-    yield from family(f"ett_{level}_wall_gpu_seconds", f"GPU-seconds of wall time of {what}.", [(lab(r), r["wall_gpu_h"] * 3600) for r in rows])
-    yield from family(f"ett_{level}_l1_gpu_seconds", f"GPU-seconds of {what} per Level-1 bucket (they add up to the wall time).",
-                      [(lab(r, ("bucket", b)), r[f"{col}_gpu_h"] * 3600) for r in rows for b, col in L1_BUCKETS.items()])
-    yield from family(f"ett_{level}_l2_gpu_seconds", f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
-                      [(lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600) for r in rows for c in ALL_COMPONENTS])
-    yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by cause.",
-                      [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES])
-    yield from family(f"ett_{level}_excluded_gpu_seconds", f"GPU-seconds of {what} left out by exclusion windows.",
-                      [(lab(r), r["excluded_gpu_h"] * 3600) for r in rows])
+    yield from family(
+        f"ett_{level}_effective_training_ratio",
+        f"Effective training time of {what}: sum(gpus x productive) / sum(gpus x wall), GPU-time weighted (ETT% / 100).",
+        [(lab(r), None if r["ett_pct"] is None else r["ett_pct"] / 100) for r in rows],
+    )
+    yield from family(
+        f"ett_{level}_wall_gpu_seconds",
+        f"GPU-seconds of wall time of {what}.",
+        [(lab(r), r["wall_gpu_h"] * 3600) for r in rows],
+    )
+    yield from family(
+        f"ett_{level}_l1_gpu_seconds",
+        f"GPU-seconds of {what} per Level-1 bucket (they add up to the wall time).",
+        [(lab(r, ("bucket", b)), r[f"{col}_gpu_h"] * 3600) for r in rows for b, col in L1_BUCKETS.items()],
+    )
+    yield from family(
+        f"ett_{level}_l2_gpu_seconds",
+        f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
+        [
+            (lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600)
+            for r in rows
+            for c in ALL_COMPONENTS
+        ],
+    )
+    yield from family(
+        f"ett_{level}_interruptions",
+        f"Interruptions (NoF) of {what} by cause.",
+        [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES],
+    )
+    yield from family(
+        f"ett_{level}_excluded_gpu_seconds",
+        f"GPU-seconds of {what} left out by exclusion windows.",
+        [(lab(r), r["excluded_gpu_h"] * 3600) for r in rows],
+    )
 
 
 def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> list[dict]:
     """group_summary rows with NoF by cause added (summed from the per-job rows)."""
     by = [key] if key else []
-    causes = (jobs.group_by(by).agg(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum()) if by
-              else jobs.select(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum()))
+    causes = (
+        jobs.group_by(by).agg(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
+        if by
+        else jobs.select(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
+    )
     rows = groups.join(causes, on=by, how="left") if by else groups.hstack(causes) if groups.height else groups
     return list(rows.iter_rows(named=True))
 
@@ -133,42 +164,91 @@ def exposition(trace: Trace) -> Iterator[str]:
     fleet = metric.fleet_summary(trace)
     models = metric.fleet_summary(trace, by="model")
     per_job_stalls = stalls.job_stalls(trace)
-    yield from family("ett_trace_info", "The trace measured (1).", [(labels([("trace", trace.path), ("synthetic", str(trace.synthetic).lower())]), 1)])
+    yield from family(
+        "ett_trace_info",
+        "The trace measured (1).",
+        [(labels([("trace", trace.path), ("synthetic", str(trace.synthetic).lower())]), 1)],
+    )
     if trace.as_of_ms is not None:
-        yield from family("ett_as_of_timestamp_seconds", "Analysis time: running jobs are measured up to it (Unix time).",
-                          [("", trace.as_of_ms / 1000)])
+        yield from family(
+            "ett_as_of_timestamp_seconds",
+            "Analysis time: running jobs are measured up to it (Unix time).",
+            [("", trace.as_of_ms / 1000)],
+        )
     w = trace.window
     if w.since_ms is not None:
-        yield from family("ett_window_start_timestamp_seconds", "Start of the measured window (Unix time).", [("", w.since_ms / 1000)])
+        yield from family(
+            "ett_window_start_timestamp_seconds", "Start of the measured window (Unix time).", [("", w.since_ms / 1000)]
+        )
     if w.until_ms is not None:
-        yield from family("ett_window_end_timestamp_seconds", "End of the measured window, exclusive (Unix time).", [("", w.until_ms / 1000)])
+        yield from family(
+            "ett_window_end_timestamp_seconds",
+            "End of the measured window, exclusive (Unix time).",
+            [("", w.until_ms / 1000)],
+        )
     if fleet.height:
         yield from _group_families("fleet", _group_rows(jobs, fleet, None), None, owners)
         yield from _group_families("model", _group_rows(jobs, models, "model"), "model", owners)
 
-    rows = list(jobs.join(per_job_stalls.select("job_id", "stalls", "stall_s", "longest_stall_s"), on="job_id", how="left").iter_rows(named=True))
+    rows = list(
+        jobs.join(
+            per_job_stalls.select("job_id", "stalls", "stall_s", "longest_stall_s"), on="job_id", how="left"
+        ).iter_rows(named=True)
+    )
     job_lab = [[("job_id", r["job_id"]), ("model", r["model"])] for r in rows]
 
     def per_job(name: str, help_text: str, value, extra: Iterable[tuple[str, Any]] = ((),)) -> Iterator[str]:
         extra = list(extra)
-        yield from family(name, help_text, [(labels(lab + list(e)), value(r, e)) for r, lab in zip(rows, job_lab) for e in extra])
+        yield from family(
+            name, help_text, [(labels(lab + list(e)), value(r, e)) for r, lab in zip(rows, job_lab) for e in extra]
+        )
 
-    yield from family("ett_job_info", "A measured job (1), with its status.",
-                      [(labels(lab + [("status", r["status"])]), 1) for r, lab in zip(rows, job_lab)])
+    yield from family(
+        "ett_job_info",
+        "A measured job (1), with its status.",
+        [(labels(lab + [("status", r["status"])]), 1) for r, lab in zip(rows, job_lab)],
+    )
     yield from per_job("ett_job_gpus", "Accelerators held by the job.", lambda r, e: r["gpus"])
-    yield from per_job("ett_job_effective_training_ratio", "Effective training time of the job: productive / wall (ETT% / 100; NaN without wall time).",
-                       lambda r, e: None if r["ett_pct"] is None else r["ett_pct"] / 100)
+    yield from per_job(
+        "ett_job_effective_training_ratio",
+        "Effective training time of the job: productive / wall (ETT% / 100; NaN without wall time).",
+        lambda r, e: None if r["ett_pct"] is None else r["ett_pct"] / 100,
+    )
     yield from per_job("ett_job_wall_seconds", "Wall time of the job, in seconds.", lambda r, e: r["wall_s"])
-    yield from per_job("ett_job_l1_seconds", "Seconds of the job per Level-1 bucket (they add up to its wall time).",
-                       lambda r, e: r[f"{L1_BUCKETS[e[0][1]]}_s"], [[("bucket", b)] for b in L1_BUCKETS])
-    yield from per_job("ett_job_l2_gpu_seconds", "GPU-seconds of the job's lost (non-productive) time per Level-2 component and owner.",
-                       lambda r, e: r[f"{e[0][1]}_s"] * r["gpus"], [[("component", c), ("owner", owners[c])] for c in ALL_COMPONENTS])
-    yield from per_job("ett_job_interruptions", "Interruptions (NoF) of the job by cause.", lambda r, e: r[f"nof_{e[0][1]}"], [[("cause", c)] for c in CAUSES])
-    yield from per_job("ett_job_excluded_seconds", "Seconds of the job left out by exclusion windows.", lambda r, e: r["excluded_s"])
-    yield from per_job("ett_job_stalls", "Train spans of the job whose data cursor stood still longer than its threshold.",
-                       lambda r, e: r["stalls"] or 0)
-    yield from per_job("ett_job_stall_seconds", "Seconds the job's data cursor stood still, summed over its stalls.", lambda r, e: r["stall_s"] or 0.0)
-    yield from per_job("ett_job_longest_stall_seconds", "Seconds of the job's longest stall.", lambda r, e: r["longest_stall_s"] or 0.0)
+    yield from per_job(
+        "ett_job_l1_seconds",
+        "Seconds of the job per Level-1 bucket (they add up to its wall time).",
+        lambda r, e: r[f"{L1_BUCKETS[e[0][1]]}_s"],
+        [[("bucket", b)] for b in L1_BUCKETS],
+    )
+    yield from per_job(
+        "ett_job_l2_gpu_seconds",
+        "GPU-seconds of the job's lost (non-productive) time per Level-2 component and owner.",
+        lambda r, e: r[f"{e[0][1]}_s"] * r["gpus"],
+        [[("component", c), ("owner", owners[c])] for c in ALL_COMPONENTS],
+    )
+    yield from per_job(
+        "ett_job_interruptions",
+        "Interruptions (NoF) of the job by cause.",
+        lambda r, e: r[f"nof_{e[0][1]}"],
+        [[("cause", c)] for c in CAUSES],
+    )
+    yield from per_job(
+        "ett_job_excluded_seconds", "Seconds of the job left out by exclusion windows.", lambda r, e: r["excluded_s"]
+    )
+    yield from per_job(
+        "ett_job_stalls",
+        "Train spans of the job whose data cursor stood still longer than its threshold.",
+        lambda r, e: r["stalls"] or 0,
+    )
+    yield from per_job(
+        "ett_job_stall_seconds",
+        "Seconds the job's data cursor stood still, summed over its stalls.",
+        lambda r, e: r["stall_s"] or 0.0,
+    )
+    yield from per_job(
+        "ett_job_longest_stall_seconds", "Seconds of the job's longest stall.", lambda r, e: r["longest_stall_s"] or 0.0
+    )
 
 
 def write(trace: Trace, out) -> int:

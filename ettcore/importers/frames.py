@@ -3,7 +3,7 @@
 Importers build :class:`TraceFrames` (timestamps as epoch seconds while they
 work) and hand it back with their :class:`~ettcore.importers.import_report.ImportReport`;
 :func:`write_import` writes the trace folder with
-:func:`ettcore.trace_writer.write_trace` and puts the report beside the
+:func:`ettcore.trace.writer.write_trace` and puts the report beside the
 tables, inside the folder (``import_report.json`` and ``import_report.md``).
 """
 
@@ -14,10 +14,16 @@ from pathlib import Path
 
 import polars as pl
 
-from ettcore.trace.writer import write_trace
 from ettcore.importers.import_report import REPORT_JSON, REPORT_MD, ImportReport
+from ettcore.trace.writer import write_trace
 
-ATTEMPT_SCHEMA = {"job_id": pl.String, "attempt": pl.Int64, "start": pl.Float64, "end": pl.Float64, "end_reason": pl.String}
+ATTEMPT_SCHEMA = {
+    "job_id": pl.String,
+    "attempt": pl.Int64,
+    "start": pl.Float64,
+    "end": pl.Float64,
+    "end_reason": pl.String,
+}
 SPAN_SCHEMA = {
     "job_id": pl.String,
     "attempt": pl.Int64,
@@ -49,11 +55,19 @@ class TraceFrames:
     @classmethod
     def from_rows(cls, attempts: list[dict], spans: list[dict], jobs: list[dict], metadata: dict) -> "TraceFrames":
         attempts = [{k: r.get(k) for k in ATTEMPT_SCHEMA} for r in attempts]
-        spans = [{k: r.get(k) for k in SPAN_SCHEMA} for r in spans]  # (importers' bookkeeping keys, such as ``how``, stay out)
-        a = pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA, orient="row") if attempts else pl.DataFrame(schema=ATTEMPT_SCHEMA)
+        spans = [
+            {k: r.get(k) for k in SPAN_SCHEMA} for r in spans
+        ]  # (importers' bookkeeping keys, such as ``how``, stay out)
+        a = (
+            pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA, orient="row")
+            if attempts
+            else pl.DataFrame(schema=ATTEMPT_SCHEMA)
+        )
         s = pl.DataFrame(spans, schema=SPAN_SCHEMA, orient="row") if spans else pl.DataFrame(schema=SPAN_SCHEMA)
         j = pl.DataFrame(jobs, infer_schema_length=None) if jobs else pl.DataFrame(schema={"job_id": pl.String})
-        return cls(a.sort("job_id", "attempt"), s.sort("job_id", "attempt", "start", "phase"), j.sort("job_id"), metadata)
+        return cls(
+            a.sort("job_id", "attempt"), s.sort("job_id", "attempt", "start", "phase"), j.sort("job_id"), metadata
+        )
 
     def as_datetimes(self) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(attempts, spans) with timestamps as UTC datetimes, as written to the trace."""
@@ -64,6 +78,11 @@ def write_import(out_dir: str | Path, frames: TraceFrames, report: ImportReport,
     """Write the trace folder (atomically) and the import report inside it; returns the folder."""
     attempts, spans = frames.as_datetimes()
     return write_trace(
-        out_dir, attempts=attempts, spans=spans, jobs=frames.jobs, fmt=fmt, metadata=frames.metadata,
+        out_dir,
+        attempts=attempts,
+        spans=spans,
+        jobs=frames.jobs,
+        fmt=fmt,
+        metadata=frames.metadata,
         extra_files={REPORT_JSON: report.to_json(), REPORT_MD: report.to_markdown()},
     )

@@ -63,10 +63,10 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
+from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
 
 JOB_NAME = "job_name"
 STEP_COUNT, STEP_START = "step_count", "step_start_time"
@@ -76,7 +76,11 @@ PAIRS = {  # start key, end key -> phase, stage
     ("training_prep_start_time", "training_prep_end_time"): ("trainer_init", "training_preparation"),
     ("data_loading_start_time", "data_loading_end_time"): ("data_warmup", "data_loading"),
 }
-CUSTOM_TYPE, CUSTOM_START, CUSTOM_END = "custom_badput_event_type", "custom_badput_event_start_time", "custom_badput_event_end_time"
+CUSTOM_TYPE, CUSTOM_START, CUSTOM_END = (
+    "custom_badput_event_type",
+    "custom_badput_event_start_time",
+    "custom_badput_event_end_time",
+)
 CKPT_SAVE = ("checkpoint_manager_blocking_start_time", "checkpoint_manager_blocking_duration_secs")
 CKPT_SAVE_FALLBACK = ("checkpointer_blocking_start_time", "checkpointer_blocking_duration_secs")
 CKPT_RESTORE = ("checkpoint_manager_start_time", "checkpoint_manager_duration_secs")
@@ -93,14 +97,18 @@ class Entry:
 def _num(e: Entry, key: str, src: str) -> float:
     v = e.data.get(key)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise InputError(Problem(src, e.row, key, f"must be a number (seconds since the epoch or a duration), got {v!r}"))
+        raise InputError(
+            Problem(src, e.row, key, f"must be a number (seconds since the epoch or a duration), got {v!r}")
+        )
     if key.endswith("_time") and not TS_MIN_MS <= v * 1000 <= TS_MAX_MS:
         raise InputError(Problem(src, e.row, key, f"timestamp out of the plausible range 1990..2100: {v!r}"))
     return float(v)
 
 
-EXPECTED = ("expected JSON lines (one recorder entry, or one Cloud Logging entry with it under jsonPayload, a line) or the "
-            "JSON array that 'gcloud logging read --format=json' writes")
+EXPECTED = (
+    "expected JSON lines (one recorder entry, or one Cloud Logging entry with it under jsonPayload, a line) or the "
+    "JSON array that 'gcloud logging read --format=json' writes"
+)
 
 
 def _entry(d: object) -> dict | None:
@@ -131,7 +139,9 @@ def _read_array(src: str, text: str) -> list[Entry]:
             obj, j = dec.raw_decode(text, i)
         except ValueError as exc:
             where = line_at(min(getattr(exc, "pos", i), len(text)))
-            raise InputError(Problem(src, where, None, f"not a complete JSON array ({getattr(exc, 'msg', exc)}); {EXPECTED}")) from None
+            raise InputError(
+                Problem(src, where, None, f"not a complete JSON array ({getattr(exc, 'msg', exc)}); {EXPECTED}")
+            ) from None
         row = line_at(i)
         d = _entry(obj)
         if d is None:
@@ -143,9 +153,13 @@ def _read_array(src: str, text: str) -> list[Entry]:
         if i < len(text) and text[i] == ",":
             i += 1
             continue
-        if i < len(text) and text[i] == "]" and not text[i + 1:].strip():
+        if i < len(text) and text[i] == "]" and not text[i + 1 :].strip():
             break
-        raise InputError(Problem(src, line_at(min(i, len(text))), None, f"not a complete JSON array (expected ',' or ']'); {EXPECTED}"))
+        raise InputError(
+            Problem(
+                src, line_at(min(i, len(text))), None, f"not a complete JSON array (expected ',' or ']'); {EXPECTED}"
+            )
+        )
     return out
 
 
@@ -182,7 +196,9 @@ def read_entries(path: Path) -> list[Entry]:
             out.append(Entry(row, entry))
         if problems and not parsed:
             first = problems[0].row
-            raise InputError(Problem(src, first, None, f"no line is a JSON value ({len(problems):,} lines tried); {EXPECTED}"))
+            raise InputError(
+                Problem(src, first, None, f"no line is a JSON value ({len(problems):,} lines tried); {EXPECTED}")
+            )
         if problems:
             raise InputError(problems)
     if not out:
@@ -206,7 +222,12 @@ def _checkpoint(e: Entry) -> tuple[str, str, float, float] | str:
         return f"{pair[1]} is negative ({dur!r})"
     if not TS_MIN_MS <= t0 * 1000 <= TS_MAX_MS or not TS_MIN_MS <= (t0 + dur) * 1000 <= TS_MAX_MS:
         return f"{pair[0]} {t0!r} is outside 1990..2100 (the library adds checkpoint durations without placing them)"
-    return ("checkpoint_save" if et == "save" else "checkpoint_load"), f"{et}:step {d.get('step')}", float(t0), float(t0 + dur)
+    return (
+        ("checkpoint_save" if et == "save" else "checkpoint_load"),
+        f"{et}:step {d.get('step')}",
+        float(t0),
+        float(t0 + dur),
+    )
 
 
 def _repeats(events: list[tuple]) -> list[int]:
@@ -267,7 +288,9 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
     """Attempts and spans (epoch seconds) of one job from its entries, in any order."""
     starts = sorted(((_num(e, JOB_START, src), e.row) for e in entries if JOB_START in e.data))
     if not starts:
-        raise InputError(Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown"))
+        raise InputError(
+            Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown")
+        )
 
     ends: list[tuple[float, int]] = []
     steps: list[tuple[float, int, int]] = []  # (time, step, row)
@@ -287,7 +310,13 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         if STEP_START in d:
             t = _num(e, STEP_START, src)
             sc = d.get(STEP_COUNT)
-            if isinstance(sc, bool) or not isinstance(sc, (int, float)) or not math.isfinite(sc) or abs(sc) >= 2**53 or sc != int(sc):
+            if (
+                isinstance(sc, bool)
+                or not isinstance(sc, (int, float))
+                or not math.isfinite(sc)
+                or abs(sc) >= 2**53
+                or sc != int(sc)
+            ):
                 raise InputError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
             steps.append((t, int(sc), e.row))
             used = True
@@ -310,8 +339,16 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         if d.get("event_type") in ("save", "restore", "emergency_restore"):
             got = _checkpoint(e)
             if isinstance(got, str):
-                dur = next((d.get(k[1]) for k in (CKPT_SAVE, CKPT_SAVE_FALLBACK, CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
-                            if isinstance(d.get(k[1]), (int, float)) and not isinstance(d.get(k[1]), bool) and math.isfinite(d.get(k[1]))), None)
+                dur = next(
+                    (
+                        d.get(k[1])
+                        for k in (CKPT_SAVE, CKPT_SAVE_FALLBACK, CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
+                        if isinstance(d.get(k[1]), (int, float))
+                        and not isinstance(d.get(k[1]), bool)
+                        and math.isfinite(d.get(k[1]))
+                    ),
+                    None,
+                )
                 bad_ckpt.append((e.row, got, dur))
             else:
                 raw_spans.append((*got, e.row))
@@ -321,21 +358,41 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
 
     twice = [row for evs in [steps, *pair_events.values()] for row in _repeats(evs)]
     if twice:
-        fr.note("merged", f"entry of job {job!r} logged twice (same event, same time)", "one event delivered twice: read once", twice)
+        fr.note(
+            "merged",
+            f"entry of job {job!r} logged twice (same event, same time)",
+            "one event delivered twice: read once",
+            twice,
+        )
     steps = _once(steps)
     for key, evs in pair_events.items():
         intervals, lone_s, lone_e = _pair_in_time(_once(evs))
         phase, stage = kind_of[key]
         raw_spans += [(phase, stage, t0, t1, row) for t0, t1, row in intervals]
         if lone_s:
-            fr.note("dropped", f"'{key}' start without an end", "no later end to pair it with: the interval's length is unknown", lone_s)
+            fr.note(
+                "dropped",
+                f"'{key}' start without an end",
+                "no later end to pair it with: the interval's length is unknown",
+                lone_s,
+            )
         if lone_e:
-            fr.note("dropped", f"'{key}' end without a start", "no earlier start to pair it with: the interval's length is unknown", lone_e)
+            fr.note(
+                "dropped",
+                f"'{key}' end without a start",
+                "no earlier start to pair it with: the interval's length is unknown",
+                lone_e,
+            )
     for row, why, dur in bad_ckpt:
         fr.note("dropped", "checkpoint record that cannot be placed", why, [row])
         fr.outside(job, "dropped", f"checkpoint record (line {row}) not placed on the timeline", dur, [row])
     if unknown:
-        fr.note("dropped", f"entry of job {job!r} with no recorder field", "not a goodput recorder or checkpoint entry", unknown)
+        fr.note(
+            "dropped",
+            f"entry of job {job!r} with no recorder field",
+            "not a goodput recorder or checkpoint entry",
+            unknown,
+        )
 
     # attempts: each job start, and each step number that does not grow inside one (an in-process restart)
     bounds = [t for t, _ in starts]
@@ -361,7 +418,9 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         points += [(t0, row), (t1, row)]
     before = sorted({row for t, row in points if attempt_of(t) < 0})
     if before:
-        fr.note("dropped", f"entry of job {job!r} dated before its first job_start_time", "belongs to no attempt", before)
+        fr.note(
+            "dropped", f"entry of job {job!r} dated before its first job_start_time", "belongs to no attempt", before
+        )
     last_seen: dict[int, float] = {}
     for t, _ in points:
         k = attempt_of(t)
@@ -380,22 +439,40 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         if nxt is not None and nxt in rollback_at and nxt not in start_rows:
             t, s_prev, s_again, row = next(r for r in rollbacks if r[0] == nxt)
             end, reason = nxt, "failure"
-            fr.note("inferred", f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
-                    "an in-process restart from a checkpoint, which the library counts as a disruption: taken as an interruption; "
-                    f"attempt {k} ends as a failure at the repeated step's start and attempt {k + 1} begins there, with no re-queue "
-                    "time (the hardware was kept)", [row])
+            fr.note(
+                "inferred",
+                f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
+                "an in-process restart from a checkpoint, which the library counts as a disruption: taken as an interruption; "
+                f"attempt {k} ends as a failure at the repeated step's start and attempt {k + 1} begins there, with no re-queue "
+                "time (the hardware was kept)",
+                [row],
+            )
         elif k in end_of and (nxt is None or end_of[k] <= nxt):
             end, reason = end_of[k], ("completed" if nxt is None else "cancelled")
             if nxt is not None:
-                fr.note("inferred", f"{job} attempt {k} end reason", "job_end_time recorded and another job_start follows: a planned stop, 'cancelled'")
+                fr.note(
+                    "inferred",
+                    f"{job} attempt {k} end reason",
+                    "job_end_time recorded and another job_start follows: a planned stop, 'cancelled'",
+                )
         elif nxt is not None:
             end = min(max(last_seen.get(k, start), start), nxt)
             reason = "failure"
-            fr.note("inferred", f"{job} attempt {k} end", "no job_end_time before the next job_start_time: ended at its last recorded instant, "
-                    "as a failure (the entries cannot tell a failure from a preemption)", [start_rows[start]] if start in start_rows else None)
+            fr.note(
+                "inferred",
+                f"{job} attempt {k} end",
+                "no job_end_time before the next job_start_time: ended at its last recorded instant, "
+                "as a failure (the entries cannot tell a failure from a preemption)",
+                [start_rows[start]] if start in start_rows else None,
+            )
         else:
             end, reason = None, "running"
-            fr.note("inferred", f"{job} attempt {k} end", "no job_end_time: still running (end left empty)", [start_rows[start]] if start in start_rows else None)
+            fr.note(
+                "inferred",
+                f"{job} attempt {k} end",
+                "no job_end_time: still running (end left empty)",
+                [start_rows[start]] if start in start_rows else None,
+            )
         attempts.append(dict(job_id=job, attempt=k, start=start, end=end, end_reason=reason))
 
     spans: list[dict] = []
@@ -410,7 +487,19 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             clipped.append(row)
             t1 = hi
         if t1 > t0:
-            spans.append(dict(job_id=job, attempt=k, phase=phase, stage=stage, start=t0, end=t1, cursor_start=None, cursor_end=None, how=EXPLICIT))
+            spans.append(
+                dict(
+                    job_id=job,
+                    attempt=k,
+                    phase=phase,
+                    stage=stage,
+                    start=t0,
+                    end=t1,
+                    cursor_start=None,
+                    cursor_end=None,
+                    how=EXPLICIT,
+                )
+            )
     if clipped:
         fr.note("clipped", f"{job}: interval running past its attempt's end", "cut at the attempt's end", clipped)
 
@@ -436,19 +525,41 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         for i, (ps, (c0, c1)) in enumerate(zip(pieces, cursors)):
             if i == 0 and extra > 0:
                 ps, compile_parts = _take(ps, extra)
-                spans += [dict(job_id=job, attempt=k, phase="pt2_compile", stage="first step above the typical step", start=x, end=y,
-                               cursor_start=None, cursor_end=None, how=COMPILE_HOW) for x, y in compile_parts]
+                spans += [
+                    dict(
+                        job_id=job,
+                        attempt=k,
+                        phase="pt2_compile",
+                        stage="first step above the typical step",
+                        start=x,
+                        end=y,
+                        cursor_start=None,
+                        cursor_end=None,
+                        how=COMPILE_HOW,
+                    )
+                    for x, y in compile_parts
+                ]
             spans += _train_spans(job, k, ps, c0, c1)
     if unfinished:
-        fr.note("inferred", f"{job}: last step of an attempt without job_end_time", "its end is unknown: no train span for it", unfinished)
+        fr.note(
+            "inferred",
+            f"{job}: last step of an attempt without job_end_time",
+            "its end is unknown: no train span for it",
+            unfinished,
+        )
     for k, extra in compiled:
-        fr.note("inferred", f"{job} attempt {k}: first step's time above the typical step -> pt2_compile ({extra:.3f} s)",
-                "the first step took longer than the attempt's typical (median) step: the difference is taken as compilation, "
-                "measured from the step times (the library's PROGRAM_STARTUP badput)")
+        fr.note(
+            "inferred",
+            f"{job} attempt {k}: first step's time above the typical step -> pt2_compile ({extra:.3f} s)",
+            "the first step took longer than the attempt's typical (median) step: the difference is taken as compilation, "
+            "measured from the step times (the library's PROGRAM_STARTUP badput)",
+        )
     return attempts, spans
 
 
-COMPILE_HOW = "compilation: the first step's time above the attempt's typical (median) step, measured from the step times"
+COMPILE_HOW = (
+    "compilation: the first step's time above the attempt's typical (median) step, measured from the step times"
+)
 
 
 def _train_time(t0: float, t1: float, blocks: list[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -472,7 +583,9 @@ def _compile_time(steps: list[list[tuple[float, float]]]) -> float:
     return max(0.0, first - statistics.median(sum(b - a for a, b in ps) for ps in steps[1:]))
 
 
-def _take(pieces: list[tuple[float, float]], seconds: float) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
+def _take(
+    pieces: list[tuple[float, float]], seconds: float
+) -> tuple[list[tuple[float, float]], list[tuple[float, float]]]:
     """Split ``seconds`` off the start of ``pieces``: (what is left, what was taken)."""
     left, taken = [], []
     for a, b in pieces:
@@ -495,7 +608,19 @@ def _train_spans(job: str, k: int, pieces: list[tuple[float, float]], c0: float,
     for a, b in pieces:
         done += b - a
         ce = c0 + (c1 - c0) * done / total
-        out.append(dict(job_id=job, attempt=k, phase="train", stage="steps", start=a, end=b, cursor_start=c, cursor_end=ce, how=EXPLICIT))
+        out.append(
+            dict(
+                job_id=job,
+                attempt=k,
+                phase="train",
+                stage="steps",
+                start=a,
+                end=b,
+                cursor_start=c,
+                cursor_end=ce,
+                how=EXPLICIT,
+            )
+        )
         c = ce
     return out
 
@@ -524,9 +649,19 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
         if len(names) == 1:
             by_job[names[0]].extend(nameless)
             by_job[names[0]].sort(key=lambda e: e.row)
-            fr.note("inferred", "entries without job_name", f"the file holds one job; given to {names[0]!r}", [e.row for e in nameless])
+            fr.note(
+                "inferred",
+                "entries without job_name",
+                f"the file holds one job; given to {names[0]!r}",
+                [e.row for e in nameless],
+            )
         else:
-            raise InputError([Problem(src, e.row, JOB_NAME, "entry without job_name in a file holding several jobs") for e in nameless[:20]])
+            raise InputError(
+                [
+                    Problem(src, e.row, JOB_NAME, "entry without job_name in a file holding several jobs")
+                    for e in nameless[:20]
+                ]
+            )
     if not names:
         raise InputError(Problem(src, None, JOB_NAME, "no entry names its job (job_name)"))
     attempts, spans, jobs = [], [], []
@@ -540,8 +675,12 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
     fr.facts.update({"jobs": len(names), "attempts": len(attempts), "entries": len(entries)})
     if gpus == 1:
         fr.note("inferred", "gpus", "the entries do not record accelerators; every job has gpus = 1 (use --gpus)")
-    metadata = {"synthetic": synthetic, "source": "ml-goodput-measurement recorder entries", "importer": "ettcore.importers.goodput",
-                "source_files": [src]}
+    metadata = {
+        "synthetic": synthetic,
+        "source": "ml-goodput-measurement recorder entries",
+        "importer": "ettcore.importers.goodput",
+        "source_files": [src],
+    }
     return TraceFrames.from_rows(attempts, spans, jobs, metadata), report
 
 
@@ -584,10 +723,13 @@ class MemoryLogger:
         if last_entry_info is not None and last_entry_info[0] is not None:
             after = (aware(last_entry_info[0]), last_entry_info[1])
         picked = sorted(
-            (k for k, key in enumerate(self._keys)
-             if (end_time is None or key[0] <= end_time)
-             and (after is None or key > after)
-             and (after is not None or start_time is None or key[0] > start_time)),
+            (
+                k
+                for k, key in enumerate(self._keys)
+                if (end_time is None or key[0] <= end_time)
+                and (after is None or key > after)
+                and (after is not None or start_time is None or key[0] > start_time)
+            ),
             key=lambda k: self._keys[k],
         )
         last = self._keys[picked[-1]] if picked else (None, None)

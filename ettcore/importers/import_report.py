@@ -81,12 +81,19 @@ class FileReport:
         rows = sorted(rows or [])
         self.notes.append(Note(kind, what, why, rows[:20], count if count is not None else max(1, len(rows))))
 
-    def outside(self, job_id: str, category: str, what: str, seconds: float | None, rows: list[int] | None = None) -> None:
+    def outside(
+        self, job_id: str, category: str, what: str, seconds: float | None, rows: list[int] | None = None
+    ) -> None:
         """Time the log shows for ``job_id`` that is not in its wall time (``category``: ``dropped`` or ``after stop``);
         ``seconds`` None when the log does not give the length."""
         self._outside.setdefault(job_id, []).append(
-            {"category": category, "what": what, "seconds": None if seconds is None else round(float(seconds), 3),
-             "lines": sorted(rows or [])[:20]})
+            {
+                "category": category,
+                "what": what,
+                "seconds": None if seconds is None else round(float(seconds), 3),
+                "lines": sorted(rows or [])[:20],
+            }
+        )
 
     def account(self, attempts: list[dict], spans: list[dict]) -> None:
         """Fill :attr:`time_accounting` for the jobs of ``attempts`` (see :func:`time_accounting`)."""
@@ -131,7 +138,9 @@ class ImportReport:
         total = Counter()
         for f in self.files:
             total.update(f.counts())
-        out.append(f"{len(self.files)} source file(s). Totals: " + ", ".join(f"{k} {total.get(k, 0)}" for k in KINDS) + ".")
+        out.append(
+            f"{len(self.files)} source file(s). Totals: " + ", ".join(f"{k} {total.get(k, 0)}" for k in KINDS) + "."
+        )
         out.append("")
         for f in self.files:
             out.append(f"## {f.file}")
@@ -153,7 +162,9 @@ class ImportReport:
                     rows = ""
                     if n.rows:
                         shown = ", ".join(str(r) for r in n.rows)
-                        rows = f" (line{'s' if len(n.rows) > 1 else ''} {shown}{', ...' if n.count > len(n.rows) else ''})"
+                        rows = (
+                            f" (line{'s' if len(n.rows) > 1 else ''} {shown}{', ...' if n.count > len(n.rows) else ''})"
+                        )
                     cnt = f" x{n.count}" if n.count > 1 else ""
                     out.append(f"- {n.what}{cnt}{rows}: {n.why}")
                 out.append("")
@@ -209,8 +220,14 @@ def time_accounting(attempts: list[dict], spans: list[dict]) -> dict[str, dict]:
         atts = sorted(atts, key=lambda a: a["start"])
         js = sorted(spans_of.get(job, []), key=lambda sp: sp["start"])
         t0, t1 = _wall(atts, js)
-        cuts = sorted({t0, t1, *(x for a in atts for x in (a["start"], a["end"]) if x is not None and t0 <= x <= t1),
-                       *(x for sp in js for x in (sp["start"], sp["end"]) if t0 <= x <= t1)})
+        cuts = sorted(
+            {
+                t0,
+                t1,
+                *(x for a in atts for x in (a["start"], a["end"]) if x is not None and t0 <= x <= t1),
+                *(x for sp in js for x in (sp["start"], sp["end"]) if t0 <= x <= t1),
+            }
+        )
         totals: dict[tuple[str, str], float] = {}
         nxt, k_att = 0, 0
         explicit_ends: list[float] = []  # min-heap of the ends of active explicit spans
@@ -240,16 +257,22 @@ def time_accounting(attempts: list[dict], spans: list[dict]) -> dict[str, dict]:
             else:
                 key = ("no span", "inside an attempt, no span (unattributed)")
             totals[key] = totals.get(key, 0.0) + (b - a)
-        rows = [{"category": c, "what": w, "seconds": round(v, 3)}
-                for (c, w), v in sorted(totals.items(), key=lambda kv: (ROW_CATEGORIES.index(kv[0][0]), -kv[1]))]
+        rows = [
+            {"category": c, "what": w, "seconds": round(v, 3)}
+            for (c, w), v in sorted(totals.items(), key=lambda kv: (ROW_CATEGORIES.index(kv[0][0]), -kv[1]))
+        ]
         out[job] = {"wall_s": round(t1 - t0, 3), "rows": rows}
     return out
 
 
 def _accounting_markdown(job: str, acc: dict) -> list[str]:
     wall = acc["wall_s"]
-    out = [f"**time accounting of `{job}`** (wall {wall:,.3f} s)", "", "| where the time's attribution comes from | what | seconds | share of wall |",
-           "|---|---|---:|---:|"]
+    out = [
+        f"**time accounting of `{job}`** (wall {wall:,.3f} s)",
+        "",
+        "| where the time's attribution comes from | what | seconds | share of wall |",
+        "|---|---|---:|---:|",
+    ]
     for r in acc["rows"]:
         share = f"{100 * r['seconds'] / wall:.2f} %" if wall > 0 else "-"
         out.append(f"| {r['category']} | {r['what']} | {r['seconds']:,.3f} | {share} |")

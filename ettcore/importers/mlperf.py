@@ -87,10 +87,10 @@ from typing import Iterable, Sequence
 
 import polars as pl
 
-from ettcore.trace.instants import TS_MAX_MS
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
+from ettcore.trace.instants import TS_MAX_MS
 
 TOKEN = ":::MLLOG"
 SYSJSON_TOKEN = ":::SYSJSON"
@@ -188,14 +188,14 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
             j = line.find(SYSJSON_TOKEN)
             if j >= 0 and sysjson is None and not line.lstrip().startswith("+"):
                 try:
-                    sysjson = json.loads(line[j + len(SYSJSON_TOKEN):].strip())
+                    sysjson = json.loads(line[j + len(SYSJSON_TOKEN) :].strip())
                     sysjson_row = row
                 except ValueError:
                     fr.note("dropped", "unparseable :::SYSJSON line", "its JSON does not parse", [row])
             continue
         if line.lstrip().startswith("+ echo") or line.lstrip().startswith("+ "):
             continue  # a shell trace echoing a command, not a log line
-        body = line[i + len(TOKEN):].strip()
+        body = line[i + len(TOKEN) :].strip()
         if i > 0 and line[:i].strip():
             prefixed_rows.append(row)
         try:
@@ -214,16 +214,34 @@ def read_mllog(path: Path, fr: FileReport) -> ParsedLog:
             out_of_range.append(row)
             continue
         md = d.get("metadata")
-        events.append(Event(row, tm / 1000.0, d["key"], d.get("value"), md if isinstance(md, dict) else {},
-                            d.get("event_type"), i > 0 and bool(line[:i].strip())))
+        events.append(
+            Event(
+                row,
+                tm / 1000.0,
+                d["key"],
+                d.get("value"),
+                md if isinstance(md, dict) else {},
+                d.get("event_type"),
+                i > 0 and bool(line[:i].strip()),
+            )
+        )
     if bad_json:
-        fr.note("dropped", "MLLOG line with unparseable JSON", "cannot be read (truncated or interleaved output)", bad_json)
+        fr.note(
+            "dropped", "MLLOG line with unparseable JSON", "cannot be read (truncated or interleaved output)", bad_json
+        )
     for f, rows in bad_fields.items():
         fr.note("dropped", f"MLLOG line without a valid '{f}'", "an event needs a key and a numeric time_ms", rows)
     if out_of_range:
-        fr.note("dropped", "MLLOG line dated after 2100", "time_ms beyond the plausible range of the trace format", out_of_range)
+        fr.note(
+            "dropped",
+            "MLLOG line dated after 2100",
+            "time_ms beyond the plausible range of the trace format",
+            out_of_range,
+        )
     if prefixed_rows:
-        fr.note("info", "rank/host prefix before ':::MLLOG'", "prefix stripped; the event is read as usual", prefixed_rows)
+        fr.note(
+            "info", "rank/host prefix before ':::MLLOG'", "prefix stripped; the event is read as usual", prefixed_rows
+        )
     if not events:
         raise InputError(Problem(str(path), None, "key", "no ':::MLLOG' event lines found: not an MLPerf result log"))
     return ParsedLog(path, events, sysjson, sysjson_row, len(lines))
@@ -302,8 +320,15 @@ def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) 
                 except (OSError, ValueError):
                     counts[f] = None
             if len(set(counts.values())) > 1:
-                raise InputError(Problem(str(path), None, "accelerators", "several system descriptions match and disagree on the "
-                                         f"accelerator count: {', '.join(map(str, found))}; pass --systems DIR or --gpus N"))
+                raise InputError(
+                    Problem(
+                        str(path),
+                        None,
+                        "accelerators",
+                        "several system descriptions match and disagree on the "
+                        f"accelerator count: {', '.join(map(str, found))}; pass --systems DIR or --gpus N",
+                    )
+                )
         if found:
             return found[0], tried
     if systems_dir is None and not roots:
@@ -313,12 +338,15 @@ def _find_system_json(path: Path, parts: dict | None, systems_dir: Path | None) 
 
 def _accelerators(desc: dict, source: str) -> tuple[int, int, str | None]:
     """(nodes, accelerators per node, accelerator model) from a system description."""
+
     def num(field_: str) -> int:
         v = desc.get(field_)
         try:
             n = int(str(v).strip())
         except (TypeError, ValueError):
-            raise InputError(Problem(source, None, field_, f"system description needs an integer {field_}, got {v!r}")) from None
+            raise InputError(
+                Problem(source, None, field_, f"system description needs an integer {field_}, got {v!r}")
+            ) from None
         if n < 0:
             raise InputError(Problem(source, None, field_, f"{field_} must be >= 0, got {n}"))
         return n
@@ -355,12 +383,18 @@ def _merge_copies(events: list[Event], fr: FileReport) -> list[Event]:
         merged_rows.setdefault(g[0].key, []).extend(e.row for e in g if e is not keep)
     for key, rows in merged_rows.items():
         edge = "earliest" if key.endswith("_start") else "latest"
-        fr.note("merged", f"repeated '{key}' lines (same value and metadata)",
-                f"one event printed by several ranks or twice; kept the {edge} copy", rows)
+        fr.note(
+            "merged",
+            f"repeated '{key}' lines (same value and metadata)",
+            f"one event printed by several ranks or twice; kept the {edge} copy",
+            rows,
+        )
     return out
 
 
-def _pair(events: list[Event], family: str, t_end: float, fr: FileReport, infer_start_at: float | None) -> list[Interval]:
+def _pair(
+    events: list[Event], family: str, t_end: float, fr: FileReport, infer_start_at: float | None
+) -> list[Interval]:
     """Pair the starts and stops of one family in time order (after merging copies)."""
     evs = sorted((e for e in events if e.family == family), key=lambda e: (e.t, 0 if e.edge == "stop" else 1, e.row))
     out: list[Interval] = []
@@ -398,19 +432,32 @@ def _pair(events: list[Event], family: str, t_end: float, fr: FileReport, infer_
         inferred_stop_rows.append(open_.start_ev.row)
         out.append(open_)
     if inferred_stop_rows:
-        fr.note("inferred", f"'{family}_start' without a matching '{family}_stop'",
-                f"closed at the next '{family}_start' or at the end of the run", inferred_stop_rows)
+        fr.note(
+            "inferred",
+            f"'{family}_start' without a matching '{family}_stop'",
+            f"closed at the next '{family}_start' or at the end of the run",
+            inferred_stop_rows,
+        )
     if inferred_start_rows:
-        fr.note("inferred", f"'{family}_stop' without a matching '{family}_start'",
-                "started at the previous training stop, or at run_start", inferred_start_rows)
+        fr.note(
+            "inferred",
+            f"'{family}_stop' without a matching '{family}_start'",
+            "started at the previous training stop, or at run_start",
+            inferred_start_rows,
+        )
     if unmatched_stop_rows:
-        fr.note("dropped", f"'{family}_stop' without a matching '{family}_start'",
-                "no start to pair it with; its length is unknown", unmatched_stop_rows)
+        fr.note(
+            "dropped",
+            f"'{family}_stop' without a matching '{family}_start'",
+            "no start to pair it with; its length is unknown",
+            unmatched_stop_rows,
+        )
     return out
 
 
 def _cursor_unit(train: list[Interval]) -> str:
     """``samples`` or ``epochs`` when every interval gives that position at both ends, else ``ordinal``."""
+
     def both(iv: Interval, unit: str) -> bool:
         s = iv.start_ev.metadata if iv.start_ev else {}
         if unit == "samples":
@@ -429,7 +476,9 @@ def _cursors(train: list[Interval], unit: str, fr: FileReport) -> list[tuple[flo
     """(cursor_start, cursor_end) per training interval in ``unit``; falls back to ordinals if not strictly growing."""
     cur: list[tuple[float, float]] = []
     if unit == "samples":
-        cur = [(float(iv.start_ev.metadata["samples_count"]), float(iv.stop_ev.metadata["samples_count"])) for iv in train]
+        cur = [
+            (float(iv.start_ev.metadata["samples_count"]), float(iv.stop_ev.metadata["samples_count"])) for iv in train
+        ]
     elif unit == "epochs":
         starts = []
         for iv in train:
@@ -450,12 +499,22 @@ def _cursors(train: list[Interval], unit: str, fr: FileReport) -> list[tuple[flo
                 e = starts[k + 1]
             cur.append((s, e))
         if corrected:
-            fr.note("corrected", "training interval's epoch_count overruns the next interval's first epoch",
-                    "cursor end set to the next interval's first epoch", corrected)
+            fr.note(
+                "corrected",
+                "training interval's epoch_count overruns the next interval's first epoch",
+                "cursor end set to the next interval's first epoch",
+                corrected,
+            )
     ok = all(e > s for s, e in cur) and all(cur[k + 1][0] >= cur[k][1] - EPS for k in range(len(cur) - 1))
     if unit != "ordinal" and not ok:
-        fr.note("corrected", f"cursor in {unit}", f"{unit} do not grow strictly from one training interval to the next; "
-                "the interval ordinal is used as the cursor instead", [iv.rows[0] for iv in train][:5], len(train))
+        fr.note(
+            "corrected",
+            f"cursor in {unit}",
+            f"{unit} do not grow strictly from one training interval to the next; "
+            "the interval ordinal is used as the cursor instead",
+            [iv.rows[0] for iv in train][:5],
+            len(train),
+        )
         unit = "ordinal"
     if unit == "ordinal":
         cur = [(float(k), float(k + 1)) for k in range(len(train))]
@@ -475,7 +534,9 @@ def _eval_position(iv: Interval, unit: str) -> float | None:
     return None
 
 
-def _split_train(t0: float, t1: float, c0: float, c1: float, cuts: list[tuple[float, float, float | None]]) -> list[tuple[float, float, float, float]]:
+def _split_train(
+    t0: float, t1: float, c0: float, c1: float, cuts: list[tuple[float, float, float | None]]
+) -> list[tuple[float, float, float, float]]:
     """Cut the training interval ``[t0, t1]`` (cursor ``c0..c1``) around blocking evaluations.
 
     ``cuts`` are (start, end, position); the cursor at a cut is the
@@ -520,7 +581,9 @@ def _split_train(t0: float, t1: float, c0: float, c1: float, cuts: list[tuple[fl
     return out
 
 
-def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport, gpus_override: int | None = None) -> tuple[dict, list[dict], dict]:
+def import_log(
+    path: str | Path, systems_dir: str | Path | None, fr: FileReport, gpus_override: int | None = None
+) -> tuple[dict, list[dict], dict]:
     """Import one result log: returns (attempt row, span rows, jobs row) with times in epoch seconds."""
     path = Path(path)
     src = str(path)
@@ -532,7 +595,11 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     benchmark = _first_value(ev_all, "submission_benchmark")
     if parts is None:
         parts_src = "log"
-        rnd, submitter, system = None, _first_value(ev_all, "submission_org"), _first_value(ev_all, "submission_platform")
+        rnd, submitter, system = (
+            None,
+            _first_value(ev_all, "submission_org"),
+            _first_value(ev_all, "submission_platform"),
+        )
     else:
         parts_src = "path"
         rnd, submitter, system = parts["round"], parts["submitter"], parts["system"]
@@ -542,7 +609,14 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         elif str(benchmark) != parts["benchmark"]:
             fr.note("info", "benchmark", f"log says {benchmark!r}, folder says {parts['benchmark']!r}; the log is used")
     if benchmark is None:
-        raise InputError(Problem(src, None, "submission_benchmark", "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt"))
+        raise InputError(
+            Problem(
+                src,
+                None,
+                "submission_benchmark",
+                "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt",
+            )
+        )
     benchmark = str(benchmark)
     org = _first_value(ev_all, "submission_org")
     if parts is not None and org is not None and str(org) != submitter:
@@ -558,17 +632,31 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         elif e.event_type != EXPECTED_TYPE[e.edge]:
             wrong_type.setdefault((e.key, e.event_type), []).append(e.row)
     for (key, et), rows in wrong_type.items():
-        fr.note("corrected", f"'{key}' logged as {et}", f"the key decides: taken as {EXPECTED_TYPE[key.rsplit('_', 1)[1]]}", rows)
+        fr.note(
+            "corrected",
+            f"'{key}' logged as {et}",
+            f"the key decides: taken as {EXPECTED_TYPE[key.rsplit('_', 1)[1]]}",
+            rows,
+        )
     if no_type:
         fr.note("info", "timing events without event_type", "older log format; the key decides start or stop", no_type)
     bad_time = [e for e in timing if e.t * 1000 < MIN_VALID_MS]
     if bad_time:
-        fr.note("dropped", "timing event with an impossible timestamp", "time_ms is zero or before the year 2000", [e.row for e in bad_time])
+        fr.note(
+            "dropped",
+            "timing event with an impossible timestamp",
+            "time_ms is zero or before the year 2000",
+            [e.row for e in bad_time],
+        )
     timing = [e for e in timing if e.t * 1000 >= MIN_VALID_MS]
     back = [b.row for a, b in zip(timing, timing[1:]) if b.t < a.t]
     if back:
-        fr.note("info", "timing event dated earlier than the line before it",
-                "lines are out of time order (several writers, or written late and back-dated); events are ordered by timestamp", back)
+        fr.note(
+            "info",
+            "timing event dated earlier than the line before it",
+            "lines are out of time order (several writers, or written late and back-dated); events are ordered by timestamp",
+            back,
+        )
     timing = _merge_copies(timing, fr)
 
     def times(key: str) -> list[Event]:
@@ -577,7 +665,9 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     init_starts, init_stops = times("init_start"), times("init_stop")
     run_starts, run_stops = times("run_start"), times("run_stop")
     if not init_starts and not run_starts:
-        raise InputError(Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown"))
+        raise InputError(
+            Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown")
+        )
     if init_starts:
         t0 = init_starts[0].t
     else:
@@ -585,12 +675,18 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         fr.note("inferred", "job start", "no init_start; the attempt starts at run_start")
     for name, evs in (("init_stop", init_stops), ("run_start", run_starts), ("run_stop", run_stops)):
         if len(evs) > 1:
-            fr.note("dropped", f"extra '{name}'", f"a run has one {name}; the earliest is used",
-                    [e.row for e in evs[1:]])
+            fr.note(
+                "dropped", f"extra '{name}'", f"a run has one {name}; the earliest is used", [e.row for e in evs[1:]]
+            )
     # back-dated timing events (before T0)
     early = [e for e in timing if e.t < t0 - EPS]
     if early:
-        fr.note("dropped", "timing event dated before init_start", "back-dated: it cannot belong to this run", [e.row for e in early])
+        fr.note(
+            "dropped",
+            "timing event dated before init_start",
+            "back-dated: it cannot belong to this run",
+            [e.row for e in early],
+        )
         timing = [e for e in timing if e.t >= t0 - EPS]
         init_stops = [e for e in init_stops if e.t >= t0]
         run_starts = [e for e in run_starts if e.t >= t0]
@@ -605,8 +701,12 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         run_start = init_stop
         fr.note("inferred", "run_start", "not logged; taken as init_stop")
     if init_stop > run_start:
-        fr.note("corrected", "init_stop after run_start", "initialisation cannot end after the timed run starts; init_stop set to run_start",
-                [init_stops[0].row] if init_stops else None)
+        fr.note(
+            "corrected",
+            "init_stop after run_start",
+            "initialisation cannot end after the timed run starts; init_stop set to run_start",
+            [init_stops[0].row] if init_stops else None,
+        )
         init_stop = run_start
     if run_stops:
         t1 = run_stops[0].t
@@ -614,14 +714,25 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
         end_reason = STATUS_TO_END_REASON.get(status or "", None)
         if end_reason is None:
             end_reason = "completed"
-            fr.note("inferred", "end reason", f"run_stop status {status!r} is not success/aborted; taken as completed", [run_stops[0].row])
+            fr.note(
+                "inferred",
+                "end reason",
+                f"run_stop status {status!r} is not success/aborted; taken as completed",
+                [run_stops[0].row],
+            )
     else:
         t1 = max(e.t for e in timing)
         status = None
         end_reason = "failure"
-        fr.note("inferred", "run end", "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure")
+        fr.note(
+            "inferred",
+            "run end",
+            "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure",
+        )
     if t1 < run_start:
-        raise InputError(Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start"))
+        raise InputError(
+            Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start")
+        )
 
     # after run_stop: interval events the job went on logging (the hardware was still held) are its shutdown tail
     t_end, after_families, late_lines = t1, set(), []
@@ -635,7 +746,12 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     if block_iv:
         train_family, train = "block", block_iv
         if epoch_iv:
-            fr.note("info", "epoch intervals", "the log has blocks; blocks are the train spans, epochs are not used", count=len(epoch_iv))
+            fr.note(
+                "info",
+                "epoch intervals",
+                "the log has blocks; blocks are the train spans, epochs are not used",
+                count=len(epoch_iv),
+            )
     else:
         train_family, train = "epoch", epoch_iv
     fr.facts["train_intervals"] = f"{len(train)} x {train_family}"
@@ -646,20 +762,38 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     # clip to [run_start, t1] for training, [t0, t1] for eval; what lies after run_stop is in the shutdown tail
     after = [iv for iv in train if iv.start >= t1] + [iv for iv in eval_iv if iv.start >= t1]
     if after and t_end > t1:
-        fr.note("inferred", "interval starting at or after run_stop", "the run's clock stopped at run_stop, the job went on: "
-                "kept as the shutdown tail (a shutdown span from run_stop to the last interval event)", [iv.rows[0] for iv in after])
+        fr.note(
+            "inferred",
+            "interval starting at or after run_stop",
+            "the run's clock stopped at run_stop, the job went on: "
+            "kept as the shutdown tail (a shutdown span from run_stop to the last interval event)",
+            [iv.rows[0] for iv in after],
+        )
     elif after:
-        fr.note("dropped", "interval starting at or after run_stop", "not taken as part of the run (see the time accounting)",
-                [iv.rows[0] for iv in after])
+        fr.note(
+            "dropped",
+            "interval starting at or after run_stop",
+            "not taken as part of the run (see the time accounting)",
+            [iv.rows[0] for iv in after],
+        )
     train = [iv for iv in train if iv.start < t1]
     eval_iv = [iv for iv in eval_iv if iv.start < t1]
     clipped_end = [iv.rows[0] for iv in train + eval_iv if iv.stop > t1]
     if clipped_end:
-        fr.note("clipped", "interval running past run_stop", "cut at run_stop" + (" (the rest is the shutdown tail)" if t_end > t1 else ""),
-                clipped_end)
+        fr.note(
+            "clipped",
+            "interval running past run_stop",
+            "cut at run_stop" + (" (the rest is the shutdown tail)" if t_end > t1 else ""),
+            clipped_end,
+        )
     early_train = [iv.rows[0] for iv in train if iv.start < run_start]
     if early_train:
-        fr.note("clipped", f"'{train_family}_start' before run_start", "training cannot start before the timed run; started at run_start", early_train)
+        fr.note(
+            "clipped",
+            f"'{train_family}_start' before run_start",
+            "training cannot start before the timed run; started at run_start",
+            early_train,
+        )
     for iv in train:
         iv.start, iv.stop = max(iv.start, run_start), min(iv.stop, t1)
     for iv in eval_iv:
@@ -672,7 +806,12 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
             overlap.append(train[k].rows[0])
             train[k].start = train[k - 1].stop
     if overlap:
-        fr.note("clipped", "training interval overlapping the previous one", "train spans of a job cannot overlap; started at the previous stop", overlap)
+        fr.note(
+            "clipped",
+            "training interval overlapping the previous one",
+            "train spans of a job cannot overlap; started at the previous stop",
+            overlap,
+        )
     train = [iv for iv in train if iv.stop > iv.start]
 
     unit = _cursor_unit(train)
@@ -688,8 +827,19 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
     for iv in eval_iv:
         if iv.stop <= iv.start:
             continue
-        spans.append(dict(job_id=job_id, attempt=0, phase="eval", start=iv.start, end=iv.stop, stage=None, cursor_start=None, cursor_end=None,
-                          how=_how(iv, "evaluation")))
+        spans.append(
+            dict(
+                job_id=job_id,
+                attempt=0,
+                phase="eval",
+                start=iv.start,
+                end=iv.stop,
+                stage=None,
+                cursor_start=None,
+                cursor_end=None,
+                how=_how(iv, "evaluation"),
+            )
+        )
         pos = _eval_position(iv, unit)
         for k, tv in enumerate(train):
             if iv.stop <= tv.start or iv.start >= tv.stop:
@@ -700,59 +850,141 @@ def import_log(path: str | Path, systems_dir: str | Path | None, fr: FileReport,
                 cuts[k].append((iv.start, iv.stop, pos))
                 n_block += 1
     if n_block:
-        fr.note("inferred", "evaluation inside a training interval: blocking",
-                "it evaluates a point after the interval's start (or gives no position), so training paused: the train span is cut around it",
-                count=n_block)
+        fr.note(
+            "inferred",
+            "evaluation inside a training interval: blocking",
+            "it evaluates a point after the interval's start (or gives no position), so training paused: the train span is cut around it",
+            count=n_block,
+        )
     if n_conc:
-        fr.note("inferred", "evaluation inside a training interval: concurrent",
-                "it evaluates a point training had already passed, so training went on; the overlap stays productive (trace spec, section 5)",
-                count=n_conc)
+        fr.note(
+            "inferred",
+            "evaluation inside a training interval: concurrent",
+            "it evaluates a point training had already passed, so training went on; the overlap stays productive (trace spec, section 5)",
+            count=n_conc,
+        )
     for k, tv in enumerate(train):
         for a, b, c0, c1 in _split_train(tv.start, tv.stop, cursors[k][0], cursors[k][1], cuts[k]):
-            spans.append(dict(job_id=job_id, attempt=0, phase="train", start=a, end=b, stage=train_family, cursor_start=c0, cursor_end=c1,
-                              how=_how(tv, "training interval")))
+            spans.append(
+                dict(
+                    job_id=job_id,
+                    attempt=0,
+                    phase="train",
+                    start=a,
+                    end=b,
+                    stage=train_family,
+                    cursor_start=c0,
+                    cursor_end=c1,
+                    how=_how(tv, "training interval"),
+                )
+            )
 
     # start-up and the tail after run_stop
-    spans.append(dict(job_id=job_id, attempt=0, phase="trainer_init", start=t0, end=init_stop, stage="init_start..init_stop", cursor_start=None,
-                      cursor_end=None, how=EXPLICIT if init_stops else "initialisation with an inferred end (no init_stop: run_start)"))
+    spans.append(
+        dict(
+            job_id=job_id,
+            attempt=0,
+            phase="trainer_init",
+            start=t0,
+            end=init_stop,
+            stage="init_start..init_stop",
+            cursor_start=None,
+            cursor_end=None,
+            how=EXPLICIT if init_stops else "initialisation with an inferred end (no init_stop: run_start)",
+        )
+    )
     first_train = min((iv.start for iv in train), default=t1)
     if first_train > init_stop:
-        spans.append(dict(job_id=job_id, attempt=0, phase="data_warmup", start=init_stop, end=first_train,
-                          stage="init_stop..first_" + train_family, cursor_start=None, cursor_end=None,
-                          how=f"init_stop to the first training interval, taken as data warm-up (the log does not say what ran)"))
+        spans.append(
+            dict(
+                job_id=job_id,
+                attempt=0,
+                phase="data_warmup",
+                start=init_stop,
+                end=first_train,
+                stage="init_stop..first_" + train_family,
+                cursor_start=None,
+                cursor_end=None,
+                how="init_stop to the first training interval, taken as data warm-up (the log does not say what ran)",
+            )
+        )
     if t_end > t1:
-        spans.append(dict(job_id=job_id, attempt=0, phase="shutdown", start=t1, end=t_end, cursor_start=None, cursor_end=None,
-                          stage="after run_stop: " + ", ".join(sorted(after_families)),
-                          how="after run_stop: the job went on logging " + ", ".join(sorted(after_families))
-                              + " intervals (kept as the shutdown tail)"))
+        spans.append(
+            dict(
+                job_id=job_id,
+                attempt=0,
+                phase="shutdown",
+                start=t1,
+                end=t_end,
+                cursor_start=None,
+                cursor_end=None,
+                stage="after run_stop: " + ", ".join(sorted(after_families)),
+                how="after run_stop: the job went on logging "
+                + ", ".join(sorted(after_families))
+                + " intervals (kept as the shutdown tail)",
+            )
+        )
     spans = [sp for sp in spans if sp["end"] > sp["start"]]
 
     # accelerators
-    nodes, per_node, acc_model, acc_src, accelerators, gpus = _accelerator_count(path, src, log, parts, systems_dir, gpus_override, fr)
+    nodes, per_node, acc_model, acc_src, accelerators, gpus = _accelerator_count(
+        path, src, log, parts, systems_dir, gpus_override, fr
+    )
     fr.job_ids.append(job_id)
     evals = f"{n_logged_evals} logged intervals ({n_block} blocking overlaps, {n_conc} concurrent overlaps)"
     if results:
-        evals += (f"; {results} results (eval_accuracy) without eval_start/eval_stop: {len(bounded)} bounded by training stops, "
-                  f"{results - len(bounded)} inside training (counted as training)")
-    fr.facts.update({
-        "job_id": job_id, "benchmark": benchmark, "round": rnd, "submitter": submitter, "system": system,
-        "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})" if nodes is not None else f"{accelerators} (from {acc_src})",
-        "init_start": _iso(t0), "init_stop": _iso(init_stop), "run_start": _iso(run_start),
-        "run_stop": _iso(t1) if run_stops else None, "wall_s (init_start to the attempt's end)": round(t_end - t0, 3),
-        "after_run_stop_s": round(t_end - t1, 3),
-        "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
-        "run_status": status, "end_reason": end_reason, "evaluations": evals,
-    })
+        evals += (
+            f"; {results} results (eval_accuracy) without eval_start/eval_stop: {len(bounded)} bounded by training stops, "
+            f"{results - len(bounded)} inside training (counted as training)"
+        )
+    fr.facts.update(
+        {
+            "job_id": job_id,
+            "benchmark": benchmark,
+            "round": rnd,
+            "submitter": submitter,
+            "system": system,
+            "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})"
+            if nodes is not None
+            else f"{accelerators} (from {acc_src})",
+            "init_start": _iso(t0),
+            "init_stop": _iso(init_stop),
+            "run_start": _iso(run_start),
+            "run_stop": _iso(t1) if run_stops else None,
+            "wall_s (init_start to the attempt's end)": round(t_end - t0, 3),
+            "after_run_stop_s": round(t_end - t1, 3),
+            "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
+            "run_status": status,
+            "end_reason": end_reason,
+            "evaluations": evals,
+        }
+    )
     attempt = dict(job_id=job_id, attempt=0, start=t0, end=t_end, end_reason=end_reason)
     m = re.fullmatch(r"result_(\d+)", stem)
-    job = dict(job_id=job_id, model=benchmark, gpus=int(gpus), benchmark=benchmark, round=rnd, submitter=submitter, system=system,
-               division=_first_value(ev_all, "submission_division"), accelerators=int(accelerators),
-               nodes=None if nodes is None else int(nodes), accelerators_per_node=None if per_node is None else int(per_node),
-               accelerator_model=acc_model, accelerators_source=acc_src,
-               run_status=status, time_to_train_s=(t1 - run_start) if run_stops else None,
-               init_s=init_stop - t0, after_run_stop_s=t_end - t1, cursor_unit=unit,
-               submission="/".join(str(x) for x in (rnd, submitter, system, benchmark) if x), result=int(m.group(1)) if m else None,
-               source_file=path.name, synthetic=False)
+    job = dict(
+        job_id=job_id,
+        model=benchmark,
+        gpus=int(gpus),
+        benchmark=benchmark,
+        round=rnd,
+        submitter=submitter,
+        system=system,
+        division=_first_value(ev_all, "submission_division"),
+        accelerators=int(accelerators),
+        nodes=None if nodes is None else int(nodes),
+        accelerators_per_node=None if per_node is None else int(per_node),
+        accelerator_model=acc_model,
+        accelerators_source=acc_src,
+        run_status=status,
+        time_to_train_s=(t1 - run_start) if run_stops else None,
+        init_s=init_stop - t0,
+        after_run_stop_s=t_end - t1,
+        cursor_unit=unit,
+        submission="/".join(str(x) for x in (rnd, submitter, system, benchmark) if x),
+        result=int(m.group(1)) if m else None,
+        source_file=path.name,
+        synthetic=False,
+    )
     for category, what, seconds, rows in late_lines:
         fr.outside(job_id, category, what, seconds, rows)
     fr.account([attempt], spans)
@@ -768,7 +1000,9 @@ def _how(iv: Interval, what: str) -> str:
     return f"{what} with an inferred {'start (the previous stop or run_start)' if iv.start_ev is None else 'stop (the next start or the run end)'}"
 
 
-def _after_stop(timing: list[Event], ev_all: list[Event], t0: float, t1: float, fr: FileReport) -> tuple[float, set[str], list]:
+def _after_stop(
+    timing: list[Event], ev_all: list[Event], t0: float, t1: float, fr: FileReport
+) -> tuple[float, set[str], list]:
     """The end of the run's tail after run_stop ``t1``, and the families logged in it.
 
     Interval events (block, epoch, eval) after run_stop show the job still working, with its hardware: the run's
@@ -777,28 +1011,46 @@ def _after_stop(timing: list[Event], ev_all: list[Event], t0: float, t1: float, 
     post-processing script, a line dated a day later), which only say when a line was written.  Everything logged
     after the tail is reported as time after the stop, not in the wall time.
     """
-    later_run = min((e.t for e in timing if e.family in ("init", "run") and e.edge == "start" and e.t > t1 + EPS), default=math.inf)
+    later_run = min(
+        (e.t for e in timing if e.family in ("init", "run") and e.edge == "start" and e.t > t1 + EPS), default=math.inf
+    )
     limit = min(later_run, t1 + (t1 - t0))
     late = [e for e in timing if e.family in ("block", "epoch", "eval") and e.t > t1 + EPS]
     kept = [e for e in late if e.t < limit]
     t_end = max([t1] + [e.t for e in kept])
     for e in late:
         if e.t >= limit:
-            why = "after a later init_start/run_start" if e.t >= later_run else "more than the run's own length after run_stop"
+            why = (
+                "after a later init_start/run_start"
+                if e.t >= later_run
+                else "more than the run's own length after run_stop"
+            )
             fr.note("dropped", "interval event long after run_stop", f"{why}: not taken as part of this run", [e.row])
     beyond = [e for e in ev_all if e.t > t_end + EPS]
     late_lines = []
     if beyond:
         worst = max(beyond, key=lambda e: e.t)
-        fr.note("info", "lines dated after the run's end", f"up to {worst.t - t1:,.1f} s after run_stop; point events (or interval events not "
-                "taken) only say when a line was written: not in the wall time", [e.row for e in beyond])
-        late_lines = [("after stop", f"{len(beyond)} line(s) dated after the run's end, the latest this long after run_stop",
-                       worst.t - t1, [e.row for e in beyond])]
+        fr.note(
+            "info",
+            "lines dated after the run's end",
+            f"up to {worst.t - t1:,.1f} s after run_stop; point events (or interval events not "
+            "taken) only say when a line was written: not in the wall time",
+            [e.row for e in beyond],
+        )
+        late_lines = [
+            (
+                "after stop",
+                f"{len(beyond)} line(s) dated after the run's end, the latest this long after run_stop",
+                worst.t - t1,
+                [e.row for e in beyond],
+            )
+        ]
     return t_end, {e.family for e in kept}, late_lines
 
 
-def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eval_iv: list[Interval], run_start: float, t1: float,
-                                   fr: FileReport) -> tuple[int, list[Interval]]:
+def _evaluations_without_intervals(
+    timing: list[Event], ev_all: list[Event], eval_iv: list[Interval], run_start: float, t1: float, fr: FileReport
+) -> tuple[int, list[Interval]]:
     """Evaluations a log records only by their result (``eval_accuracy``), with no eval_start/eval_stop at all.
 
     An evaluation's result is logged when it ends.  Where training had stopped before it (an epoch_stop or
@@ -810,7 +1062,11 @@ def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eva
     """
     if eval_iv or any(e.family == "eval" for e in timing):
         return 0, []
-    accs = [e for e in ev_all if e.key == "eval_accuracy" and e.t * 1000 >= MIN_VALID_MS and run_start - EPS <= e.t <= t1 + EPS]
+    accs = [
+        e
+        for e in ev_all
+        if e.key == "eval_accuracy" and e.t * 1000 >= MIN_VALID_MS and run_start - EPS <= e.t <= t1 + EPS
+    ]
     if not accs:
         return 0, []
     accs = _merge_copies(accs, fr)
@@ -821,23 +1077,40 @@ def _evaluations_without_intervals(timing: list[Event], ev_all: list[Event], eva
         last_start = max(starts, default=run_start)
         stops = [e.t for e in train_ev if e.edge == "stop" and last_start < e.t <= acc.t + EPS]
         if stops and min(stops) < acc.t - MIN_EVAL_GAP_S:
-            bounded.append(Interval("eval", min(stops), acc.t, None, acc, [acc.row],
-                                    how="evaluation bounded by the last training stop before its result (eval_accuracy) and the result"))
+            bounded.append(
+                Interval(
+                    "eval",
+                    min(stops),
+                    acc.t,
+                    None,
+                    acc,
+                    [acc.row],
+                    how="evaluation bounded by the last training stop before its result (eval_accuracy) and the result",
+                )
+            )
         else:
             inside.append(acc.row)
     if bounded:
-        fr.note("inferred", "evaluation without eval_start/eval_stop, bounded",
-                "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the result",
-                [iv.rows[0] for iv in bounded])
+        fr.note(
+            "inferred",
+            "evaluation without eval_start/eval_stop, bounded",
+            "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the result",
+            [iv.rows[0] for iv in bounded],
+        )
     if inside:
-        fr.note("warning", "evaluation results (eval_accuracy) without eval_start/eval_stop inside training",
-                "the log does not say how long these evaluations took, and no training stop bounds them: their time counts as "
-                "training, so this run's ETT% is an upper bound", inside)
+        fr.note(
+            "warning",
+            "evaluation results (eval_accuracy) without eval_start/eval_stop inside training",
+            "the log does not say how long these evaluations took, and no training stop bounds them: their time counts as "
+            "training, so this run's ETT% is an upper bound",
+            inside,
+        )
     return len(accs), bounded
 
 
-def _accelerator_count(path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, gpus_override: int | None,
-                       fr: FileReport) -> tuple:
+def _accelerator_count(
+    path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, gpus_override: int | None, fr: FileReport
+) -> tuple:
     """(nodes, accelerators per node, model, source, accelerators, gpus) of one log.
 
     The log's :::SYSJSON line and the published system description; when both exist and disagree, the published
@@ -856,27 +1129,54 @@ def _accelerator_count(path: Path, src: str, log: ParsedLog, parts: dict | None,
         try:
             desc = json.loads(sys_file.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise InputError(Problem(str(sys_file), None, None, f"system description is not valid JSON: {exc}")) from None
+            raise InputError(
+                Problem(str(sys_file), None, None, f"system description is not valid JSON: {exc}")
+            ) from None
         d_nodes, d_per, d_model = _accelerators(desc, str(sys_file))
         if acc_src is None:
             nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model, f"system description {sys_file.name}"
         elif (d_nodes, d_per) != (nodes, per_node):
-            fr.note("warning", "accelerators", f"SYSJSON says {nodes}x{per_node}, {sys_file.name} says {d_nodes}x{d_per}: the published system "
-                    f"description is used ({d_nodes * d_per} accelerators); pass --gpus to override", [log.sysjson_row])
-            nodes, per_node, acc_model, acc_src = d_nodes, d_per, d_model or acc_model, f"system description {sys_file.name}"
+            fr.note(
+                "warning",
+                "accelerators",
+                f"SYSJSON says {nodes}x{per_node}, {sys_file.name} says {d_nodes}x{d_per}: the published system "
+                f"description is used ({d_nodes * d_per} accelerators); pass --gpus to override",
+                [log.sysjson_row],
+            )
+            nodes, per_node, acc_model, acc_src = (
+                d_nodes,
+                d_per,
+                d_model or acc_model,
+                f"system description {sys_file.name}",
+            )
     if gpus_override is not None:
-        before = f"{nodes * per_node} from {acc_src}" if acc_src is not None else "no accelerator count in the log or a system description"
+        before = (
+            f"{nodes * per_node} from {acc_src}"
+            if acc_src is not None
+            else "no accelerator count in the log or a system description"
+        )
         fr.note("inferred", "gpus", f"--gpus {gpus_override} given: used instead of {before}")
         return nodes, per_node, acc_model, "--gpus", gpus_override, gpus_override
     if acc_src is None:
-        raise InputError(Problem(src, log.sysjson_row, "accelerators",
-                                 "no :::SYSJSON line and no system description found (tried: " + "; ".join(tried)
-                                 + "); pass --systems DIR holding <round>/<submitter>/<system>.json, or --gpus N"))
+        raise InputError(
+            Problem(
+                src,
+                log.sysjson_row,
+                "accelerators",
+                "no :::SYSJSON line and no system description found (tried: "
+                + "; ".join(tried)
+                + "); pass --systems DIR holding <round>/<submitter>/<system>.json, or --gpus N",
+            )
+        )
     accelerators = nodes * per_node
     gpus = accelerators
     if accelerators == 0:
         gpus = max(1, nodes)
-        fr.note("inferred", "gpus", f"CPU-only system (0 accelerators per node); gpus set to number_of_nodes = {gpus} for weighting")
+        fr.note(
+            "inferred",
+            "gpus",
+            f"CPU-only system (0 accelerators per node); gpus set to number_of_nodes = {gpus} for weighting",
+        )
     return nodes, per_node, acc_model, acc_src, accelerators, gpus
 
 
@@ -887,9 +1187,15 @@ def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
     problems = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(f for f in p.rglob("result_*.txt") if f.is_file() and "systems" not in f.relative_to(p).parts)
+            found = sorted(
+                f for f in p.rglob("result_*.txt") if f.is_file() and "systems" not in f.relative_to(p).parts
+            )
             if not found:
-                problems.append(Problem(str(p), None, None, "folder holds no MLPerf result log (result_*.txt, searched recursively)"))
+                problems.append(
+                    Problem(
+                        str(p), None, None, "folder holds no MLPerf result log (result_*.txt, searched recursively)"
+                    )
+                )
             out += found
         else:
             out.append(p)
@@ -898,8 +1204,9 @@ def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
     return list(dict.fromkeys(out))
 
 
-def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = None,
-                gpus: int | dict[str, int] | None = None) -> tuple[TraceFrames, ImportReport]:
+def import_logs(
+    paths: Sequence[str | Path], systems_dir: str | Path | None = None, gpus: int | dict[str, int] | None = None
+) -> tuple[TraceFrames, ImportReport]:
     """Import MLPerf result logs: one job a file (a folder: every ``result_*.txt`` below it).
 
     Returns the trace frames and the import report.  ``gpus`` overrides the accelerator count: one number for every
@@ -915,7 +1222,7 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
     (unreadable, no events, no start, no accelerator count) or when two files
     give the same job id.
     """
-    for n in ([gpus] if not isinstance(gpus, dict) else gpus.values()):
+    for n in [gpus] if not isinstance(gpus, dict) else gpus.values():
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
             raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {n!r}"))
     logs = expand_logs(paths)
@@ -937,7 +1244,9 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
             problems.extend(exc.problems)
             continue
         if j["job_id"] in seen:
-            problems.append(Problem(str(p), None, "job_id", f"job id {j['job_id']!r} already imported from {seen[j['job_id']]}"))
+            problems.append(
+                Problem(str(p), None, "job_id", f"job id {j['job_id']!r} already imported from {seen[j['job_id']]}")
+            )
             continue
         seen[j["job_id"]] = str(p)
         attempts.append(a)
@@ -945,8 +1254,12 @@ def import_logs(paths: Sequence[str | Path], systems_dir: str | Path | None = No
         jobs.append(j)
     if problems:
         raise InputError(problems)
-    metadata = {"synthetic": False, "source": "MLPerf Training result logs (MLLOG)", "importer": "ettcore.importers.mlperf",
-                "source_files": [str(p) for p in logs]}
+    metadata = {
+        "synthetic": False,
+        "source": "MLPerf Training result logs (MLLOG)",
+        "importer": "ettcore.importers.mlperf",
+        "source_files": [str(p) for p in logs],
+    }
     return TraceFrames.from_rows(attempts, spans, jobs, metadata), report
 
 
@@ -956,14 +1269,22 @@ def submission_spread(summary: pl.DataFrame) -> pl.DataFrame:
     runs = summary.filter(pl.col("submission").is_not_null())
     return (
         runs.group_by("submission", "benchmark")
-        .agg(pl.len().alias("runs"), pl.col("gpus").first(),
-             pl.col("ett_pct").min().alias("ett_min_pct"), pl.col("ett_pct").median().alias("ett_median_pct"),
-             pl.col("ett_pct").max().alias("ett_max_pct"),
-             pl.col("time_to_train_s").min().alias("time_to_train_min_s"), pl.col("time_to_train_s").median().alias("time_to_train_median_s"),
-             pl.col("time_to_train_s").max().alias("time_to_train_max_s"),
-             pl.col("wall_s").min().alias("wall_min_s"), pl.col("wall_s").max().alias("wall_max_s"))
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("gpus").first(),
+            pl.col("ett_pct").min().alias("ett_min_pct"),
+            pl.col("ett_pct").median().alias("ett_median_pct"),
+            pl.col("ett_pct").max().alias("ett_max_pct"),
+            pl.col("time_to_train_s").min().alias("time_to_train_min_s"),
+            pl.col("time_to_train_s").median().alias("time_to_train_median_s"),
+            pl.col("time_to_train_s").max().alias("time_to_train_max_s"),
+            pl.col("wall_s").min().alias("wall_min_s"),
+            pl.col("wall_s").max().alias("wall_max_s"),
+        )
         .filter(pl.col("runs") > 1)
-        .with_columns((pl.col("ett_max_pct") - pl.col("ett_min_pct")).alias("ett_spread_pct"),
-                      (pl.col("time_to_train_max_s") - pl.col("time_to_train_min_s")).alias("time_to_train_spread_s"))
+        .with_columns(
+            (pl.col("ett_max_pct") - pl.col("ett_min_pct")).alias("ett_spread_pct"),
+            (pl.col("time_to_train_max_s") - pl.col("time_to_train_min_s")).alias("time_to_train_spread_s"),
+        )
         .sort("submission")
     )

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.integrations.recorder import END_REASONS, RECORD_KINDS
-
 
 # --------------------------------------------------------------------------- reading
 
@@ -61,8 +60,15 @@ def read_records(path: str | Path) -> tuple[list[Record], list[Problem]]:
             err = f"line is not valid JSON ({exc})"
         if row == last and (err or not complete_tail):
             why = err or "no final newline"
-            problems.append(Problem(str(path), row, None,
-                                    f"torn final line ({why}; a crash mid-write): skipped, {len(line)} bytes", table="recorder"))
+            problems.append(
+                Problem(
+                    str(path),
+                    row,
+                    None,
+                    f"torn final line ({why}; a crash mid-write): skipped, {len(line)} bytes",
+                    table="recorder",
+                )
+            )
             continue
         if err:
             raise InputError(Problem(str(path), row, None, err, table="recorder"))
@@ -76,8 +82,16 @@ def _need(rec: Record, key: str, kinds: tuple[type, ...], *, allow_none: bool = 
         return None
     if isinstance(value, bool) or not isinstance(value, kinds):
         names = "/".join(k.__name__ for k in kinds)
-        raise InputError(Problem(rec.file, rec.row, key, f"expected {names}, got {value!r}", table="recorder",
-                                 job_id=rec.data.get("job_id") if isinstance(rec.data.get("job_id"), str) else None))
+        raise InputError(
+            Problem(
+                rec.file,
+                rec.row,
+                key,
+                f"expected {names}, got {value!r}",
+                table="recorder",
+                job_id=rec.data.get("job_id") if isinstance(rec.data.get("job_id"), str) else None,
+            )
+        )
     return value
 
 
@@ -111,7 +125,9 @@ def _recorder_files(directory: Path) -> list[Path]:
     return files
 
 
-def _train_pieces(job_id: str, attempt: int, stage: str | None, points: list[tuple[float, float]]) -> list[dict[str, Any]]:
+def _train_pieces(
+    job_id: str, attempt: int, stage: str | None, points: list[tuple[float, float]]
+) -> list[dict[str, Any]]:
     """Consecutive train spans through the (time, cursor) points; points at one instant keep the last cursor."""
     merged: list[tuple[float, float]] = []
     for t, c in points:
@@ -121,12 +137,28 @@ def _train_pieces(job_id: str, attempt: int, stage: str | None, points: list[tup
             merged.append((t, c))
     if len(merged) == 1:
         merged.append(merged[0])
-    return [{"job_id": job_id, "attempt": attempt, "phase": "train", "stage": stage, "start": a[0], "end": b[0],
-             "cursor_start": a[1], "cursor_end": b[1]} for a, b in zip(merged, merged[1:])]
+    return [
+        {
+            "job_id": job_id,
+            "attempt": attempt,
+            "phase": "train",
+            "stage": stage,
+            "start": a[0],
+            "end": b[0],
+            "cursor_start": a[1],
+            "cursor_end": b[1],
+        }
+        for a, b in zip(merged, merged[1:])
+    ]
 
 
-def collect(directory: str | Path, *, open_last_attempt: str = "running", split_train: bool = True,
-            attempt_ends: dict[tuple[str, int], float] | None = None) -> Conversion:
+def collect(
+    directory: str | Path,
+    *,
+    open_last_attempt: str = "running",
+    split_train: bool = True,
+    attempt_ends: dict[tuple[str, int], float] | None = None,
+) -> Conversion:
     """Read every recorder file in ``directory`` into trace tables (no files written).
 
     Rules, each applied with a note in ``problems``:
@@ -183,32 +215,66 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
             if kind == "job":
                 gpus = _need(rec, "gpus", (int,))
                 if gpus < 1:
-                    raise InputError(Problem(rec.file, rec.row, "gpus", "gpus must be >= 1", table="recorder", job_id=job_id))
+                    raise InputError(
+                        Problem(rec.file, rec.row, "gpus", "gpus must be >= 1", table="recorder", job_id=job_id)
+                    )
                 labels = rec.data.get("labels") or {}
                 if not isinstance(labels, dict):
-                    raise InputError(Problem(rec.file, rec.row, "labels", "labels must be an object", table="recorder", job_id=job_id))
+                    raise InputError(
+                        Problem(
+                            rec.file, rec.row, "labels", "labels must be an object", table="recorder", job_id=job_id
+                        )
+                    )
                 model = _need(rec, "model", (str,), allow_none=True)
                 jobs[job_id] = {"job_id": job_id, "model": model or job_id, "gpus": gpus, **labels}
                 continue
             attempt = _need(rec, "attempt", (int,))
             if attempt < 0:
-                raise InputError(Problem(rec.file, rec.row, "attempt", "attempt must be >= 0", table="recorder", job_id=job_id))
+                raise InputError(
+                    Problem(rec.file, rec.row, "attempt", "attempt must be >= 0", table="recorder", job_id=job_id)
+                )
             key = (job_id, attempt)
             if kind == "attempt_start":
                 t = float(_need(rec, "t", _NUM))
                 if key in starts:
-                    raise InputError(Problem(rec.file, rec.row, "k", f"second attempt_start for attempt {attempt} "
-                                             f"(first: {starts[key][1].file} row {starts[key][1].row})", table="recorder", job_id=job_id))
+                    raise InputError(
+                        Problem(
+                            rec.file,
+                            rec.row,
+                            "k",
+                            f"second attempt_start for attempt {attempt} "
+                            f"(first: {starts[key][1].file} row {starts[key][1].row})",
+                            table="recorder",
+                            job_id=job_id,
+                        )
+                    )
                 starts[key] = (t, rec)
                 seen(key, t)
             elif kind == "attempt_end":
                 t = float(_need(rec, "t", _NUM))
                 reason = _need(rec, "reason", (str,))
                 if reason not in END_REASONS:
-                    raise InputError(Problem(rec.file, rec.row, "reason", f"end reason {reason!r} is not one of {END_REASONS}",
-                                             table="recorder", job_id=job_id))
+                    raise InputError(
+                        Problem(
+                            rec.file,
+                            rec.row,
+                            "reason",
+                            f"end reason {reason!r} is not one of {END_REASONS}",
+                            table="recorder",
+                            job_id=job_id,
+                        )
+                    )
                 if key in ends:
-                    raise InputError(Problem(rec.file, rec.row, "k", f"second attempt_end for attempt {attempt}", table="recorder", job_id=job_id))
+                    raise InputError(
+                        Problem(
+                            rec.file,
+                            rec.row,
+                            "k",
+                            f"second attempt_end for attempt {attempt}",
+                            table="recorder",
+                            job_id=job_id,
+                        )
+                    )
                 ends[key] = (t, reason, rec)
                 seen(key, t)
             else:
@@ -219,17 +285,42 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
                     phase = _need(rec, "phase", (str,))
                     cursor = _need(rec, "cursor", _NUM, allow_none=True)
                     if phase == "train" and cursor is None:
-                        raise InputError(Problem(rec.file, rec.row, "cursor", "a train span needs a cursor", table="recorder", job_id=job_id))
-                    open_spans[skey] = {"key": key, "phase": phase, "stage": _need(rec, "stage", (str,), allow_none=True),
-                                        "start": t, "cursor": cursor, "last_t": t, "rec": rec, "points": [(t, cursor)]}
+                        raise InputError(
+                            Problem(
+                                rec.file,
+                                rec.row,
+                                "cursor",
+                                "a train span needs a cursor",
+                                table="recorder",
+                                job_id=job_id,
+                            )
+                        )
+                    open_spans[skey] = {
+                        "key": key,
+                        "phase": phase,
+                        "stage": _need(rec, "stage", (str,), allow_none=True),
+                        "start": t,
+                        "cursor": cursor,
+                        "last_t": t,
+                        "rec": rec,
+                        "points": [(t, cursor)],
+                    }
                     seen(key, t)
                 elif kind == "progress":
                     t = float(_need(rec, "t", _NUM))
                     cursor = _need(rec, "cursor", _NUM)
                     o = open_spans.get(skey)
                     if o is None:
-                        raise InputError(Problem(rec.file, rec.row, "id", f"progress for span {span_id} that is not open",
-                                                 table="recorder", job_id=job_id))
+                        raise InputError(
+                            Problem(
+                                rec.file,
+                                rec.row,
+                                "id",
+                                f"progress for span {span_id} that is not open",
+                                table="recorder",
+                                job_id=job_id,
+                            )
+                        )
                     o["cursor"], o["last_t"] = cursor, t
                     o["points"].append((t, cursor))
                     seen(key, t)
@@ -240,16 +331,34 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
                     cs = _need(rec, "cursor_start", _NUM, allow_none=True)
                     ce = _need(rec, "cursor_end", _NUM, allow_none=True)
                     if phase == "train" and (cs is None or ce is None):
-                        raise InputError(Problem(rec.file, rec.row, "cursor_end" if cs is not None else "cursor_start",
-                                                 "a train span needs cursor_start and cursor_end", table="recorder", job_id=job_id))
+                        raise InputError(
+                            Problem(
+                                rec.file,
+                                rec.row,
+                                "cursor_end" if cs is not None else "cursor_start",
+                                "a train span needs cursor_start and cursor_end",
+                                table="recorder",
+                                job_id=job_id,
+                            )
+                        )
                     opened = open_spans.pop(skey, None)
                     stage = _need(rec, "stage", (str,), allow_none=True)
                     if phase == "train" and split_train and opened is not None:
                         points = [(start, cs)] + [p for p in opened["points"][1:] if start < p[0] < end] + [(end, ce)]
                         spans.extend(_train_pieces(job_id, attempt, stage, points))
                     else:
-                        spans.append({"job_id": job_id, "attempt": attempt, "phase": phase, "stage": stage,
-                                      "start": start, "end": end, "cursor_start": cs, "cursor_end": ce})
+                        spans.append(
+                            {
+                                "job_id": job_id,
+                                "attempt": attempt,
+                                "phase": phase,
+                                "stage": stage,
+                                "start": start,
+                                "end": end,
+                                "cursor_start": cs,
+                                "cursor_end": ce,
+                            }
+                        )
                     seen(key, start)
                     seen(key, end)
 
@@ -265,19 +374,45 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
             start = starts[key][0]
         else:
             start = first_t[key]
-            problems.append(Problem(str(directory), None, "attempt_start",
-                                    f"attempt {attempt} has no attempt_start record: starts at its earliest record", table="attempts", job_id=job_id))
+            problems.append(
+                Problem(
+                    str(directory),
+                    None,
+                    "attempt_start",
+                    f"attempt {attempt} has no attempt_start record: starts at its earliest record",
+                    table="attempts",
+                    job_id=job_id,
+                )
+            )
         if key in ends:
             end, reason = ends[key][0], ends[key][1]
         elif attempt < last_attempt[job_id] or open_last_attempt == "failure":
             end, reason = last_t[key], "failure"
-            problems.append(Problem(str(directory), None, "attempt_end",
-                                    f"attempt {attempt} has no attempt_end record: taken as a failure at its last record", table="attempts", job_id=job_id))
+            problems.append(
+                Problem(
+                    str(directory),
+                    None,
+                    "attempt_end",
+                    f"attempt {attempt} has no attempt_end record: taken as a failure at its last record",
+                    table="attempts",
+                    job_id=job_id,
+                )
+            )
         else:
             end, reason = None, "running"
-            problems.append(Problem(str(directory), None, "attempt_end",
-                                    f"attempt {attempt} has no attempt_end record: still running (null end)", table="attempts", job_id=job_id))
-        attempts.append({"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason, "_key": key})
+            problems.append(
+                Problem(
+                    str(directory),
+                    None,
+                    "attempt_end",
+                    f"attempt {attempt} has no attempt_end record: still running (null end)",
+                    table="attempts",
+                    job_id=job_id,
+                )
+            )
+        attempts.append(
+            {"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason, "_key": key}
+        )
     end_of = {a["_key"]: a["end"] for a in attempts}
 
     for o in open_spans.values():
@@ -294,15 +429,36 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
             if close_t is None:
                 close_t, how = last_t[o["key"]], "the attempt's last record"
             if close_t < o["start"]:  # an accounting's whole-second end can precede a span opened in its last second
-                close_t, how = o["start"], how + f" ({o['start'] - close_t:.3f} s before the span opened): at its start, no length"
+                close_t, how = (
+                    o["start"],
+                    how + f" ({o['start'] - close_t:.3f} s before the span opened): at its start, no length",
+                )
             cs = ce = None
         if o["phase"] == "train" and split_train:
             spans.extend(_train_pieces(job_id, attempt, o["stage"], o["points"]))
         else:
-            spans.append({"job_id": job_id, "attempt": attempt, "phase": o["phase"], "stage": o["stage"],
-                          "start": o["start"], "end": close_t, "cursor_start": cs, "cursor_end": ce})
-        problems.append(Problem(rec.file, rec.row, "span", f"{o['phase']} span opened here was never closed: closed at {how}",
-                                table="spans", job_id=job_id))
+            spans.append(
+                {
+                    "job_id": job_id,
+                    "attempt": attempt,
+                    "phase": o["phase"],
+                    "stage": o["stage"],
+                    "start": o["start"],
+                    "end": close_t,
+                    "cursor_start": cs,
+                    "cursor_end": ce,
+                }
+            )
+        problems.append(
+            Problem(
+                rec.file,
+                rec.row,
+                "span",
+                f"{o['phase']} span opened here was never closed: closed at {how}",
+                table="spans",
+                job_id=job_id,
+            )
+        )
 
     for job_id in last_attempt:
         jobs.setdefault(job_id, {"job_id": job_id, "model": job_id, "gpus": 1})
@@ -314,11 +470,30 @@ def collect(directory: str | Path, *, open_last_attempt: str = "running", split_
 
     for a in attempts:
         del a["_key"]
-    att_df = pl.DataFrame(attempts, schema={"job_id": pl.String, "attempt": pl.Int64, "start": pl.Float64,
-                                            "end": pl.Float64, "end_reason": pl.String})
+    att_df = pl.DataFrame(
+        attempts,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "start": pl.Float64,
+            "end": pl.Float64,
+            "end_reason": pl.String,
+        },
+    )
     att_df = att_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt")
-    span_df = pl.DataFrame(spans, schema={"job_id": pl.String, "attempt": pl.Int64, "phase": pl.String, "stage": pl.String,
-                                          "start": pl.Float64, "end": pl.Float64, "cursor_start": pl.Float64, "cursor_end": pl.Float64})
+    span_df = pl.DataFrame(
+        spans,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "phase": pl.String,
+            "stage": pl.String,
+            "start": pl.Float64,
+            "end": pl.Float64,
+            "cursor_start": pl.Float64,
+            "cursor_end": pl.Float64,
+        },
+    )
     span_df = span_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt", "start", "end")
     job_df = pl.DataFrame(list(jobs.values())).sort("job_id")
     return Conversion(att_df, span_df, job_df, problems)
@@ -343,8 +518,10 @@ def convert(
     from ettcore.trace.writer import write_trace
 
     conv = collect(directory, open_last_attempt=open_last_attempt, split_train=split_train)
-    meta = {"source": f"ettcore.recorder run folder {Path(directory).name}",
-            "recorder_notes": conv.note_lines(notes_relative_to)}
+    meta = {
+        "source": f"ettcore.integrations.recorder run folder {Path(directory).name}",
+        "recorder_notes": conv.note_lines(notes_relative_to),
+    }
     meta.update(metadata or {})
     conv.out_dir = write_trace(out_dir, attempts=conv.attempts, spans=conv.spans, jobs=conv.jobs, metadata=meta)
     return conv

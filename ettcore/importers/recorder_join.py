@@ -29,10 +29,9 @@ from typing import Callable
 
 import polars as pl
 
-from ettcore.importers.recorder import collect
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import ImportReport
-
+from ettcore.importers.recorder import collect
 
 
 def _seconds(df: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
@@ -60,9 +59,13 @@ def join_recorder(
             continue
         where = name(Path(p.file))
         fr.note("inferred", f"{where}: {p.message}", "as the recorder's conversion does", [p.row] if p.row else None)
-    fr.note("info", "attempts", "taken from the accounting (start, end, end reason); the recorder's own attempt records, "
-            f"where present, are not used ({skipped_attempt_notes} recorder attempt(s) without start or end records, as "
-            "expected inside a batch job)")
+    fr.note(
+        "info",
+        "attempts",
+        "taken from the accounting (start, end, end reason); the recorder's own attempt records, "
+        f"where present, are not used ({skipped_attempt_notes} recorder attempt(s) without start or end records, as "
+        "expected inside a batch job)",
+    )
 
     spans = _seconds(conv.spans, ("start", "end"))
     jobs_known = set(frames.jobs["job_id"].to_list()) if frames.jobs.height else set()
@@ -103,22 +106,45 @@ def join_recorder(
         kept.append(out)
         clipped.append(label)
     if clipped:
-        fr.note("clipped", "span sticking out of its run by at most the clock tolerance", f"cut to the run (tolerance "
-                f"{tol:g} s: the accounting's times are whole seconds): {'; '.join(clipped[:10])}"
-                f"{' ...' if len(clipped) > 10 else ''}", count=len(clipped))
+        fr.note(
+            "clipped",
+            "span sticking out of its run by at most the clock tolerance",
+            f"cut to the run (tolerance "
+            f"{tol:g} s: the accounting's times are whole seconds): {'; '.join(clipped[:10])}"
+            f"{' ...' if len(clipped) > 10 else ''}",
+            count=len(clipped),
+        )
     if clipped_away:
-        fr.note("dropped", "span wholly outside its run but within the clock tolerance",
-                "nothing of it is left inside the run (the accounting's end is cut to whole seconds, so a run's last "
-                f"moments fall after it): {'; '.join(clipped_away[:10])}{' ...' if len(clipped_away) > 10 else ''}",
-                count=len(clipped_away))
+        fr.note(
+            "dropped",
+            "span wholly outside its run but within the clock tolerance",
+            "nothing of it is left inside the run (the accounting's end is cut to whole seconds, so a run's last "
+            f"moments fall after it): {'; '.join(clipped_away[:10])}{' ...' if len(clipped_away) > 10 else ''}",
+            count=len(clipped_away),
+        )
     if dropped_outside:
-        fr.note("dropped", "span outside its run beyond the clock tolerance", "not moved into the run: "
-                + "; ".join(dropped_outside[:10]) + (" ..." if len(dropped_outside) > 10 else ""), count=len(dropped_outside))
+        fr.note(
+            "dropped",
+            "span outside its run beyond the clock tolerance",
+            "not moved into the run: "
+            + "; ".join(dropped_outside[:10])
+            + (" ..." if len(dropped_outside) > 10 else ""),
+            count=len(dropped_outside),
+        )
     for (job, attempt), n in sorted(dropped_run.items()):
-        fr.note("dropped", f"{n} span(s) of job {job} attempt {attempt}", "the accounting has no run with this number "
-                "(SLURM_RESTART_COUNT) for the job", count=n)
+        fr.note(
+            "dropped",
+            f"{n} span(s) of job {job} attempt {attempt}",
+            "the accounting has no run with this number (SLURM_RESTART_COUNT) for the job",
+            count=n,
+        )
     for job, n in sorted(dropped_job.items()):
-        fr.note("dropped", f"{n} span(s) of job {job}", "the job is not in the accounting export (outside its time window?)", count=n)
+        fr.note(
+            "dropped",
+            f"{n} span(s) of job {job}",
+            "the job is not in the accounting export (outside its time window?)",
+            count=n,
+        )
 
     # jobs: the recorder's model and labels
     jobs = frames.jobs
@@ -126,24 +152,46 @@ def join_recorder(
     if rec_jobs.height:
         label_cols = [c for c in rec_jobs.columns if c not in ("job_id", "model", "gpus") and c not in jobs.columns]
         models = rec_jobs.select("job_id", pl.col("model").alias("_rec_model"))
-        jobs = jobs.join(models, on="job_id", how="left").with_columns(
-            pl.when(pl.col("_rec_model").is_not_null() & (pl.col("_rec_model") != pl.col("job_id")))
-            .then(pl.col("_rec_model")).otherwise(pl.col("model")).alias("model")).drop("_rec_model")
+        jobs = (
+            jobs.join(models, on="job_id", how="left")
+            .with_columns(
+                pl.when(pl.col("_rec_model").is_not_null() & (pl.col("_rec_model") != pl.col("job_id")))
+                .then(pl.col("_rec_model"))
+                .otherwise(pl.col("model"))
+                .alias("model")
+            )
+            .drop("_rec_model")
+        )
         if label_cols:
             jobs = jobs.join(rec_jobs.select("job_id", *label_cols), on="job_id", how="left")
-        gpu_diff = rec_jobs.join(frames.jobs.select("job_id", pl.col("gpus").alias("_acct")), on="job_id") \
-            .filter(pl.col("gpus") != pl.col("_acct"))
-        fr.note("info", "job records", f"{rec_jobs.height} job(s) described by the recorder: model from the recorder, labels "
-                f"added ({', '.join(label_cols) or 'none new'}); GPUs from the accounting"
-                + (f" ({gpu_diff.height} job(s) where the recorder says otherwise)" if gpu_diff.height else ""))
-    fr.facts.update({"recorder spans": spans.height, "kept": len(kept), "clipped": len(clipped),
-                     "outside their run within the tolerance (dropped)": len(clipped_away),
-                     "outside their run beyond the tolerance (dropped)": len(dropped_outside),
-                     "in a run the accounting lacks (dropped)": sum(dropped_run.values()),
-                     "of a job the accounting lacks (dropped)": sum(dropped_job.values()),
-                     "jobs with spans": len({s["job_id"] for s in kept})})
+        gpu_diff = rec_jobs.join(frames.jobs.select("job_id", pl.col("gpus").alias("_acct")), on="job_id").filter(
+            pl.col("gpus") != pl.col("_acct")
+        )
+        fr.note(
+            "info",
+            "job records",
+            f"{rec_jobs.height} job(s) described by the recorder: model from the recorder, labels "
+            f"added ({', '.join(label_cols) or 'none new'}); GPUs from the accounting"
+            + (f" ({gpu_diff.height} job(s) where the recorder says otherwise)" if gpu_diff.height else ""),
+        )
+    fr.facts.update(
+        {
+            "recorder spans": spans.height,
+            "kept": len(kept),
+            "clipped": len(clipped),
+            "outside their run within the tolerance (dropped)": len(clipped_away),
+            "outside their run beyond the tolerance (dropped)": len(dropped_outside),
+            "in a run the accounting lacks (dropped)": sum(dropped_run.values()),
+            "of a job the accounting lacks (dropped)": sum(dropped_job.values()),
+            "jobs with spans": len({s["job_id"] for s in kept}),
+        }
+    )
 
-    extra = pl.DataFrame(kept, schema=frames.spans.schema, orient="row") if kept else pl.DataFrame(schema=frames.spans.schema)
+    extra = (
+        pl.DataFrame(kept, schema=frames.spans.schema, orient="row")
+        if kept
+        else pl.DataFrame(schema=frames.spans.schema)
+    )
     merged = pl.concat([frames.spans, extra.select(frames.spans.columns)]).sort("job_id", "attempt", "start", "phase")
     meta = dict(frames.metadata)
     meta["recorder"] = fr.file

@@ -64,24 +64,54 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone as dt_timezone
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ettcore.errors import Problem, InputError
-from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import FileReport, ImportReport
+from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
 
 if TYPE_CHECKING:
     import polars as pl
 
 REQUIRED_FIELDS = ("JobID", "JobIDRaw", "State", "Submit", "Start", "End")
-OPTIONAL_FIELDS = ("JobName", "Partition", "Account", "QOS", "User", "ExitCode", "Eligible", "AllocTRES", "NodeList", "DBIndex")
+OPTIONAL_FIELDS = (
+    "JobName",
+    "Partition",
+    "Account",
+    "QOS",
+    "User",
+    "ExitCode",
+    "Eligible",
+    "AllocTRES",
+    "NodeList",
+    "DBIndex",
+)
 # The --format list of the text export (README, docs/slurm.md).
-SACCT_FORMAT = ",".join(("JobID", "JobIDRaw", "JobName", "Partition", "Account", "QOS", "User", "State", "ExitCode",
-                         "Submit", "Eligible", "Start", "End", "AllocTRES", "NodeList", "DBIndex"))
+SACCT_FORMAT = ",".join(
+    (
+        "JobID",
+        "JobIDRaw",
+        "JobName",
+        "Partition",
+        "Account",
+        "QOS",
+        "User",
+        "State",
+        "ExitCode",
+        "Submit",
+        "Eligible",
+        "Start",
+        "End",
+        "AllocTRES",
+        "NodeList",
+        "DBIndex",
+    )
+)
 # sacct -E: without an end far in the future, jobs cancelled before they became eligible are missed.
 FAR_END = "2100-01-01T00:00:00"
 
@@ -97,9 +127,18 @@ def export_commands(start: str, end: str = FAR_END) -> dict[str, list[str]]:
     """
     window = ["--starttime", start, "--endtime", end]
     return {
-        "sacct.txt": ["sacct", "--allusers", "--duplicates", "--allocations", "--parsable2", f"--format={SACCT_FORMAT}", *window],
+        "sacct.txt": [
+            "sacct",
+            "--allusers",
+            "--duplicates",
+            "--allocations",
+            "--parsable2",
+            f"--format={SACCT_FORMAT}",
+            *window,
+        ],
         "sacct.json": ["sacct", "--allusers", "--duplicates", "--json", *window],
     }
+
 
 # Slurm job states -> trace end reasons.  None: still active (running, or waiting in the queue).
 END_REASON: dict[str, str | None] = {
@@ -111,12 +150,12 @@ END_REASON: dict[str, str | None] = {
     "DEADLINE": "failure",
     "SPECIAL_EXIT": "failure",
     "PREEMPTED": "preemption",
-    "REQUEUED": "preemption",       # refined by the exit status (see the module doc)
-    "REQUEUE_HOLD": "preemption",   # the same, held after the requeue
+    "REQUEUED": "preemption",  # refined by the exit status (see the module doc)
+    "REQUEUE_HOLD": "preemption",  # the same, held after the requeue
     "REQUEUE_FED": "preemption",
     "CANCELLED": "cancelled",
     "REVOKED": "cancelled",
-    "TIMEOUT": "failure",           # timeout_as
+    "TIMEOUT": "failure",  # timeout_as
     "RUNNING": None,
     "PENDING": None,
     "SUSPENDED": None,
@@ -129,7 +168,16 @@ END_REASON: dict[str, str | None] = {
 }
 REQUEUE_STATES = ("REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED")
 # States in which a run may never have started (no Start): it waited in the queue and ended there.
-QUEUE_ONLY_STATES = ("PENDING", "CANCELLED", "REVOKED", "BOOT_FAIL", "DEADLINE", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT")
+QUEUE_ONLY_STATES = (
+    "PENDING",
+    "CANCELLED",
+    "REVOKED",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "SPECIAL_EXIT",
+)
 UNKNOWN_TIMES = ("", "unknown", "none", "n/a")
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}$")
 _ARRAY_TASK = re.compile(r"^(\d+)_(\d+)$")
@@ -143,7 +191,7 @@ class Run:
     """One row of the accounting: one run of one job allocation."""
 
     src: str
-    row: int                  # line (text) or 1-based index in "jobs" (JSON)
+    row: int  # line (text) or 1-based index in "jobs" (JSON)
     raw_id: str
     job_id: str
     state: str
@@ -157,12 +205,12 @@ class Run:
     qos: str | None = None
     user: str | None = None
     gpus: int | None = None
-    exit_status: int | None = None     # the batch script's exit status (text form only)
-    batch_failed: bool | None = None   # the batch step's state was FAILED (JSON form, with steps)
+    exit_status: int | None = None  # the batch script's exit status (text form only)
+    batch_failed: bool | None = None  # the batch step's state was FAILED (JSON form, with steps)
     db_index: int | None = None
     array_job_id: str | None = None
     array_task_id: str | None = None
-    allocated: bool | None = None      # False: no node was allocated (NodeList "None assigned"); None: not known
+    allocated: bool | None = None  # False: no node was allocated (NodeList "None assigned"); None: not known
     fields: dict[str, str] = field(default_factory=dict)  # field name in the source, for messages
 
     def where(self, name: str) -> str:
@@ -176,7 +224,9 @@ def _problem(src: str, row: int | None, fld: str | None, msg: str, job: str | No
     return Problem(src, row, fld, msg, table="sacct", job_id=job)
 
 
-def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | ZoneInfo, seen_zoneless: list[int]) -> float | None:
+def _parse_time(
+    value: Any, src: str, row: int, fld: str, tz: dt_timezone | ZoneInfo, seen_zoneless: list[int]
+) -> float | None:
     """Epoch seconds from sacct's text (epoch digits, or zone-less ISO local time) or JSON (int; 0 = unset)."""
     if value is None:
         return None
@@ -201,8 +251,14 @@ def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | Zone
                 raise InputError(_problem(src, row, fld, f"not a valid time: {text!r} ({exc})")) from None
             seen_zoneless.append(row)
         else:
-            raise InputError(_problem(src, row, fld, f"not a time sacct writes (epoch seconds, or YYYY-MM-DDTHH:MM:SS, "
-                                                    f"'Unknown'): {text!r}"))
+            raise InputError(
+                _problem(
+                    src,
+                    row,
+                    fld,
+                    f"not a time sacct writes (epoch seconds, or YYYY-MM-DDTHH:MM:SS, 'Unknown'): {text!r}",
+                )
+            )
     if not math.isfinite(t) or not TS_MIN_MS <= t * 1000 <= TS_MAX_MS:
         raise InputError(_problem(src, row, fld, f"time out of the plausible range 1990..2100: {value!r}"))
     return t
@@ -211,9 +267,11 @@ def _parse_time(value: Any, src: str, row: int, fld: str, tz: dt_timezone | Zone
 def _state(value: Any, src: str, row: int, fld: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InputError(_problem(src, row, fld, f"missing job state: {value!r}"))
-    s = value.strip().split()[0].upper()   # "CANCELLED by 0" -> CANCELLED
+    s = value.strip().split()[0].upper()  # "CANCELLED by 0" -> CANCELLED
     if s not in END_REASON:
-        raise InputError(_problem(src, row, fld, f"unknown job state {value.strip()!r}; known: {', '.join(sorted(END_REASON))}"))
+        raise InputError(
+            _problem(src, row, fld, f"unknown job state {value.strip()!r}; known: {', '.join(sorted(END_REASON))}")
+        )
     return s
 
 
@@ -268,24 +326,41 @@ def _ids(job_id: str, raw: str, src: str, row: int, fld: str) -> tuple[str | Non
 def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
     lines = text.splitlines()
     if not lines or "|" not in lines[0]:
-        raise InputError(_problem(src, 1 if lines else None, None,
-                                  "no header line of '|'-separated field names: export with --parsable2 (without --noheader)"))
+        raise InputError(
+            _problem(
+                src,
+                1 if lines else None,
+                None,
+                "no header line of '|'-separated field names: export with --parsable2 (without --noheader)",
+            )
+        )
     head = lines[0].split("|")
-    trailing = head[-1] == ""   # --parsable (not 2) ends every line with '|'
+    trailing = head[-1] == ""  # --parsable (not 2) ends every line with '|'
     if trailing:
         head = head[:-1]
     missing = [f for f in REQUIRED_FIELDS if f not in head]
     if missing:
-        raise InputError(_problem(src, 1, missing[0], f"header lacks the field(s) {', '.join(missing)}; "
-                                                      f"export with --format={','.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}"))
+        raise InputError(
+            _problem(
+                src,
+                1,
+                missing[0],
+                f"header lacks the field(s) {', '.join(missing)}; "
+                f"export with --format={','.join(REQUIRED_FIELDS + OPTIONAL_FIELDS)}",
+            )
+        )
     dup = sorted({f for f in head if head.count(f) > 1})
     if dup:
         raise InputError(_problem(src, 1, dup[0], "field named twice in the header"))
     fr.facts["fields"] = ",".join(head)
     absent = [f for f in OPTIONAL_FIELDS if f not in head]
     if absent:
-        fr.note("info", f"fields not in the export: {', '.join(absent)}", "the import does without them (labels left empty; "
-                "without ExitCode a REQUEUED run counts as a preemption; without AllocTRES GPUs need --gpus)")
+        fr.note(
+            "info",
+            f"fields not in the export: {', '.join(absent)}",
+            "the import does without them (labels left empty; "
+            "without ExitCode a REQUEUED run counts as a preemption; without AllocTRES GPUs need --gpus)",
+        )
     runs: list[Run] = []
     steps: list[int] = []
     pending_arrays: list[int] = []
@@ -297,8 +372,14 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
         if trailing and vals and vals[-1] == "":
             vals = vals[:-1]
         if len(vals) != len(head):
-            raise InputError(_problem(src, lineno, None, f"{len(vals)} fields where the header has {len(head)} "
-                                                         f"(a truncated line, or a '|' inside a value)"))
+            raise InputError(
+                _problem(
+                    src,
+                    lineno,
+                    None,
+                    f"{len(vals)} fields where the header has {len(head)} (a truncated line, or a '|' inside a value)",
+                )
+            )
         d = dict(zip(head, vals))
         job_id, raw = d["JobID"].strip(), d["JobIDRaw"].strip()
         if not job_id:
@@ -320,24 +401,49 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
         db = opt("DBIndex")
         if db is not None and not db.isdigit():
             raise InputError(_problem(src, lineno, "DBIndex", f"not an integer: {db!r}", job_id))
-        runs.append(Run(
-            src=src, row=lineno, raw_id=raw, job_id=job_id, state=state, submit=submit,
-            start=_parse_time(d["Start"], src, lineno, "Start", tz, zoneless),
-            end=_parse_time(d["End"], src, lineno, "End", tz, zoneless),
-            eligible=_parse_time(d["Eligible"], src, lineno, "Eligible", tz, zoneless) if "Eligible" in d else None,
-            name=opt("JobName"), partition=opt("Partition"), account=opt("Account"), qos=opt("QOS"), user=opt("User"),
-            gpus=_gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES"),
-            exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
-            db_index=int(db) if db is not None else None, array_job_id=array_job, array_task_id=array_task,
-            allocated=None if "NodeList" not in d else _allocated(d["NodeList"]),
-        ))
+        runs.append(
+            Run(
+                src=src,
+                row=lineno,
+                raw_id=raw,
+                job_id=job_id,
+                state=state,
+                submit=submit,
+                start=_parse_time(d["Start"], src, lineno, "Start", tz, zoneless),
+                end=_parse_time(d["End"], src, lineno, "End", tz, zoneless),
+                eligible=_parse_time(d["Eligible"], src, lineno, "Eligible", tz, zoneless) if "Eligible" in d else None,
+                name=opt("JobName"),
+                partition=opt("Partition"),
+                account=opt("Account"),
+                qos=opt("QOS"),
+                user=opt("User"),
+                gpus=_gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES"),
+                exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
+                db_index=int(db) if db is not None else None,
+                array_job_id=array_job,
+                array_task_id=array_task,
+                allocated=None if "NodeList" not in d else _allocated(d["NodeList"]),
+            )
+        )
     if steps:
-        fr.note("dropped", "job step rows (JobID with a '.')", "the allocation row carries the run; export with --allocations", steps)
+        fr.note(
+            "dropped",
+            "job step rows (JobID with a '.')",
+            "the allocation row carries the run; export with --allocations",
+            steps,
+        )
     if pending_arrays:
-        fr.note("dropped", "pending job-array rows (1234_[2-9])", "tasks not yet started are not jobs yet", pending_arrays)
+        fr.note(
+            "dropped", "pending job-array rows (1234_[2-9])", "tasks not yet started are not jobs yet", pending_arrays
+        )
     if zoneless:
-        fr.note("inferred", "zone-less times", f"read as local time in {tz}; export with SLURM_TIME_FORMAT=%s to avoid this",
-                zoneless, count=len(set(zoneless)))
+        fr.note(
+            "inferred",
+            "zone-less times",
+            f"read as local time in {tz}; export with SLURM_TIME_FORMAT=%s to avoid this",
+            zoneless,
+            count=len(set(zoneless)),
+        )
     return runs
 
 
@@ -347,7 +453,7 @@ def _json_get(obj: Any, path: Sequence[str], src: str, row: int, prefix: str, re
         if not isinstance(cur, dict) or key not in cur:
             if not required:
                 return None
-            raise InputError(_problem(src, row, f"{prefix}.{'.'.join(path[:i + 1])}", "missing"))
+            raise InputError(_problem(src, row, f"{prefix}.{'.'.join(path[: i + 1])}", "missing"))
         cur = cur[key]
     return cur
 
@@ -357,20 +463,34 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         line = min(exc.lineno, max(1, len(text.splitlines())))  # the end of a file ending in a newline is its last line
-        raise InputError(_problem(src, line, None, f"not valid JSON (a truncated export?): {exc.msg} "
-                                                   f"at line {exc.lineno} column {exc.colno}")) from None
+        raise InputError(
+            _problem(
+                src,
+                line,
+                None,
+                f"not valid JSON (a truncated export?): {exc.msg} at line {exc.lineno} column {exc.colno}",
+            )
+        ) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("jobs"), list):
         raise InputError(_problem(src, None, "jobs", "not a sacct --json export: no 'jobs' list"))
     errors = doc.get("errors") or []
     if errors:
-        raise InputError(_problem(src, None, "errors", f"sacct reported errors with this export: {json.dumps(errors)[:300]}"))
+        raise InputError(
+            _problem(src, None, "errors", f"sacct reported errors with this export: {json.dumps(errors)[:300]}")
+        )
     version = ((doc.get("meta") or {}).get("Slurm") or {}).get("release")
     if version:
         fr.facts["slurm_release"] = version
     clusters = sorted({j.get("cluster") for j in doc["jobs"] if isinstance(j, dict) and j.get("cluster")})
     if len(clusters) > 1:
-        raise InputError(_problem(src, None, "cluster", f"jobs of several clusters ({', '.join(clusters)}): "
-                                                        "export one cluster at a time (sacct -M NAME)"))
+        raise InputError(
+            _problem(
+                src,
+                None,
+                "cluster",
+                f"jobs of several clusters ({', '.join(clusters)}): export one cluster at a time (sacct -M NAME)",
+            )
+        )
     runs: list[Run] = []
     steps_missing: list[int] = []
     pending_arrays: list[int] = []
@@ -384,6 +504,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         raw = g("job_id")
         if isinstance(raw, bool) or not isinstance(raw, int) or raw <= 0:
             raise InputError(_problem(src, i, f"{pre}.job_id", f"not a job id: {raw!r}"))
+
         def whole(path: tuple[str, ...], none_ok: bool = True) -> int | None:
             v = g(*path, required=False)
             if v is None and none_ok:
@@ -412,13 +533,21 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         untyped, typed = None, 0
         allocated_tres = g("tres", "allocated", required=False) or []
         if not isinstance(allocated_tres, list):
-            raise InputError(_problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id))
+            raise InputError(
+                _problem(src, i, f"{pre}.tres.allocated", f"not a list of TRES: {allocated_tres!r}"[:200], job_id)
+            )
         for t in allocated_tres:
-            if isinstance(t, dict) and t.get("type") == "gres" and isinstance(t.get("name"), str) \
-                    and (t["name"] == "gpu" or t["name"].startswith("gpu:")):
+            if (
+                isinstance(t, dict)
+                and t.get("type") == "gres"
+                and isinstance(t.get("name"), str)
+                and (t["name"] == "gpu" or t["name"].startswith("gpu:"))
+            ):
                 n = t.get("count")
                 if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                    raise InputError(_problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id))
+                    raise InputError(
+                        _problem(src, i, f"{pre}.tres.allocated", f"gres/gpu count is not an integer: {n!r}", job_id)
+                    )
                 if t["name"] == "gpu":
                     untyped = n
                 else:
@@ -436,32 +565,66 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
                     batch_failed = isinstance(st, str) and st.split()[0].upper() in ("FAILED", "OUT_OF_MEMORY")
         elif state in REQUEUE_STATES:
             steps_missing.append(i)
+
         def text_or_none(key: str) -> str | None:
             v = j.get(key)
             if v is None or isinstance(v, str):
                 return (v or "").strip() or None
             raise InputError(_problem(src, i, f"{pre}.{key}", f"not a text: {v!r}"[:200], job_id))
 
-        runs.append(Run(
-            src=src, row=i, raw_id=str(raw), job_id=job_id, state=state, submit=submit,
-            start=_parse_time(g("time", "start", required=False), src, i, f["Start"], tz, zoneless),
-            end=_parse_time(g("time", "end", required=False), src, i, f["End"], tz, zoneless),
-            eligible=_parse_time(g("time", "eligible", required=False), src, i, f["Eligible"], tz, zoneless),
-            name=text_or_none("name"), partition=text_or_none("partition"),
-            account=text_or_none("account"), qos=text_or_none("qos"), user=text_or_none("user"),
-            gpus=gpus, batch_failed=batch_failed, array_job_id=array_job_id, array_task_id=array_task_id,
-            allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
-            fields={"Submit": f["Submission"], "Start": f["Start"], "End": f["End"], "State": f"{pre}.state.current",
-                    "JobIDRaw": f"{pre}.job_id", "AllocTRES": f"{pre}.tres.allocated"},
-        ))
+        runs.append(
+            Run(
+                src=src,
+                row=i,
+                raw_id=str(raw),
+                job_id=job_id,
+                state=state,
+                submit=submit,
+                start=_parse_time(g("time", "start", required=False), src, i, f["Start"], tz, zoneless),
+                end=_parse_time(g("time", "end", required=False), src, i, f["End"], tz, zoneless),
+                eligible=_parse_time(g("time", "eligible", required=False), src, i, f["Eligible"], tz, zoneless),
+                name=text_or_none("name"),
+                partition=text_or_none("partition"),
+                account=text_or_none("account"),
+                qos=text_or_none("qos"),
+                user=text_or_none("user"),
+                gpus=gpus,
+                batch_failed=batch_failed,
+                array_job_id=array_job_id,
+                array_task_id=array_task_id,
+                allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
+                fields={
+                    "Submit": f["Submission"],
+                    "Start": f["Start"],
+                    "End": f["End"],
+                    "State": f"{pre}.state.current",
+                    "JobIDRaw": f"{pre}.job_id",
+                    "AllocTRES": f"{pre}.tres.allocated",
+                },
+            )
+        )
     if pending_arrays:
-        fr.note("dropped", "pending job-array records (array.task_id null)", "tasks not yet started are not jobs yet", pending_arrays)
+        fr.note(
+            "dropped",
+            "pending job-array records (array.task_id null)",
+            "tasks not yet started are not jobs yet",
+            pending_arrays,
+        )
     if steps_missing:
-        fr.note("inferred", "REQUEUED run without its steps", "the export has no batch step (made with --allocations?) and "
-                "sacct --json of Slurm 22.05 reports exit codes as 0: taken as a preemption; export without --allocations "
-                "to tell a RequeueExit crash (failure) from an outside requeue", steps_missing)
-    fr.note("info", "exit codes", "not read from JSON (Slurm 22.05 writes 0 for every job); a REQUEUED run's cause comes "
-            "from its batch step's state")
+        fr.note(
+            "inferred",
+            "REQUEUED run without its steps",
+            "the export has no batch step (made with --allocations?) and "
+            "sacct --json of Slurm 22.05 reports exit codes as 0: taken as a preemption; export without --allocations "
+            "to tell a RequeueExit crash (failure) from an outside requeue",
+            steps_missing,
+        )
+    fr.note(
+        "info",
+        "exit codes",
+        "not read from JSON (Slurm 22.05 writes 0 for every job); a REQUEUED run's cause comes "
+        "from its batch step's state",
+    )
     return runs
 
 
@@ -481,7 +644,9 @@ def read_sacct(path: str | Path, fr: FileReport, timezone: str = "UTC") -> list[
     try:
         tz = dt_timezone.utc if timezone.upper() == "UTC" else ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
-        raise InputError(Problem("--timezone", None, "timezone", f"unknown time zone {timezone!r} (e.g. UTC, Europe/Paris)")) from None
+        raise InputError(
+            Problem("--timezone", None, "timezone", f"unknown time zone {timezone!r} (e.g. UTC, Europe/Paris)")
+        ) from None
     fr.facts["form"] = "sacct --parsable2"
     return _read_text(text, src, tz, fr)
 
@@ -498,8 +663,16 @@ def user_label(user: str | None, keep: bool) -> str | None:
 
 def _order(runs: list[Run]) -> list[Run]:
     inf = math.inf
-    return sorted(runs, key=lambda r: (r.submit, r.start if r.start is not None else inf, r.end if r.end is not None else inf,
-                                       r.src, r.row))
+    return sorted(
+        runs,
+        key=lambda r: (
+            r.submit,
+            r.start if r.start is not None else inf,
+            r.end if r.end is not None else inf,
+            r.src,
+            r.row,
+        ),
+    )
 
 
 def _end_reason(r: Run, timeout_as: str) -> str | None:
@@ -527,14 +700,26 @@ def _check_duplicates(runs: list[Run]) -> None:
         key = (r.raw_id, r.submit, r.start, r.end, r.state)
         if key in seen:
             first = seen[key]
-            problems.append(_problem(r.src, r.row, r.where("JobIDRaw"), f"duplicated row: job {r.job_id} run with the same submit, "
-                                     f"start, end and state as {first.src} line {first.row}", r.job_id))
+            problems.append(
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("JobIDRaw"),
+                    f"duplicated row: job {r.job_id} run with the same submit, "
+                    f"start, end and state as {first.src} line {first.row}",
+                    r.job_id,
+                )
+            )
         else:
             seen[key] = r
         if r.db_index is not None:
             if r.db_index in seen_db and seen_db[r.db_index] is not seen.get(key):
                 first = seen_db[r.db_index]
-                problems.append(_problem(r.src, r.row, "DBIndex", f"DBIndex {r.db_index} also on {first.src} line {first.row}", r.job_id))
+                problems.append(
+                    _problem(
+                        r.src, r.row, "DBIndex", f"DBIndex {r.db_index} also on {first.src} line {first.row}", r.job_id
+                    )
+                )
             seen_db.setdefault(r.db_index, r)
     if problems:
         raise InputError(problems[:50])
@@ -549,15 +734,26 @@ def _group(runs: list[Run]) -> list[_Job]:
         ids = sorted({r.job_id for r in rs})
         if len(ids) > 1:
             r = next(x for x in rs if x.job_id != rs[0].job_id)
-            raise InputError(_problem(r.src, r.row, "JobID", f"JobIDRaw {raw} is JobID {rs[0].job_id!r} on {rs[0].src} line "
-                                                             f"{rs[0].row} but {r.job_id!r} here"))
+            raise InputError(
+                _problem(
+                    r.src,
+                    r.row,
+                    "JobID",
+                    f"JobIDRaw {raw} is JobID {rs[0].job_id!r} on {rs[0].src} line {rs[0].row} but {r.job_id!r} here",
+                )
+            )
         jobs.append(_Job(raw, ids[0], _order(rs)))
     return sorted(jobs, key=lambda j: (j.runs[0].submit, int(j.raw_id)))
 
 
-def _build_job(job: _Job, *, timeout_as: str, as_of: float,
-               odd: dict[tuple[str, str], list[Run]], bounds: dict[tuple[str, int], tuple[float, float | None]],
-               ) -> tuple[list[dict], list[dict]]:
+def _build_job(
+    job: _Job,
+    *,
+    timeout_as: str,
+    as_of: float,
+    odd: dict[tuple[str, str], list[Run]],
+    bounds: dict[tuple[str, int], tuple[float, float | None]],
+) -> tuple[list[dict], list[dict]]:
     """Attempts and the queue span(s) of one job (epoch seconds); each run's (start, end) goes into ``bounds``."""
     attempts: list[dict] = []
     spans: list[dict] = []
@@ -568,46 +764,115 @@ def _build_job(job: _Job, *, timeout_as: str, as_of: float,
         reason = _end_reason(r, timeout_as)
         if r.start is None:
             if r.state not in QUEUE_ONLY_STATES:
-                raise InputError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+                raise InputError(
+                    _problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id)
+                )
             if not last:
-                raise InputError(_problem(r.src, r.row, r.where("Start"), "a run that never started, followed by another "
-                                          "run of the same job", job.job_id))
+                raise InputError(
+                    _problem(
+                        r.src,
+                        r.row,
+                        r.where("Start"),
+                        "a run that never started, followed by another run of the same job",
+                        job.job_id,
+                    )
+                )
             # queue time only: requeued and still waiting, or cancelled / failed while waiting
             q0 = r.submit if prev_end is None else prev_end
             q1 = r.end if reason is not None else as_of
             if reason is not None and q1 is None:
-                raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id))
+                raise InputError(
+                    _problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id)
+                )
             if q1 < q0:
-                odd.setdefault(("corrected", "queue end before its start (clock skew, or --as-of before the requeue): "
-                                "zero queue time"), []).append(r)
+                odd.setdefault(
+                    (
+                        "corrected",
+                        "queue end before its start (clock skew, or --as-of before the requeue): zero queue time",
+                    ),
+                    [],
+                ).append(r)
                 q1 = q0
-            attempts.append(dict(job_id=job.job_id, attempt=k, start=q0, end=None if reason is None else q1,
-                                 end_reason=reason or "running"))
-            spans.append(dict(job_id=job.job_id, attempt=k, phase="scheduling", stage="queue", start=q0, end=q1,
-                              cursor_start=None, cursor_end=None))
+            attempts.append(
+                dict(
+                    job_id=job.job_id,
+                    attempt=k,
+                    start=q0,
+                    end=None if reason is None else q1,
+                    end_reason=reason or "running",
+                )
+            )
+            spans.append(
+                dict(
+                    job_id=job.job_id,
+                    attempt=k,
+                    phase="scheduling",
+                    stage="queue",
+                    start=q0,
+                    end=q1,
+                    cursor_start=None,
+                    cursor_end=None,
+                )
+            )
             if reason is None:
-                odd.setdefault(("inferred", "still waiting in the queue: running, its queue time counted up to the as-of time"),
-                               []).append(r)
+                odd.setdefault(
+                    ("inferred", "still waiting in the queue: running, its queue time counted up to the as-of time"), []
+                ).append(r)
             break
         if reason is None and not last:
-            raise InputError(_problem(r.src, r.row, r.where("State"), f"still {r.state} but a later run of the same job "
-                                      "follows (a runaway record: see sacctmgr show runawayjobs)", job.job_id))
+            raise InputError(
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("State"),
+                    f"still {r.state} but a later run of the same job "
+                    "follows (a runaway record: see sacctmgr show runawayjobs)",
+                    job.job_id,
+                )
+            )
         if reason is not None and r.end is None:
             raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
         if r.end is not None and r.end < r.start:
-            raise InputError(_problem(r.src, r.row, r.where("End"), f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
-                                      job.job_id))
+            raise InputError(
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("End"),
+                    f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
+                    job.job_id,
+                )
+            )
         if prev_end is not None and r.start < prev_end:
-            raise InputError(_problem(r.src, r.row, r.where("Start"), f"the run starts before the previous run of the job ended "
-                                      f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)", job.job_id))
+            raise InputError(
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("Start"),
+                    f"the run starts before the previous run of the job ended "
+                    f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)",
+                    job.job_id,
+                )
+            )
         if k == 0:
             a_start = r.submit
             if r.start < r.submit:
-                odd.setdefault(("corrected", "start before submit (clock skew): the job starts at its run's start"), []).append(r)
+                odd.setdefault(
+                    ("corrected", "start before submit (clock skew): the job starts at its run's start"), []
+                ).append(r)
                 a_start = r.start
             if r.start > a_start:
-                spans.append(dict(job_id=job.job_id, attempt=0, phase="scheduling", stage="queue", start=a_start, end=r.start,
-                                  cursor_start=None, cursor_end=None))
+                spans.append(
+                    dict(
+                        job_id=job.job_id,
+                        attempt=0,
+                        phase="scheduling",
+                        stage="queue",
+                        start=a_start,
+                        end=r.start,
+                        cursor_start=None,
+                        cursor_end=None,
+                    )
+                )
         else:
             a_start = r.start
         end = r.end if reason is not None else None
@@ -641,11 +906,24 @@ def import_sacct(
     if not paths:
         raise InputError(Problem("sacct", None, None, "no sacct export given"))
     if timeout_as not in ("failure", "cancelled"):
-        raise InputError(Problem("--timeout-as", None, "timeout_as", f"must be 'failure' or 'cancelled', got {timeout_as!r}"))
+        raise InputError(
+            Problem("--timeout-as", None, "timeout_as", f"must be 'failure' or 'cancelled', got {timeout_as!r}")
+        )
     if gpus is not None and (isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1):
         raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
-    if isinstance(clock_tolerance_s, bool) or not isinstance(clock_tolerance_s, (int, float)) or not 0 <= clock_tolerance_s < 3600:
-        raise InputError(Problem("--clock-tolerance", None, "clock_tolerance_s", f"must be seconds in [0, 3600), got {clock_tolerance_s!r}"))
+    if (
+        isinstance(clock_tolerance_s, bool)
+        or not isinstance(clock_tolerance_s, (int, float))
+        or not 0 <= clock_tolerance_s < 3600
+    ):
+        raise InputError(
+            Problem(
+                "--clock-tolerance",
+                None,
+                "clock_tolerance_s",
+                f"must be seconds in [0, 3600), got {clock_tolerance_s!r}",
+            )
+        )
 
     def name(p: Path) -> str:
         if relative_to is not None:
@@ -674,8 +952,12 @@ def import_sacct(
             r.start = None
             unallocated.setdefault(r.src, []).append(r.row)
     for src, rows in unallocated.items():
-        fr_of[src].note("inferred", "a Start time but no node allocated (NodeList 'None assigned')",
-                        "sacct gives a job cancelled while waiting a Start equal to its End: it never started", rows)
+        fr_of[src].note(
+            "inferred",
+            "a Start time but no node allocated (NodeList 'None assigned')",
+            "sacct gives a job cancelled while waiting a Start equal to its End: it never started",
+            rows,
+        )
     jobs = _group(runs)
 
     latest = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
@@ -696,7 +978,9 @@ def import_sacct(
         if all(r.start is None for r in job.runs):
             for r in job.runs:
                 if r.state not in QUEUE_ONLY_STATES:
-                    raise InputError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+                    raise InputError(
+                        _problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id)
+                    )
             never_ran.append(job)
             continue
         a, s = _build_job(job, timeout_as=timeout_as, as_of=as_of, odd=odd, bounds=bounds)
@@ -707,8 +991,9 @@ def import_sacct(
         if counts:
             n_gpus = max(counts)
             if len(set(counts)) > 1:
-                odd.setdefault(("inferred", "runs of one job held different gres/gpu counts: the largest is used"),
-                               []).append(ran[0])
+                odd.setdefault(
+                    ("inferred", "runs of one job held different gres/gpu counts: the largest is used"), []
+                ).append(ran[0])
         elif gpus is not None:
             n_gpus = gpus
             odd.setdefault(("inferred", f"no gres/gpu in AllocTRES: gpus = {gpus} (--gpus)"), []).append(ran[0])
@@ -716,12 +1001,23 @@ def import_sacct(
             no_gpus.append(ran[0])
             continue
         last = job.runs[-1]
-        job_rows.append(dict(
-            job_id=job.job_id, model=last.name or job.job_id, gpus=n_gpus, slurm_job_id=job.raw_id,
-            job_name=last.name, partition=last.partition, account=last.account, qos=last.qos,
-            user=user_label(last.user, keep_users), array_job_id=last.array_job_id, array_task_id=last.array_task_id,
-            slurm_state=last.state, slurm_runs=len(ran),
-        ))
+        job_rows.append(
+            dict(
+                job_id=job.job_id,
+                model=last.name or job.job_id,
+                gpus=n_gpus,
+                slurm_job_id=job.raw_id,
+                job_name=last.name,
+                partition=last.partition,
+                account=last.account,
+                qos=last.qos,
+                user=user_label(last.user, keep_users),
+                array_job_id=last.array_job_id,
+                array_task_id=last.array_task_id,
+                slurm_state=last.state,
+                slurm_runs=len(ran),
+            )
+        )
     files_of: dict[str, set[str]] = {}
     kept = {j["job_id"] for j in job_rows}
     for job in jobs:
@@ -729,18 +1025,36 @@ def import_sacct(
             for r in job.runs:
                 files_of.setdefault(r.src, set()).add(job.job_id)
     if no_gpus:
-        raise InputError([_problem(r.src, r.row, r.where("AllocTRES"), f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
-                                   "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)", r.job_id) for r in no_gpus[:20]])
+        raise InputError(
+            [
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("AllocTRES"),
+                    f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
+                    "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)",
+                    r.job_id,
+                )
+                for r in no_gpus[:20]
+            ]
+        )
 
     for (kind, what), where in odd.items():
         for src in sorted({r.src for r in where}):
             rows = [r.row for r in where if r.src == src]
-            fr_of[src].note(kind, what, f"job(s) {', '.join(sorted({r.job_id for r in where if r.src == src})[:10])}", rows)
+            fr_of[src].note(
+                kind, what, f"job(s) {', '.join(sorted({r.job_id for r in where if r.src == src})[:10])}", rows
+            )
     for src in sorted({j.runs[0].src for j in never_ran}):
         mine = [j for j in never_ran if j.runs[0].src == src]
         shown = ", ".join(f"{j.job_id} ({j.runs[-1].state})" for j in mine[:20]) + (" ..." if len(mine) > 20 else "")
-        fr_of[src].note("dropped", f"{len(mine)} job(s) that never started", f"held no hardware: {shown}",
-                        [r.row for j in mine for r in j.runs], count=len(mine))
+        fr_of[src].note(
+            "dropped",
+            f"{len(mine)} job(s) that never started",
+            f"held no hardware: {shown}",
+            [r.row for j in mine for r in j.runs],
+            count=len(mine),
+        )
     for fr in report.files:
         mine = [r for r in runs if r.src == fr.file]
         by_state: dict[str, int] = {}
@@ -750,29 +1064,47 @@ def import_sacct(
         requeued_fail = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "failure")
         requeued_pre = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "preemption")
         if requeued_fail or requeued_pre:
-            fr.note("inferred", "REQUEUED runs", f"{requeued_fail} requeued after their batch script failed (RequeueExit): "
-                    f"failure; {requeued_pre} requeued from outside: preemption")
+            fr.note(
+                "inferred",
+                "REQUEUED runs",
+                f"{requeued_fail} requeued after their batch script failed (RequeueExit): "
+                f"failure; {requeued_pre} requeued from outside: preemption",
+            )
         if any(r.state == "TIMEOUT" for r in mine):
-            fr.note("inferred", "TIMEOUT runs", f"taken as {timeout_as} (--timeout-as; docs/slurm.md)",
-                    [r.row for r in mine if r.state == "TIMEOUT"])
+            fr.note(
+                "inferred",
+                "TIMEOUT runs",
+                f"taken as {timeout_as} (--timeout-as; docs/slurm.md)",
+                [r.row for r in mine if r.state == "TIMEOUT"],
+            )
         fr.job_ids = sorted(files_of.get(fr.file, ()))
     report.files[0].facts["jobs imported"] = len(job_rows)
     report.files[0].facts["attempts"] = len(attempts)
     report.files[0].facts["jobs never started (left out)"] = len(never_ran)
     if any(a["end_reason"] == "running" for a in attempts):
-        report.files[0].facts["as-of (end of queue time of waiting jobs)"] = (
-            datetime.fromtimestamp(as_of, tz=dt_timezone.utc).isoformat() + ("" if as_of_given else " (the export's latest time)"))
+        report.files[0].facts["as-of (end of queue time of waiting jobs)"] = datetime.fromtimestamp(
+            as_of, tz=dt_timezone.utc
+        ).isoformat() + ("" if as_of_given else " (the export's latest time)")
 
-    frames = TraceFrames.from_rows(attempts, spans, job_rows, {
-        "synthetic": False, "source": "Slurm accounting (sacct)", "importer": "ettcore.importers.slurm",
-        "source_files": [f.file for f in report.files], "clock_tolerance_s": clock_tolerance_s,
-    })
+    frames = TraceFrames.from_rows(
+        attempts,
+        spans,
+        job_rows,
+        {
+            "synthetic": False,
+            "source": "Slurm accounting (sacct)",
+            "importer": "ettcore.importers.slurm",
+            "source_files": [f.file for f in report.files],
+            "clock_tolerance_s": clock_tolerance_s,
+        },
+    )
     if recorder_dir is not None:
         from ettcore.importers.recorder_join import join_recorder
 
         kept_bounds = {k: v for k, v in bounds.items() if k[0] in kept}
-        frames = join_recorder(frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s,
-                               name=name)
+        frames = join_recorder(
+            frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s, name=name
+        )
     return frames, report
 
 
@@ -797,7 +1129,26 @@ def runs_table(paths: Iterable[str | Path], *, timezone: str = "UTC") -> "pl.Dat
     for job in _group(runs):
         for k, r in enumerate(job.runs):
             if r.start is not None:
-                rows.append({"job_id": job.job_id, "attempt": k, "slurm_state": r.state, "exit_status": r.exit_status,
-                             "submit": r.submit, "start": r.start, "end": r.end})
-    return pl.DataFrame(rows, schema={"job_id": pl.String, "attempt": pl.Int64, "slurm_state": pl.String,
-                                      "exit_status": pl.Int64, "submit": pl.Float64, "start": pl.Float64, "end": pl.Float64})
+                rows.append(
+                    {
+                        "job_id": job.job_id,
+                        "attempt": k,
+                        "slurm_state": r.state,
+                        "exit_status": r.exit_status,
+                        "submit": r.submit,
+                        "start": r.start,
+                        "end": r.end,
+                    }
+                )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "slurm_state": pl.String,
+            "exit_status": pl.Int64,
+            "submit": pl.Float64,
+            "start": pl.Float64,
+            "end": pl.Float64,
+        },
+    )

@@ -48,10 +48,26 @@ class ETTCallback(TrainerCallback):
     Arguments as for :class:`ettcore.integrations.lightning.ETTCallback`.
     """
 
-    def __init__(self, run_dir: str | os.PathLike | None = None, job_id: str | None = None, attempt: int | None = None,
-                 *, progress_interval_s: float = 1.0, fsync: bool = False, **labels: Any) -> None:
-        self.ett = Attempt(run_dir, job_id, attempt, writer=WRITER, framework="hf-trainer",
-                           progress_interval_s=progress_interval_s, fsync=fsync, labels=labels)
+    def __init__(
+        self,
+        run_dir: str | os.PathLike | None = None,
+        job_id: str | None = None,
+        attempt: int | None = None,
+        *,
+        progress_interval_s: float = 1.0,
+        fsync: bool = False,
+        **labels: Any,
+    ) -> None:
+        self.ett = Attempt(
+            run_dir,
+            job_id,
+            attempt,
+            writer=WRITER,
+            framework="hf-trainer",
+            progress_interval_s=progress_interval_s,
+            fsync=fsync,
+            labels=labels,
+        )
         self._tl = self.ett.timeline
         self._load_hooks: list[Any] = []
 
@@ -73,7 +89,10 @@ class ETTCallback(TrainerCallback):
         def post(*_: Any, **__: Any) -> None:
             ett.guard(tl.end, "checkpoint_load")
 
-        self._load_hooks = [model.register_load_state_dict_pre_hook(pre), model.register_load_state_dict_post_hook(post)]
+        self._load_hooks = [
+            model.register_load_state_dict_pre_hook(pre),
+            model.register_load_state_dict_post_hook(post),
+        ]
 
     def _unwatch_loads(self) -> None:
         for handle in self._load_hooks:
@@ -86,7 +105,9 @@ class ETTCallback(TrainerCallback):
         try:
             model = kwargs.get("model")
             name = getattr(getattr(model, "config", None), "model_type", None) or type(model).__name__
-            self.ett.start(rank=0 if state.is_world_process_zero else 1, model=name, gpus=getattr(args, "world_size", 1))
+            self.ett.start(
+                rank=0 if state.is_world_process_zero else 1, model=name, gpus=getattr(args, "world_size", 1)
+            )
             if self.ett.recorder is None:
                 return
             self._tl.switch("trainer_init", "trainer_init", "train_setup")

@@ -53,10 +53,26 @@ class ETTCallback(Callback):
     columns (default: the module's class name and the trainer's world size).
     """
 
-    def __init__(self, run_dir: str | os.PathLike | None = None, job_id: str | None = None, attempt: int | None = None,
-                 *, progress_interval_s: float = 1.0, fsync: bool = False, **labels: Any) -> None:
-        self.ett = Attempt(run_dir, job_id, attempt, writer=WRITER, framework="lightning",
-                           progress_interval_s=progress_interval_s, fsync=fsync, labels=labels)
+    def __init__(
+        self,
+        run_dir: str | os.PathLike | None = None,
+        job_id: str | None = None,
+        attempt: int | None = None,
+        *,
+        progress_interval_s: float = 1.0,
+        fsync: bool = False,
+        **labels: Any,
+    ) -> None:
+        self.ett = Attempt(
+            run_dir,
+            job_id,
+            attempt,
+            writer=WRITER,
+            framework="lightning",
+            progress_interval_s=progress_interval_s,
+            fsync=fsync,
+            labels=labels,
+        )
         self._tl = self.ett.timeline
         self._patched: list[tuple[Any, str]] = []
 

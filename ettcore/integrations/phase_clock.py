@@ -59,8 +59,9 @@ class PhaseClock:
     then a cheap no-op.
     """
 
-    def __init__(self, recorder: Recorder | None, *, progress_interval_s: float = 1.0,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, recorder: Recorder | None, *, progress_interval_s: float = 1.0, clock: Callable[[], float] = time.time
+    ) -> None:
         self.rec = recorder
         self.interval = float(progress_interval_s)
         self.clock = clock

@@ -42,7 +42,7 @@ End reason
 Failure isolation
     Every hook runs through :meth:`Attempt.guard` or catches its own errors:
     an error of ours is counted (:attr:`Attempt.errors`), reported once
-    through :mod:`warnings` (:class:`~ettcore.recorder.RecorderWarning`), and
+    through :mod:`warnings` (:class:`~ettcore.integrations.recorder.RecorderWarning`), and
     training carries on.
 """
 
@@ -62,15 +62,17 @@ import warnings
 from pathlib import Path
 from typing import Any, Callable
 
-from ettcore.integrations.recorder import Recorder, RecorderWarning
 from ettcore.integrations.phase_clock import PhaseClock
+from ettcore.integrations.recorder import Recorder, RecorderWarning
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
 ENV_JOB_ID = "ETT_JOB_ID"
 ENV_ATTEMPT = "ETT_ATTEMPT"
 ENV_ATTEMPTS_BY = "ETT_ATTEMPTS_BY"
 AGENT = "torchelastic-agent"
-PREEMPTION_SIGNALS = tuple(s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGUSR1", None)) if s is not None)
+PREEMPTION_SIGNALS = tuple(
+    s for s in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGUSR1", None)) if s is not None
+)
 
 _IMPORTED_AT = time.time()
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -83,7 +85,7 @@ def process_start_time() -> float:
     """When this process started, in epoch seconds (Linux: the kernel's start time; elsewhere this module's import)."""
     try:
         raw = Path("/proc/self/stat").read_text()
-        ticks = int(raw[raw.rindex(")") + 2:].split()[19])  # field 22, starttime, in clock ticks since boot
+        ticks = int(raw[raw.rindex(")") + 2 :].split()[19])  # field 22, starttime, in clock ticks since boot
         since_boot = ticks / os.sysconf("SC_CLK_TCK")
         now_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
         return min(time.time() - (now_boot - since_boot), _IMPORTED_AT)
@@ -133,7 +135,12 @@ def recorded_attempts(run_dir: Path, job_id: str) -> list[int]:
 
 def resolve_attempt(run_dir: Path, job_id: str, attempt: int | None = None) -> int:
     slurm = _slurm_job()
-    for value in (attempt, os.environ.get(ENV_ATTEMPT), os.environ.get("TORCHELASTIC_RESTART_COUNT"), slurm and slurm.attempt):
+    for value in (
+        attempt,
+        os.environ.get(ENV_ATTEMPT),
+        os.environ.get("TORCHELASTIC_RESTART_COUNT"),
+        slurm and slurm.attempt,
+    ):
         if value is not None and str(value).strip() != "":
             return int(value)
     seen = recorded_attempts(run_dir, job_id)
@@ -182,9 +189,19 @@ class Attempt:
     knows the process's rank; ranks other than 0 record nothing.
     """
 
-    def __init__(self, run_dir: str | os.PathLike | None = None, job_id: str | None = None, attempt: int | None = None, *,
-                 writer: str, framework: str, progress_interval_s: float = 1.0, fsync: bool = False,
-                 labels: dict[str, Any] | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        run_dir: str | os.PathLike | None = None,
+        job_id: str | None = None,
+        attempt: int | None = None,
+        *,
+        writer: str,
+        framework: str,
+        progress_interval_s: float = 1.0,
+        fsync: bool = False,
+        labels: dict[str, Any] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.created = clock()
         self.process_start = min(process_start_time(), self.created)
         self.run_dir = resolve_run_dir(run_dir)
@@ -224,8 +241,11 @@ class Attempt:
         if not self._warned:
             self._warned = True
             try:
-                warnings.warn(f"ettcore {self.framework} callback error (training continues): {exc!r}", RecorderWarning,
-                              stacklevel=3)
+                warnings.warn(
+                    f"ettcore {self.framework} callback error (training continues): {exc!r}",
+                    RecorderWarning,
+                    stacklevel=3,
+                )
             except Exception:  # noqa: BLE001 - warnings turned into errors
                 pass
 
@@ -238,8 +258,9 @@ class Attempt:
 
     # ------------------------------------------------------------------ start
 
-    def start(self, *, rank: int = 0, model: str | None = None, gpus: int = 1,
-              setup_stage: str | None = "trainer_setup") -> None:
+    def start(
+        self, *, rank: int = 0, model: str | None = None, gpus: int = 1, setup_stage: str | None = "trainer_setup"
+    ) -> None:
         """Begin recording (rank 0): attempt start at the process start, the job row, the launch stage.
 
         ``setup_stage``: the ``trainer_init`` stage that runs from the
@@ -253,8 +274,15 @@ class Attempt:
             return
         self.job_id = resolve_job_id(self.run_dir, self._job_arg)
         self.attempt = resolve_attempt(self.run_dir, self.job_id, self._attempt_arg)
-        rec = Recorder(self.run_dir, self.job_id, self.attempt, writer=self.writer,
-                       progress_interval_s=self.timeline.interval, clock=self.clock, fsync=self.fsync)
+        rec = Recorder(
+            self.run_dir,
+            self.job_id,
+            self.attempt,
+            writer=self.writer,
+            progress_interval_s=self.timeline.interval,
+            clock=self.clock,
+            fsync=self.fsync,
+        )
         rec._warned = rec._warned or self._warned  # one warning in all
         self.recorder = rec
         self.timeline.rec = rec
@@ -265,7 +293,9 @@ class Attempt:
                 self.process_start = min(before, self.created)
             rec.attempt_start(t=self.process_start)
         try:
-            self.watch = ExitWatch(self.run_dir, self.job_id, self.attempt, self.writer, fsync=self.fsync, end=not by_agent)
+            self.watch = ExitWatch(
+                self.run_dir, self.job_id, self.attempt, self.writer, fsync=self.fsync, end=not by_agent
+            )
         except Exception as exc:  # noqa: BLE001 - without it, the end is written at atexit
             self.error(exc)
         labels = {"framework": self.framework, **self.labels}
@@ -313,6 +343,7 @@ class Attempt:
                 pass
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
+
         return handler
 
     # ------------------------------------------------------------------ end
@@ -388,8 +419,9 @@ class Attempt:
             return
         self.finished = True
         t = self.clock()
-        rec = Recorder(self.run_dir, self.job_id, self.attempt, writer=f"{self.writer}-signal",
-                       clock=self.clock, fsync=self.fsync)
+        rec = Recorder(
+            self.run_dir, self.job_id, self.attempt, writer=f"{self.writer}-signal", clock=self.clock, fsync=self.fsync
+        )
         tl = self.timeline
         tl.rec = rec
         for o in tl._stack:
@@ -447,18 +479,39 @@ class ExitWatch:
     processes does not take it down first.
     """
 
-    def __init__(self, run_dir: Path, job_id: str, attempt: int, writer: str, *, fsync: bool = False,
-                 end: bool = True) -> None:
+    def __init__(
+        self, run_dir: Path, job_id: str, attempt: int, writer: str, *, fsync: bool = False, end: bool = True
+    ) -> None:
         from ettcore.config import PACKAGE_DIR
 
         r, w = os.pipe()
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_DIR.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        cmd = [sys.executable, "-m", "ettcore.integrations.process", "--watch", str(os.getpid()), str(run_dir), job_id,
-               str(attempt), writer, "1" if fsync else "0", "end" if end else "span"]
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(PACKAGE_DIR.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "ettcore.integrations.process",
+            "--watch",
+            str(os.getpid()),
+            str(run_dir),
+            job_id,
+            str(attempt),
+            writer,
+            "1" if fsync else "0",
+            "end" if end else "span",
+        ]
         try:
-            self.proc = subprocess.Popen(cmd, stdin=r, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                         start_new_session=True, close_fds=True)
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=r,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
         finally:
             os.close(r)
         self._w = w
@@ -567,4 +620,6 @@ def _watch_main(argv: list[str]) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 9 and sys.argv[1] == "--watch":
         raise SystemExit(_watch_main(sys.argv[2:]))
-    raise SystemExit("usage: python -m ettcore.integrations.process --watch PID RUN_DIR JOB_ID ATTEMPT WRITER FSYNC end|span")
+    raise SystemExit(
+        "usage: python -m ettcore.integrations.process --watch PID RUN_DIR JOB_ID ATTEMPT WRITER FSYNC end|span"
+    )

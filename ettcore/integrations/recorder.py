@@ -116,8 +116,16 @@ class _Span:
         """Record the ``span`` line (ending at ``t``, default now)."""
         rec = self._rec
         try:
-            rec._emit({"k": "span", "id": self._id, "phase": self._phase, "stage": self._stage, "start": self._start,
-                       "end": rec._clock() if t is None else float(t)})
+            rec._emit(
+                {
+                    "k": "span",
+                    "id": self._id,
+                    "phase": self._phase,
+                    "stage": self._stage,
+                    "start": self._start,
+                    "end": rec._clock() if t is None else float(t),
+                }
+            )
         except Exception as err:  # noqa: BLE001
             rec._fail(err)
 
@@ -155,7 +163,16 @@ class TrainSpan:
         try:
             self._start = self._last_write = rec._clock()
             self._id = rec._next_id()
-            rec._emit({"k": "begin", "id": self._id, "phase": "train", "stage": None, "t": self._start, "cursor": self._cursor_start})
+            rec._emit(
+                {
+                    "k": "begin",
+                    "id": self._id,
+                    "phase": "train",
+                    "stage": None,
+                    "t": self._start,
+                    "cursor": self._cursor_start,
+                }
+            )
             rec._train = self
         except Exception as exc:  # noqa: BLE001
             rec._fail(exc)
@@ -355,8 +372,14 @@ class Recorder:
     ) -> None:
         """Record an already finished span (e.g. one measured before the recorder existed)."""
         try:
-            rec: dict[str, Any] = {"k": "span", "id": self._next_id(), "phase": phase, "stage": stage,
-                                   "start": float(start), "end": float(end)}
+            rec: dict[str, Any] = {
+                "k": "span",
+                "id": self._next_id(),
+                "phase": phase,
+                "stage": stage,
+                "start": float(start),
+                "end": float(end),
+            }
             if cursor_start is not None or cursor_end is not None:
                 rec["cursor_start"], rec["cursor_end"] = cursor_start, cursor_end
             self._emit(rec)

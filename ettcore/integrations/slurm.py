@@ -1,6 +1,6 @@
 """The Slurm job and attempt a process runs in, from the environment Slurm gives a batch job.
 
-:class:`~ettcore.recorder.Recorder` calls :func:`job_from_environment` when it
+:class:`~ettcore.integrations.recorder.Recorder` calls :func:`job_from_environment` when it
 is given no job id or no attempt, so spans recorded inside a Slurm job carry
 the ids ``ett import slurm`` gives the same job and run:
 
@@ -23,9 +23,9 @@ from typing import Mapping
 class SlurmJob:
     """What a Slurm batch job's environment says about it."""
 
-    job_id: str                 # the id sacct's JobID shows (array tasks: ARRAY_TASK)
-    attempt: int                # SLURM_RESTART_COUNT, 0 when unset (first run)
-    raw_job_id: str             # SLURM_JOB_ID (sacct's JobIDRaw)
+    job_id: str  # the id sacct's JobID shows (array tasks: ARRAY_TASK)
+    attempt: int  # SLURM_RESTART_COUNT, 0 when unset (first run)
+    raw_job_id: str  # SLURM_JOB_ID (sacct's JobIDRaw)
     array_job_id: str | None = None
     array_task_id: str | None = None
 
@@ -61,5 +61,10 @@ def job_from_environment(environ: Mapping[str, str] | None = None) -> SlurmJob |
         job_id = f"{array_job}_{array_task}"
     else:
         job_id, array_job, array_task = raw, None, None
-    return SlurmJob(job_id=job_id, attempt=_int(env, "SLURM_RESTART_COUNT") or 0, raw_job_id=raw,
-                    array_job_id=array_job or None, array_task_id=array_task or None)
+    return SlurmJob(
+        job_id=job_id,
+        attempt=_int(env, "SLURM_RESTART_COUNT") or 0,
+        raw_job_id=raw,
+        array_job_id=array_job or None,
+        array_task_id=array_task or None,
+    )

@@ -64,7 +64,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ettcore.integrations.recorder import Recorder
+from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.process import (
     AGENT,
     ENV_ATTEMPT,
@@ -78,7 +78,7 @@ from ettcore.integrations.process import (
     resolve_job_id,
     resolve_run_dir,
 )
-from ettcore.integrations.phase_clock import PhaseClock
+from ettcore.integrations.recorder import Recorder
 
 WRITER = "torchelastic-agent"
 EVENT_DESTINATIONS = ("null", "console", "dynamic_rendezvous")
@@ -91,8 +91,15 @@ def worker_ids(run_dir: str | os.PathLike | None = None, job_id: str | None = No
     return job, resolve_attempt(rd, job)
 
 
-def record_worker(run_dir: str | os.PathLike | None = None, *, job_id: str | None = None, writer: str = "worker",
-                  model: str | None = None, progress_interval_s: float = 1.0, **labels: Any) -> PhaseClock:
+def record_worker(
+    run_dir: str | os.PathLike | None = None,
+    *,
+    job_id: str | None = None,
+    writer: str = "worker",
+    model: str | None = None,
+    progress_interval_s: float = 1.0,
+    **labels: Any,
+) -> PhaseClock:
     """A plain training loop's :class:`~ettcore.integrations.phase_clock.PhaseClock`, for every rank.
 
     Global rank 0 (``RANK``) records; on the other ranks the timeline does
@@ -113,10 +120,15 @@ def record_worker(run_dir: str | os.PathLike | None = None, *, job_id: str | Non
     ``launch`` from the process start, the end at process exit, an uncaught
     exception ends training at the last step.
     """
-    attempt = Attempt(run_dir, job_id, None, writer=writer, framework="torch", progress_interval_s=progress_interval_s,
-                      labels=labels)
-    attempt.start(rank=int(os.environ.get("RANK", "0")), model=model, gpus=int(os.environ.get("WORLD_SIZE", "1")),
-                  setup_stage=None)
+    attempt = Attempt(
+        run_dir, job_id, None, writer=writer, framework="torch", progress_interval_s=progress_interval_s, labels=labels
+    )
+    attempt.start(
+        rank=int(os.environ.get("RANK", "0")),
+        model=model,
+        gpus=int(os.environ.get("WORLD_SIZE", "1")),
+        setup_stage=None,
+    )
     attempt.timeline.attempt = attempt  # keeps the attempt with its timeline
     return attempt.timeline
 
@@ -178,7 +190,9 @@ class AgentRecorder:
 
     def _stopped(self, start: float, end: float) -> None:
         """The agent stopped the workers: after a failure, the attempt ends; a restart starts the next one."""
-        self.rec.span("hardware_setup", self.failed_at if self.failed_at is not None else start, end, stage="stop_workers")
+        self.rec.span(
+            "hardware_setup", self.failed_at if self.failed_at is not None else start, end, stage="stop_workers"
+        )
         if self.failed_at is not None and not self.restart_follows:
             return  # the last attempt: it ends with the agent process (see close)
         reason = "failure" if self.failed_at is not None else "preemption"  # else: a membership change
@@ -198,8 +212,14 @@ class AgentRecorder:
         except ValueError:
             return
         with self.lock:
-            self.events.append({"t": record.created, "attempt": self.attempt, "name": data.get("name"),
-                                "metadata": data.get("metadata")})
+            self.events.append(
+                {
+                    "t": record.created,
+                    "attempt": self.attempt,
+                    "name": data.get("name"),
+                    "metadata": data.get("metadata"),
+                }
+            )
 
     # ------------------------------------------------------------------ the end
 
@@ -249,7 +269,7 @@ class _EventHandler(logging.Handler):
 def _split(argv: list[str]) -> tuple[list[str], list[str]]:
     if "--" in argv:
         i = argv.index("--")
-        return argv[:i], argv[i + 1:]
+        return argv[:i], argv[i + 1 :]
     return argv, []
 
 
@@ -265,8 +285,10 @@ def _event_destination(torchrun_args: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     ours, theirs = _split(argv)
-    ap = argparse.ArgumentParser(prog="python -m ettcore.integrations.torchrun",
-                                 description="torchrun, with each restart of the worker group recorded as an attempt")
+    ap = argparse.ArgumentParser(
+        prog="python -m ettcore.integrations.torchrun",
+        description="torchrun, with each restart of the worker group recorded as an attempt",
+    )
     ap.add_argument("--run-dir", required=True, help="recorder folder of the job (workers record there too)")
     ap.add_argument("--job-id", default=None, help="job id (default: the run folder's name)")
     ap.add_argument("--role", default="default", help="the worker role torchrun reports metrics for (default: default)")

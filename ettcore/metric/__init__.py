@@ -3,12 +3,12 @@
 Every number is computed by the DuckDB queries in ``ettcore/sql/metric/`` (one
 query a file, named after what it returns) and returned as a Polars frame.
 The definitions are in ``docs/metric.md``; the plain-Python oracle the tests
-compare against is :mod:`ettcore.reference`.
+compare against is :mod:`ettcore.metric.reference`.
 
 The views are built once per trace, in this order::
 
     clean_* --> metric_jobs, metric_attempts
-    span store (typed at load, :mod:`ettcore.span_store`) --> keyed_spans (clean jobs' spans) --> metric_spans
+    span store (typed at load, :mod:`ettcore.trace.span_store`) --> keyed_spans (clean jobs' spans) --> metric_spans
         ett_window, ett_exclusions --> ett_exclusion_jobs --> unmeasured_time; analysis_cuts
     --> attributed_time (materialized; every instant of every job, per cell)
     --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
@@ -16,7 +16,7 @@ The views are built once per trace, in this order::
         --> group_summary / owner_gpu_hours (through job_groups), fleet_slots --> fleet_trend, fleet_rolling
 
 A trace measures every instant by default; ``load_trace(..., since=, until=, exclude=)`` or :func:`set_window`
-choose a window and exclusion windows (:mod:`ettcore.window`).
+choose a window and exclusion windows (:mod:`ettcore.trace.window`).
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from datetime import timedelta
 import duckdb
 import polars as pl
 
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS
-from ettcore.trace.queries import sql
 from ettcore.trace import span_store, window
-from ettcore.trace.load import Trace, damaged_file, quote_ident
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
+from ettcore.trace.load import Trace, damaged_file, quote_ident
+from ettcore.trace.queries import sql
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
 ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
@@ -40,15 +40,17 @@ COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
 
 def attribution_batches(trace: Trace) -> int:
     """How many job batches the attribution runs in: 1 unless the trace's spans would not fit in half the memory limit
-    (:func:`ettcore.span_store.batches`)."""
+    (:func:`ettcore.trace.span_store.batches`)."""
     spans = (trace.accounting.get("spans") or {}).get("used", 0)
     return span_store.batches(trace.con, spans)
 
 
 def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop the temporary table or view ``name`` (one of this module's), whichever it is now."""
-    kind = con.execute("SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n",
-                       {"n": name}).fetchall()
+    kind = con.execute(
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n",
+        {"n": name},
+    ).fetchall()
     if kind:
         con.execute(f"DROP {kind[0][0]} {name}")
 
@@ -56,7 +58,7 @@ def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
 def _attribute_in_batches(trace: Trace, batches: int) -> None:
     """``attributed_time`` computed one batch of jobs at a time (jobs split by their key modulo ``batches``).
 
-    Each batch reads only its part of the span store (:mod:`ettcore.span_store`: written partitioned by batch at
+    Each batch reads only its part of the span store (:mod:`ettcore.trace.span_store`: written partitioned by batch at
     load), so the window and the sorts of one batch fit in memory.  Every job is in exactly one batch and the
     attribution of a job reads nothing of other jobs, so the union of the batches is the single-pass result
     (``tests/test_memory_limit.py`` checks it).
@@ -67,7 +69,9 @@ def _attribute_in_batches(trace: Trace, batches: int) -> None:
     # while the batches run, metric_attempts and metric_spans hold one batch; both are put back after
     con.execute("ALTER TABLE metric_attempts RENAME TO metric_attempts_all")
     try:
-        con.execute("CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches})
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE ett_batch AS SELECT 0::UBIGINT AS b, $n::UBIGINT AS n", {"n": batches}
+        )
         con.execute(
             "CREATE OR REPLACE TEMP VIEW metric_attempts AS SELECT a.* FROM metric_attempts_all AS a, ett_batch AS x "
             "WHERE a.job_key % x.n = x.b"
@@ -75,7 +79,9 @@ def _attribute_in_batches(trace: Trace, batches: int) -> None:
         for b in range(batches):
             con.execute("UPDATE ett_batch SET b = $b", {"b": b})
             span_store.register_keyed(con, excluded, store.batch_source(b, batches))
-            con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")  # read once, used twice
+            con.execute(
+                f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}"
+            )  # read once, used twice
             verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
             con.execute(f"{verb} {sql('metric/attributed_time')}")
     finally:
@@ -101,7 +107,14 @@ def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
         ).fetchall()
     if dup:
         a, b = dup[0]
-        raise InputError(Problem(where, None, "job_id", f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them"))
+        raise InputError(
+            Problem(
+                where,
+                None,
+                "job_id",
+                f"job ids {a!r} and {b!r} have the same 64-bit job key (hash); rename one of them",
+            )
+        )
 
 
 def _attribute(trace: Trace, n: int) -> None:
@@ -174,7 +187,7 @@ def _regrid(trace: Trace, grid: int) -> None:
 
 
 def set_window(trace: Trace, since=None, until=None, exclude=None) -> None:
-    """Measure ``trace`` over another window: ``[since, until)`` minus the exclusions (see :mod:`ettcore.window`).
+    """Measure ``trace`` over another window: ``[since, until)`` minus the exclusions (see :mod:`ettcore.trace.window`).
 
     The attribution is computed again on the next metric call; ``set_window(trace)`` measures every instant again.
     """
@@ -193,7 +206,9 @@ def check_by(trace, by: str) -> None:
     """Refuse a ``--by`` that is not a column a summary can be grouped by (on either engine)."""
     allowed = group_columns(trace)
     if by not in allowed:
-        raise InputError(Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}"))
+        raise InputError(
+            Problem("--by", None, "by", f"unknown grouping column {by!r}; choose one of: {', '.join(allowed)}")
+        )
 
 
 def bucket_ms(every: str) -> int | None:
@@ -208,8 +223,15 @@ def bucket_ms(every: str) -> int | None:
     except InputError:
         ms = None
     if ms is None or ms < 1000 or DAY_MS % ms:
-        raise InputError(Problem("--every", None, "every", f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)},"
-                                 " or a duration that divides a day (5m, 15m, 2h)"))
+        raise InputError(
+            Problem(
+                "--every",
+                None,
+                "every",
+                f"unknown bucket {every!r}; choose one of: {', '.join(TREND_BUCKETS)},"
+                " or a duration that divides a day (5m, 15m, 2h)",
+            )
+        )
     return ms
 
 
@@ -229,10 +251,22 @@ def trend_window(every: str, window: str | timedelta | None = None) -> int | Non
     if window is None:
         return None if every in TREND_BUCKETS and every != "hour" else step
     if step is None:
-        raise InputError(Problem("--window", None, "window", f"a trailing window needs --every hour, day or a duration, not {every!r}"))
+        raise InputError(
+            Problem(
+                "--window", None, "window", f"a trailing window needs --every hour, day or a duration, not {every!r}"
+            )
+        )
     ms = int(window.total_seconds() * 1000) if isinstance(window, timedelta) else parse_duration(window)
     if ms <= 0 or ms % step:
-        raise InputError(Problem("--window", None, "window", f"the window {window!s} is not a whole number of " + (f"{every}s" if every in ROLLING_BUCKETS else f"{every} buckets")))
+        raise InputError(
+            Problem(
+                "--window",
+                None,
+                "window",
+                f"the window {window!s} is not a whole number of "
+                + (f"{every}s" if every in ROLLING_BUCKETS else f"{every} buckets"),
+            )
+        )
     return ms
 
 

@@ -5,7 +5,7 @@ its L1 bucket, phase, component and the attempt in force (``ettcore/sql/metric/a
 their attempts with end reasons (``job_attempts.sql``).  Before returning it checks that the intervals tile each
 job's wall time and that their lengths per (L1 bucket, phase) equal the job's Level-2 matrix
 (:func:`ettcore.metric.l2_matrix`, from ``attributed_time``): a timeline drawn from it cannot disagree with the
-numbers next to it.  :func:`ettcore.charts.gantt` draws it.
+numbers next to it.  :func:`ettcore.present.charts.gantt` draws it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Sequence
 import polars as pl
 
 from ettcore import metric
-from ettcore.errors import Problem, InputError
-from ettcore.trace.queries import sql
+from ettcore.errors import InputError, Problem
 from ettcore.trace.load import Trace
+from ettcore.trace.queries import sql
 
 
 @dataclass(frozen=True)
@@ -35,30 +35,43 @@ class Timeline:
 
     def seconds(self, by: Sequence[str] = ("job_id", "bucket", "phase")) -> pl.DataFrame:
         """Interval lengths summed by ``by`` (seconds)."""
-        return (self.intervals.group_by(*by).agg(((pl.col("end_ms") - pl.col("start_ms")).sum() / 1000).alias("seconds"))
-                .sort(*by))
+        return (
+            self.intervals.group_by(*by)
+            .agg(((pl.col("end_ms") - pl.col("start_ms")).sum() / 1000).alias("seconds"))
+            .sort(*by)
+        )
 
 
 def mismatches(tl: Timeline, l2: pl.DataFrame) -> pl.DataFrame:
     """Rows (job, bucket, phase) where the timeline's seconds differ from the L2 matrix's by 1 ms or more."""
-    want = l2.filter(pl.col("job_id").is_in(tl.job_ids)).group_by("job_id", "bucket", "phase").agg(
-        pl.col("seconds").sum().alias("l2_seconds"))
+    want = (
+        l2.filter(pl.col("job_id").is_in(tl.job_ids))
+        .group_by("job_id", "bucket", "phase")
+        .agg(pl.col("seconds").sum().alias("l2_seconds"))
+    )
     got = tl.seconds().rename({"seconds": "timeline_seconds"})
     both = want.join(got, on=["job_id", "bucket", "phase"], how="full", coalesce=True).fill_null(0.0)
-    return both.filter((pl.col("l2_seconds") - pl.col("timeline_seconds")).abs() >= 5e-4).sort("job_id", "bucket", "phase")
+    return both.filter((pl.col("l2_seconds") - pl.col("timeline_seconds")).abs() >= 5e-4).sort(
+        "job_id", "bucket", "phase"
+    )
 
 
 def gaps(tl: Timeline) -> pl.DataFrame:
     """Places where consecutive intervals of a job do not touch, or the intervals miss T0 or T1 (none when tiled)."""
     iv = tl.intervals.sort("job_id", "start_ms").with_columns(
-        pl.col("end_ms").shift(1).over("job_id").alias("prev_end"))
+        pl.col("end_ms").shift(1).over("job_id").alias("prev_end")
+    )
     inner = iv.filter(pl.col("prev_end").is_not_null() & (pl.col("prev_end") != pl.col("start_ms"))).select(
-        "job_id", pl.col("prev_end").alias("at_ms"), pl.lit("intervals do not touch").alias("problem"))
-    ends = iv.group_by("job_id").agg(pl.col("start_ms").min().alias("first"), pl.col("end_ms").max().alias("last")).join(
-        tl.attempts.select("job_id", "t0_ms", "t1_ms").unique(), on="job_id", how="full", coalesce=True)
-    edge = ends.filter((pl.col("first") != pl.col("t0_ms")) | (pl.col("last") != pl.col("t1_ms"))
-                       | pl.col("first").is_null()).select(
-        "job_id", pl.col("t0_ms").alias("at_ms"), pl.lit("intervals do not cover [T0, T1)").alias("problem"))
+        "job_id", pl.col("prev_end").alias("at_ms"), pl.lit("intervals do not touch").alias("problem")
+    )
+    ends = (
+        iv.group_by("job_id")
+        .agg(pl.col("start_ms").min().alias("first"), pl.col("end_ms").max().alias("last"))
+        .join(tl.attempts.select("job_id", "t0_ms", "t1_ms").unique(), on="job_id", how="full", coalesce=True)
+    )
+    edge = ends.filter(
+        (pl.col("first") != pl.col("t0_ms")) | (pl.col("last") != pl.col("t1_ms")) | pl.col("first").is_null()
+    ).select("job_id", pl.col("t0_ms").alias("at_ms"), pl.lit("intervals do not cover [T0, T1)").alias("problem"))
     return pl.concat([inner, edge]).sort("job_id", "at_ms")
 
 
@@ -69,10 +82,16 @@ def job_timeline(trace: Trace, job_ids: str | Sequence[str]) -> Timeline:
     known = set(trace.sql("SELECT job_id FROM metric_jobs WHERE list_contains($jobs, job_id)", {"jobs": ids})["job_id"])
     unknown = [j for j in ids if j not in known]
     if unknown:
-        raise InputError([Problem(str(trace.path), None, "job", f"no job {j!r} in the trace (up to the as-of time)")
-                          for j in unknown])
-    tl = Timeline(trace.sql(sql("metric/attributed_intervals"), {"jobs": ids}),
-                  trace.sql(sql("metric/job_attempts"), {"jobs": ids}))
+        raise InputError(
+            [
+                Problem(str(trace.path), None, "job", f"no job {j!r} in the trace (up to the as-of time)")
+                for j in unknown
+            ]
+        )
+    tl = Timeline(
+        trace.sql(sql("metric/attributed_intervals"), {"jobs": ids}),
+        trace.sql(sql("metric/job_attempts"), {"jobs": ids}),
+    )
     bad = mismatches(tl, metric.l2_matrix(trace))
     holes = gaps(tl)
     if bad.height or holes.height:  # a bug, not bad input: the two forms of the attribution must agree

@@ -173,7 +173,9 @@ def check_valid(attempts: list[dict], spans: list[dict]) -> None:
         atts = sorted(atts, key=lambda a: a["attempt"])
         for prev, nxt in zip(atts, atts[1:]):
             if prev["end"] is None or nxt["start"] < prev["end"]:
-                raise ValueError(f"job {job}: attempts {prev['attempt']} and {nxt['attempt']} overlap or are out of order")
+                raise ValueError(
+                    f"job {job}: attempts {prev['attempt']} and {nxt['attempt']} overlap or are out of order"
+                )
     att = {(a["job_id"], a["attempt"]): a for a in attempts}
     trains: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for s in spans:
@@ -206,7 +208,9 @@ def default_as_of(attempts: list[dict], spans: list[dict]) -> int | None:
     return max(stamps)
 
 
-def clip_to_as_of(attempts: list[dict], spans: list[dict], as_of: int | None, cut: int | None = None) -> tuple[list[dict], list[dict]]:
+def clip_to_as_of(
+    attempts: list[dict], spans: list[dict], as_of: int | None, cut: int | None = None
+) -> tuple[list[dict], list[dict]]:
     """Apply the as-of rules of the module docstring; returns new lists (inputs untouched).
 
     ``cut`` (default ``as_of``): attempts and spans starting at or after it are dropped; the default as-of passes
@@ -403,8 +407,11 @@ def job_metrics(
     """
     atts = sorted(attempts, key=lambda a: (a["attempt"], a["start"]))
     cuts = [t for t in (since, until) if t is not None] + [t for iv in excluded for t in iv]
-    pieces = [p for p in job_pieces(atts, spans, cuts, phase_order=phase_order, component_of=component_of)
-              if is_measured(p[0], p[1], since, until, excluded)]
+    pieces = [
+        p
+        for p in job_pieces(atts, spans, cuts, phase_order=phase_order, component_of=component_of)
+        if is_measured(p[0], p[1], since, until, excluded)
+    ]
     T0, T1 = atts[0]["start"], atts[-1]["end"]
     t0 = T0 if since is None else max(T0, since)
     t1 = max(t0, T1 if until is None else min(T1, until))
@@ -629,9 +636,18 @@ def reference_trend(
     """
     acc: dict[int, dict[str, float]] = {}
     empty = lambda: {"wall": 0.0, "productive": 0.0, **{c: 0.0 for c in ALL_COMPONENTS}}  # noqa: E731
-    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: _calendar(t0, t1, every),
-                                               phase_order=phase_order, component_of=component_of, since=since, until=until,
-                                               exclusions=exclusions):
+    for job, pieces, stops in _measured_pieces(
+        jobs,
+        attempts,
+        spans,
+        as_of,
+        lambda t0, t1: _calendar(t0, t1, every),
+        phase_order=phase_order,
+        component_of=component_of,
+        since=since,
+        until=until,
+        exclusions=exclusions,
+    ):
         g = job["gpus"]
         for t in stops:  # a bucket where an interruption happens is a row even if no wall time lies in it
             acc.setdefault(bucket_floor(t, every), empty())
@@ -670,13 +686,32 @@ def _calendar(t0: int, t1: int, every: str) -> list[int]:
     return cal
 
 
-def _measured_pieces(jobs, attempts, spans, as_of, marks, *, phase_order: tuple[str, ...] = PHASE_ORDER,
-                     component_of: dict[str, str] = COMPONENT_OF, since: int | None = None, until: int | None = None,
-                     exclusions: Iterable[dict] = ()):
+def _measured_pieces(
+    jobs,
+    attempts,
+    spans,
+    as_of,
+    marks,
+    *,
+    phase_order: tuple[str, ...] = PHASE_ORDER,
+    component_of: dict[str, str] = COMPONENT_OF,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
+):
     """Per listed job: (job figures, measured pieces cut also at ``marks(T0, T1)``, counted interruption instants)."""
     exclusions = list(exclusions)
-    res = reference_metrics(jobs, attempts, spans, as_of, phase_order=phase_order, component_of=component_of,
-                            since=since, until=until, exclusions=exclusions)
+    res = reference_metrics(
+        jobs,
+        attempts,
+        spans,
+        as_of,
+        phase_order=phase_order,
+        component_of=component_of,
+        since=since,
+        until=until,
+        exclusions=exclusions,
+    )
     atts, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
     rows = _job_rows(jobs)
     for job_id, job in res["jobs"].items():
@@ -685,10 +720,20 @@ def _measured_pieces(jobs, attempts, spans, as_of, marks, *, phase_order: tuple[
         T0 = min(a["start"] for a in j_atts)
         T1 = max(a["end"] for a in j_atts)
         cuts = marks(T0, T1) + [t for t in (since, until) if t is not None] + [t for iv in excl for t in iv]
-        pieces = [p for p in job_pieces(j_atts, [s for s in sps if s["job_id"] == job_id], cuts,
-                                        phase_order=phase_order, component_of=component_of)
-                  if is_measured(p[0], p[1], since, until, excl)]
-        stops = [a["end"] for a in j_atts if a["end_reason"] in INTERRUPTIONS and is_counted(a["end"], since, until, excl)]
+        pieces = [
+            p
+            for p in job_pieces(
+                j_atts,
+                [s for s in sps if s["job_id"] == job_id],
+                cuts,
+                phase_order=phase_order,
+                component_of=component_of,
+            )
+            if is_measured(p[0], p[1], since, until, excl)
+        ]
+        stops = [
+            a["end"] for a in j_atts if a["end_reason"] in INTERRUPTIONS and is_counted(a["end"], since, until, excl)
+        ]
         yield job, pieces, stops
 
 
@@ -717,9 +762,12 @@ def reference_rolling(
     step = ROLLING_EVERY[every]
     if window_ms <= 0 or window_ms % step:
         raise ValueError("window_ms must be a positive multiple of the bucket")
-    slots: dict[int, dict[str, float]] = defaultdict(lambda: {"wall": 0.0, "productive": 0.0, "nof": 0, **{c: 0.0 for c in ALL_COMPONENTS}})
-    for job, pieces, stops in _measured_pieces(jobs, attempts, spans, as_of, lambda t0, t1: list(range((t0 // step + 1) * step, t1, step)),
-                                               **measure):
+    slots: dict[int, dict[str, float]] = defaultdict(
+        lambda: {"wall": 0.0, "productive": 0.0, "nof": 0, **{c: 0.0 for c in ALL_COMPONENTS}}
+    )
+    for job, pieces, stops in _measured_pieces(
+        jobs, attempts, spans, as_of, lambda t0, t1: list(range((t0 // step + 1) * step, t1, step)), **measure
+    ):
         for a, b, _bucket, _phase, comp in pieces:
             row = slots[a - a % step]
             gs = job["gpus"] * (b - a) / 1000
@@ -735,9 +783,15 @@ def reference_rolling(
         inside = [slots[k] for k in slots if end - window_ms <= k < end]
         wall = sum(r["wall"] for r in inside)
         prod = sum(r["productive"] for r in inside)
-        row = {"bucket_start_ms": start, "window_start_ms": end - window_ms, "window_end_ms": end,
-               "ett_pct": 100 * prod / wall if wall > 0 else None, "wall_gpu_h": wall / 3600, "productive_gpu_h": prod / 3600,
-               "nof": sum(r["nof"] for r in inside)}
+        row = {
+            "bucket_start_ms": start,
+            "window_start_ms": end - window_ms,
+            "window_end_ms": end,
+            "ett_pct": 100 * prod / wall if wall > 0 else None,
+            "wall_gpu_h": wall / 3600,
+            "productive_gpu_h": prod / 3600,
+            "nof": sum(r["nof"] for r in inside),
+        }
         for c in ALL_COMPONENTS:
             row[f"{c}_gpu_h"] = sum(r[c] for r in inside) / 3600
         out.append(row)
@@ -772,9 +826,14 @@ def reference_stalls(
     rows = _job_rows(jobs)
     out = {}
     for job_id in res["jobs"]:
-        trains = sorted((s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"]))
-        rates = [(s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000) for s in trains
-                 if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]]
+        trains = sorted(
+            (s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"])
+        )
+        rates = [
+            (s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000)
+            for s in trains
+            if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]
+        ]
         pace = statistics.median(rates) if rates else None
         threshold = stall_after if stall_after is not None else max(60.0, 10.0 / pace if pace else 0.0)
         excl = job_exclusions(job_id, rows.get(job_id), exclusions)

@@ -6,7 +6,7 @@ spans that advanced, of cursor units per second.  A span's **stalled time** is h
 cursor advance takes at that pace (all of it when the cursor did not move).  The span is a **stall** when its
 stalled time exceeds the threshold: ``stall_after`` seconds when given (``ett stalls --stall-after``), otherwise the
 time of 10 cursor units at the job's pace, but at least 60 s.  A stall counts where its span starts: inside the
-analysis window and outside the job's exclusion windows (:mod:`ettcore.window`).
+analysis window and outside the job's exclusion windows (:mod:`ettcore.trace.window`).
 
 Stalls change no figure of the metric: the span's time stays productive or replay as the cursor says (docs/metric.md).
 The queries are ``ettcore/sql/metric/train_pace.sql``, ``train_stalls.sql`` and ``job_stalls.sql``.
@@ -19,9 +19,9 @@ import math
 import polars as pl
 
 from ettcore import metric
-from ettcore.errors import Problem, InputError
-from ettcore.trace.queries import sql
+from ettcore.errors import InputError, Problem
 from ettcore.trace.load import Trace
+from ettcore.trace.queries import sql
 
 
 def _stall_after(value: float | str | None) -> float | None:
@@ -39,7 +39,10 @@ def _stall_after(value: float | str | None) -> float | None:
 def _prepare(trace: Trace, stall_after: float | str | None) -> None:
     metric.job_metrics(trace)  # job_stalls.sql reads the per-job results
     con = trace.con
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_stall_params AS SELECT $s::DOUBLE AS stall_after_s", {"s": _stall_after(stall_after)})
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_stall_params AS SELECT $s::DOUBLE AS stall_after_s",
+        {"s": _stall_after(stall_after)},
+    )
     con.execute(f"CREATE OR REPLACE TEMP VIEW train_pace AS {sql('metric/train_pace')}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW train_stalls AS {sql('metric/train_stalls')}")
 

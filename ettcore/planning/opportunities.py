@@ -29,7 +29,6 @@ decile uses linear interpolation, and a group of one job has no better peer
 
 from __future__ import annotations
 
-
 import polars as pl
 
 __all__ = [

@@ -127,13 +127,16 @@ def pair_savings(before: pl.DataFrame, after: pl.DataFrame, pair_on: str = "mode
         d["shutdown_tail_s"].alias("d_shutdown_tail_s"),
         pl.min_horizontal("nof", "nof_after").cast(pl.Float64).alias("nof"),
         pl.when(pl.col("nof") > 0).then(pl.col("ttr_total_s") / pl.col("nof")).otherwise(0.0).alias("_ttr_b"),
-        pl.when(pl.col("nof_after") > 0).then(pl.col("ttr_total_s_after") / pl.col("nof_after")).otherwise(0.0).alias("_ttr_a"),
+        pl.when(pl.col("nof_after") > 0)
+        .then(pl.col("ttr_total_s_after") / pl.col("nof_after"))
+        .otherwise(0.0)
+        .alias("_ttr_a"),
     )
     raw = pl.col("nof") * pl.col("d_tts_s")
     out = out.with_columns(
-        (pl.col("d_tts_s") + pl.col("d_ttr_total_s") + pl.col("d_in_training_loss_s") + pl.col("d_shutdown_tail_s")).alias(
-            "saved_s"
-        ),
+        (
+            pl.col("d_tts_s") + pl.col("d_ttr_total_s") + pl.col("d_in_training_loss_s") + pl.col("d_shutdown_tail_s")
+        ).alias("saved_s"),
         pl.when((pl.col("d_tts_s") > 0) & (pl.col("d_ttr_total_s") > 0))
         .then(pl.min_horizontal(raw, pl.col("d_ttr_total_s")))
         .when((pl.col("d_tts_s") < 0) & (pl.col("d_ttr_total_s") < 0))
@@ -166,7 +169,8 @@ def attribute_savings(before: pl.DataFrame, after: pl.DataFrame, pair_on: str = 
     """
     p = pair_savings(before, after, pair_on)
     tts, ttr, itl, sht, inh = (
-        float(p[c].sum()) for c in ("d_tts_s", "d_ttr_total_s", "d_in_training_loss_s", "d_shutdown_tail_s", "inherited_s")
+        float(p[c].sum())
+        for c in ("d_tts_s", "d_ttr_total_s", "d_in_training_loss_s", "d_shutdown_tail_s", "inherited_s")
     )
     total = tts + ttr + itl + sht
     if total == 0:

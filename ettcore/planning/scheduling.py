@@ -69,8 +69,9 @@ class Jobs:
             raise ValueError("gpus and interval_s must be > 0, restart_s >= 0")
 
 
-def jobs_from_trace(trace: Trace, *, n: int, seed: int = 0, requeue_s: float = 0.0,
-                    default_interval_s: float = 3600.0) -> Jobs:
+def jobs_from_trace(
+    trace: Trace, *, n: int, seed: int = 0, requeue_s: float = 0.0, default_interval_s: float = 3600.0
+) -> Jobs:
     """Draw ``n`` jobs (with replacement, seeded) from a trace's measured jobs.
 
     Per job: ``gpus``; ``interval_s`` = the median gap between consecutive
@@ -91,12 +92,18 @@ def jobs_from_trace(trace: Trace, *, n: int, seed: int = 0, requeue_s: float = 0
         SELECT job_id, median(gap_ms) / 1000.0 AS interval_s FROM s WHERE gap_ms IS NOT NULL GROUP BY job_id
         """
     )
-    jobs = summary.join(gaps, on="job_id", how="left").sort("job_id").with_columns(
-        pl.col("interval_s").fill_null(default_interval_s))
+    jobs = (
+        summary.join(gaps, on="job_id", how="left")
+        .sort("job_id")
+        .with_columns(pl.col("interval_s").fill_null(default_interval_s))
+    )
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, jobs.height, size=n)
-    return Jobs(jobs["gpus"].to_numpy()[idx].astype(float), jobs["interval_s"].to_numpy()[idx].astype(float),
-                jobs["tts_s"].to_numpy()[idx].astype(float) + float(requeue_s))
+    return Jobs(
+        jobs["gpus"].to_numpy()[idx].astype(float),
+        jobs["interval_s"].to_numpy()[idx].astype(float),
+        jobs["tts_s"].to_numpy()[idx].astype(float) + float(requeue_s),
+    )
 
 
 def _eligible(training: np.ndarray, gpus: np.ndarray, need: float) -> np.ndarray:
@@ -113,9 +120,17 @@ def _choose(policy: str, since: np.ndarray, training: np.ndarray, gpus: np.ndarr
     return int(cand[np.argmin(gpus[cand] * since[cand])])
 
 
-def simulate_preemptions(jobs: Jobs, *, policy: str, demands_per_day: float, horizon_days: float,
-                         wait_s: float = 0.0, seed: int = 0, demand_times_s: Sequence[float] | None = None,
-                         phase: Sequence[float] | None = None) -> dict:
+def simulate_preemptions(
+    jobs: Jobs,
+    *,
+    policy: str,
+    demands_per_day: float,
+    horizon_days: float,
+    wait_s: float = 0.0,
+    seed: int = 0,
+    demand_times_s: Sequence[float] | None = None,
+    phase: Sequence[float] | None = None,
+) -> dict:
     """Run one policy; returns NoF, replayed/restart GPU-hours, mean tenant wait and ETT% (see the module docstring).
 
     ``demand_times_s`` and ``phase`` (each job's elapsed fraction of its
@@ -193,14 +208,23 @@ def simulate_preemptions(jobs: Jobs, *, policy: str, demands_per_day: float, hor
     }
 
 
-def compare_policies(jobs: Jobs, *, demands_per_day: float, horizon_days: float, wait_s: float, seed: int = 0) -> pl.DataFrame:
+def compare_policies(
+    jobs: Jobs, *, demands_per_day: float, horizon_days: float, wait_s: float, seed: int = 0
+) -> pl.DataFrame:
     """:func:`simulate_preemptions` for every policy on the same demands and phases, one row a policy."""
-    return pl.DataFrame([simulate_preemptions(jobs, policy=p, demands_per_day=demands_per_day, horizon_days=horizon_days,
-                                              wait_s=wait_s, seed=seed) for p in POLICIES])
+    return pl.DataFrame(
+        [
+            simulate_preemptions(
+                jobs, policy=p, demands_per_day=demands_per_day, horizon_days=horizon_days, wait_s=wait_s, seed=seed
+            )
+            for p in POLICIES
+        ]
+    )
 
 
-def crash_loop_cost(*, startup_s: float, requeue_s: float, gpus: float, horizon_days: float,
-                    detect_after: int | None) -> dict:
+def crash_loop_cost(
+    *, startup_s: float, requeue_s: float, gpus: float, horizon_days: float, detect_after: int | None
+) -> dict:
     """GPU-hours a crash-looping job burns: it fails at the end of every start-up and is re-queued.
 
     Without detection (``detect_after=None``) it is re-allocated for the whole

@@ -79,9 +79,7 @@ def _topological_order(stages: Sequence[str], after: Mapping[str, Iterable[str]]
     return order
 
 
-def critical_path(
-    durations: Mapping[str, float], after: Mapping[str, Iterable[str]]
-) -> tuple[float, list[str]]:
+def critical_path(durations: Mapping[str, float], after: Mapping[str, Iterable[str]]) -> tuple[float, list[str]]:
     """Length of the critical path through a stage graph, and the stages on it.
 
     Formula (earliest-start schedule, unlimited parallelism)::

@@ -74,7 +74,9 @@ class Cut:
 
     def __post_init__(self) -> None:
         if self.target not in TARGETS:
-            raise ValueError(f"cut {self.name or self.target!r}: unknown target {self.target!r}; expected one of {TARGETS}")
+            raise ValueError(
+                f"cut {self.name or self.target!r}: unknown target {self.target!r}; expected one of {TARGETS}"
+            )
         if self.amount < 0 or not 0 <= self.fraction <= 1:
             raise ValueError(f"cut {self.name or self.target!r}: amount must be >= 0 and fraction in [0, 1]")
         if self.amount and self.fraction:
@@ -85,7 +87,9 @@ class Cut:
 class Projection:
     """Per-job and fleet results of :func:`project`."""
 
-    jobs: pl.DataFrame  # job_id, gpus, ett_pct, projected_ett_pct, wall_s, projected_wall_s, saved_s, gpu_h_released, ...
+    jobs: (
+        pl.DataFrame
+    )  # job_id, gpus, ett_pct, projected_ett_pct, wall_s, projected_wall_s, saved_s, gpu_h_released, ...
     fleet: dict[str, float]  # ett_pct, projected_ett_pct (GPU-time weighted), gpu_h_released, jobs
 
 
@@ -136,7 +140,9 @@ def project(summary: pl.DataFrame, cuts: Sequence[Cut]) -> Projection:
     rep_cut = _sum_cut(cuts, "tts", pl.col("tts_s"), only_repeated=True)
     ttr_new = pl.max_horizontal(pl.col("_ttr") - _sum_cut(cuts, "ttr", pl.col("_ttr")) - rep_cut, pl.lit(0.0))
     nof_new = pl.max_horizontal(pl.col("nof") - _sum_cut(cuts, "nof", pl.col("nof").cast(pl.Float64)), pl.lit(0.0))
-    blk_cut = pl.min_horizontal(_sum_cut(cuts, "blocking", pl.col("_pool")), pl.col("_pool"), pl.col("in_training_loss_s"))
+    blk_cut = pl.min_horizontal(
+        _sum_cut(cuts, "blocking", pl.col("_pool")), pl.col("_pool"), pl.col("in_training_loss_s")
+    )
     sht_cut = pl.min_horizontal(_sum_cut(cuts, "shutdown", pl.col("shutdown_tail_s")), pl.col("shutdown_tail_s"))
     df = df.with_columns(
         (pl.col("tts_s") - tts_cut).alias("projected_tts_s"),

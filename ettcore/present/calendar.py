@@ -52,17 +52,36 @@ def coverage(trend: pl.DataFrame, every: str, window_start_ms: int, window_end_m
         end = bucket_end(start, every)
         a, b = _ms(start), _ms(end)
         seen = max(0, min(b, window_end_ms) - max(a, window_start_ms))
-        rows.append({"bucket_start": start, "bucket": bucket_label(start, every), "bucket_end": end,
-                     "bucket_days": (b - a) / _DAY_MS, "observed_days": seen / _DAY_MS, "partial": seen < b - a})
-    cov = pl.DataFrame(rows, schema={"bucket_start": pl.Date, "bucket": pl.String, "bucket_end": pl.Date,
-                                     "bucket_days": pl.Float64, "observed_days": pl.Float64, "partial": pl.Boolean})
+        rows.append(
+            {
+                "bucket_start": start,
+                "bucket": bucket_label(start, every),
+                "bucket_end": end,
+                "bucket_days": (b - a) / _DAY_MS,
+                "observed_days": seen / _DAY_MS,
+                "partial": seen < b - a,
+            }
+        )
+    cov = pl.DataFrame(
+        rows,
+        schema={
+            "bucket_start": pl.Date,
+            "bucket": pl.String,
+            "bucket_end": pl.Date,
+            "bucket_days": pl.Float64,
+            "observed_days": pl.Float64,
+            "partial": pl.Boolean,
+        },
+    )
     return trend.join(cov, on="bucket_start", how="left").sort("bucket_start")
 
 
 def window_ms(job_summary: pl.DataFrame) -> tuple[int, int]:
     """The observation window of a trace from its job summary: first ``t0``, last ``t1`` (ms UTC)."""
+
     def ms(v) -> int:
         if v.tzinfo is None:
             v = v.replace(tzinfo=timezone.utc)
         return int(v.timestamp() * 1000)
+
     return ms(job_summary["t0"].min()), ms(job_summary["t1"].max())

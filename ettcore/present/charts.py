@@ -9,7 +9,7 @@ Display: :func:`use_renderer` registers the ``ett`` renderer, which emits the
 chart as a Vega-Lite v5 mime bundle (``application/vnd.vegalite.v5+json``, drawn
 interactively by JupyterLab's built-in Vega extension, offline) plus a short
 deterministic ``text/plain`` line, so that nbval compares stable outputs.
-:mod:`ettcore.report` turns that bundle into an inline ``vegaEmbed`` call in the
+:mod:`ettcore.present.report` turns that bundle into an inline ``vegaEmbed`` call in the
 HTML reports, with the Vega JavaScript embedded in the page (no network).
 Charts use only Vega-Lite features that v5 supports (the specs are checked by
 rendering them with the v5 compiler in the tests).
@@ -107,16 +107,31 @@ L1_LABELS: dict[str, str] = {
     "in_training_loss": "in-training loss",
     "shutdown_tail": "shutdown tail",
 }
-END_REASON_COLORS: dict[str, str] = {"failure": "#d7301f", "preemption": "#ef6548", "completed": "#969696",
-                                     "cancelled": "#737373", "running": "#4292c6"}
+END_REASON_COLORS: dict[str, str] = {
+    "failure": "#d7301f",
+    "preemption": "#ef6548",
+    "completed": "#969696",
+    "cancelled": "#737373",
+    "running": "#4292c6",
+}
 
 
 def _hms(ms: pl.Expr) -> pl.Expr:
     """A duration in ms as text: ``1 h 05 min``, ``12 min 30 s``, ``4.25 s``."""
     s = ms / 1000
-    return (pl.when(s >= 3600).then(pl.format("{} h {} min", (s // 3600).cast(pl.Int64), ((s % 3600) // 60).cast(pl.Int64).cast(pl.String).str.zfill(2)))
-            .when(s >= 60).then(pl.format("{} min {} s", (s // 60).cast(pl.Int64), (s % 60).round(0).cast(pl.Int64)))
-            .otherwise(pl.format("{} s", s.round(2))))
+    return (
+        pl.when(s >= 3600)
+        .then(
+            pl.format(
+                "{} h {} min",
+                (s // 3600).cast(pl.Int64),
+                ((s % 3600) // 60).cast(pl.Int64).cast(pl.String).str.zfill(2),
+            )
+        )
+        .when(s >= 60)
+        .then(pl.format("{} min {} s", (s // 60).cast(pl.Int64), (s % 60).round(0).cast(pl.Int64)))
+        .otherwise(pl.format("{} s", s.round(2)))
+    )
 
 
 def _utc_text(ms: pl.Expr) -> pl.Expr:
@@ -132,9 +147,10 @@ def _time_axis(span_ms: int, relative: bool, unit_ms: float, unit: str) -> dict:
     return {"title": "time (UTC, 24-hour clock)", "format": fmt, "labelOverlap": True}
 
 
-def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | None = None,
-          width: int = 760) -> alt.VConcatChart:
-    """Timeline of one or more jobs from the metric's own per-instant attribution (:class:`ettcore.timeline.Timeline`).
+def gantt(
+    tl, *, synthetic: bool, relative: bool = False, chart_title: str | None = None, width: int = 760
+) -> alt.VConcatChart:
+    """Timeline of one or more jobs from the metric's own per-instant attribution (:class:`ettcore.metric.intervals.Timeline`).
 
     Per job three lanes: its attempts (end reason written on each, interruptions marked), the Level-1 bucket of
     every instant, and the Level-2 component of every instant (queue, replay and unattributed time included).
@@ -145,7 +161,11 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     jobs = tl.job_ids
     t0 = at.group_by("job_id").agg(pl.col("t0_ms").first()).sort("job_id")
     span_ms = int((at["t1_ms"] - at["t0_ms"]).max()) if at.height else 0
-    unit, unit_ms = ("seconds", 1000.0) if span_ms < 20 * 60_000 else (("minutes", 60_000.0) if span_ms < 48 * 3_600_000 else ("hours", 3_600_000.0))
+    unit, unit_ms = (
+        ("seconds", 1000.0)
+        if span_ms < 20 * 60_000
+        else (("minutes", 60_000.0) if span_ms < 48 * 3_600_000 else ("hours", 3_600_000.0))
+    )
     multi = len(jobs) > 1
 
     def lane(job: pl.Expr, name: str) -> pl.Expr:
@@ -154,8 +174,10 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     def xcols(frame: pl.DataFrame) -> pl.DataFrame:
         frame = frame.join(t0, on="job_id", how="left")
         return frame.with_columns(
-            ((pl.col("start_ms") - pl.col("t0_ms")) / unit_ms).alias("x0"), ((pl.col("end_ms") - pl.col("t0_ms")) / unit_ms).alias("x1"),
-            _utc_text(pl.col("start_ms")).alias("start (UTC)"), _utc_text(pl.col("end_ms")).alias("end (UTC)"),
+            ((pl.col("start_ms") - pl.col("t0_ms")) / unit_ms).alias("x0"),
+            ((pl.col("end_ms") - pl.col("t0_ms")) / unit_ms).alias("x1"),
+            _utc_text(pl.col("start_ms")).alias("start (UTC)"),
+            _utc_text(pl.col("end_ms")).alias("end (UTC)"),
             _hms(pl.col("end_ms") - pl.col("start_ms")).alias("duration"),
             _hms(pl.col("start_ms") - pl.col("t0_ms")).alias("from T0"),
             pl.from_epoch("start_ms", time_unit="ms").dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").alias("t_start"),
@@ -165,62 +187,135 @@ def gantt(tl, *, synthetic: bool, relative: bool = False, chart_title: str | Non
     l2 = xcols(iv).with_columns(
         lane(pl.col("job_id"), "L2: where the time went").alias("lane"),
         pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"),
-        pl.when(pl.col("bucket") == "productive").then(pl.lit("train (new data)"))
-        .when(pl.col("phase") == "train").then(pl.lit("train (replay of done steps)"))
-        .otherwise(pl.col("phase")).alias("what"),
+        pl.when(pl.col("bucket") == "productive")
+        .then(pl.lit("train (new data)"))
+        .when(pl.col("phase") == "train")
+        .then(pl.lit("train (replay of done steps)"))
+        .otherwise(pl.col("phase"))
+        .alias("what"),
     )
     # L1 lane: consecutive intervals of one bucket merged
-    l1 = (iv.sort("job_id", "start_ms")
-          .with_columns((pl.col("bucket") != pl.col("bucket").shift(1).over("job_id")).fill_null(True).cum_sum().over("job_id").alias("_run"))
-          .group_by("job_id", "_run", "bucket").agg(pl.col("start_ms").min(), pl.col("end_ms").max()).drop("_run")
-          .sort("job_id", "start_ms"))
-    l1 = xcols(l1).with_columns(lane(pl.col("job_id"), "L1: bucket").alias("lane"),
-                                pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"))
+    l1 = (
+        iv.sort("job_id", "start_ms")
+        .with_columns(
+            (pl.col("bucket") != pl.col("bucket").shift(1).over("job_id"))
+            .fill_null(True)
+            .cum_sum()
+            .over("job_id")
+            .alias("_run")
+        )
+        .group_by("job_id", "_run", "bucket")
+        .agg(pl.col("start_ms").min(), pl.col("end_ms").max())
+        .drop("_run")
+        .sort("job_id", "start_ms")
+    )
+    l1 = xcols(l1).with_columns(
+        lane(pl.col("job_id"), "L1: bucket").alias("lane"),
+        pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"),
+    )
     att = xcols(at.select("job_id", "attempt", "start_ms", "end_ms", "end_reason", "interrupted")).with_columns(
         lane(pl.col("job_id"), "attempts").alias("lane"),
-        pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end_reason")).alias("label"))
-    lanes = [n for j in jobs for n in ([f"{j} · attempts", f"{j} · L1: bucket", f"{j} · L2: where the time went"] if multi
-                                       else ["attempts", "L1: bucket", "L2: where the time went"])]
+        pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end_reason")).alias("label"),
+    )
+    lanes = [
+        n
+        for j in jobs
+        for n in (
+            [f"{j} · attempts", f"{j} · L1: bucket", f"{j} · L2: where the time went"]
+            if multi
+            else ["attempts", "L1: bucket", "L2: where the time went"]
+        )
+    ]
     field0, field1 = ("x0", "x1") if relative else ("t_start", "t_end")
     xtype = "Q" if relative else "T"
     axis = _time_axis(span_ms, relative, unit_ms, unit)
     brush = alt.selection_interval(encodings=["x"], name="zoom")
-    x_scale = alt.Scale(domain=brush, type="linear", nice=False, zero=True) if relative else alt.Scale(domain=brush, type="utc")
+    x_scale = (
+        alt.Scale(domain=brush, type="linear", nice=False, zero=True)
+        if relative
+        else alt.Scale(domain=brush, type="utc")
+    )
     axis_kw = {k: v for k, v in axis.items() if k != "title"}
     x = alt.X(f"{field0}:{xtype}", title=axis["title"], scale=x_scale, axis=alt.Axis(**axis_kw))
     y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=320))
     times = ["start (UTC):N", "end (UTC):N", "duration:N", "from T0:N"]
     comps = [c for c in COMPONENT_ORDER if c in set(iv["component"])] or list(COMPONENT_ORDER)
     buckets = [b for b in L1_COLORS if b in set(iv["bucket"])]
-    bars_l2 = alt.Chart(l2).mark_bar(height={"band": 0.8}).encode(
-        x=x, x2=f"{field1}:{xtype}", y=y,
-        color=alt.Color("component:N", title="L2 component", scale=_component_scale(comps), sort=comps,
-                        legend=alt.Legend(orient="bottom", columns=4, labelLimit=200)),
-        tooltip=["job_id:N", "component:N", "what:N", "L1 bucket:N", "attempt:N", "owner:N", *times])
-    bars_l1 = alt.Chart(l1).mark_bar(height={"band": 0.8}).encode(
-        x=x, x2=f"{field1}:{xtype}", y=y,
-        color=alt.Color("L1 bucket:N", title="L1 bucket", sort=[L1_LABELS[b] for b in buckets],
-                        scale=alt.Scale(domain=[L1_LABELS[b] for b in buckets], range=[L1_COLORS[b] for b in buckets]),
-                        legend=alt.Legend(orient="bottom", columns=3, labelLimit=200)),
-        tooltip=["job_id:N", "L1 bucket:N", *times])
-    bars_at = alt.Chart(att).mark_bar(height={"band": 0.8}, fill="#f0f0f0", stroke="#525252", strokeWidth=1).encode(
-        x=x, x2=f"{field1}:{xtype}", y=y, tooltip=["job_id:N", "label:N", *times])
-    text_at = alt.Chart(att).mark_text(align="left", dx=4, fontSize=11, color="#252525").encode(
-        x=alt.X(f"{field0}:{xtype}"), y=y, text="label:N")
-    ends = alt.Chart(att.filter(pl.col("interrupted"))).mark_point(shape="triangle-down", size=120, filled=True,
-                                                                      color=END_REASON_COLORS["failure"]).encode(
-        x=alt.X(f"{field1}:{xtype}"), y=y, tooltip=["job_id:N", "label:N", "end (UTC):N"])
-    detail = (alt.layer(bars_at, text_at, ends, bars_l1, bars_l2)
-              .resolve_scale(color="independent")
-              .properties(width=width, height=28 * len(lanes),
-                          title=title(chart_title or ("Timeline of " + ", ".join(jobs)), synthetic)))
-    overview = alt.Chart(l2).mark_bar().encode(
-        x=alt.X(f"{field0}:{xtype}", title="drag here to zoom the timeline above; double-click to reset",
+    bars_l2 = (
+        alt.Chart(l2)
+        .mark_bar(height={"band": 0.8})
+        .encode(
+            x=x,
+            x2=f"{field1}:{xtype}",
+            y=y,
+            color=alt.Color(
+                "component:N",
+                title="L2 component",
+                scale=_component_scale(comps),
+                sort=comps,
+                legend=alt.Legend(orient="bottom", columns=4, labelLimit=200),
+            ),
+            tooltip=["job_id:N", "component:N", "what:N", "L1 bucket:N", "attempt:N", "owner:N", *times],
+        )
+    )
+    bars_l1 = (
+        alt.Chart(l1)
+        .mark_bar(height={"band": 0.8})
+        .encode(
+            x=x,
+            x2=f"{field1}:{xtype}",
+            y=y,
+            color=alt.Color(
+                "L1 bucket:N",
+                title="L1 bucket",
+                sort=[L1_LABELS[b] for b in buckets],
+                scale=alt.Scale(domain=[L1_LABELS[b] for b in buckets], range=[L1_COLORS[b] for b in buckets]),
+                legend=alt.Legend(orient="bottom", columns=3, labelLimit=200),
+            ),
+            tooltip=["job_id:N", "L1 bucket:N", *times],
+        )
+    )
+    bars_at = (
+        alt.Chart(att)
+        .mark_bar(height={"band": 0.8}, fill="#f0f0f0", stroke="#525252", strokeWidth=1)
+        .encode(x=x, x2=f"{field1}:{xtype}", y=y, tooltip=["job_id:N", "label:N", *times])
+    )
+    text_at = (
+        alt.Chart(att)
+        .mark_text(align="left", dx=4, fontSize=11, color="#252525")
+        .encode(x=alt.X(f"{field0}:{xtype}"), y=y, text="label:N")
+    )
+    ends = (
+        alt.Chart(att.filter(pl.col("interrupted")))
+        .mark_point(shape="triangle-down", size=120, filled=True, color=END_REASON_COLORS["failure"])
+        .encode(x=alt.X(f"{field1}:{xtype}"), y=y, tooltip=["job_id:N", "label:N", "end (UTC):N"])
+    )
+    detail = (
+        alt.layer(bars_at, text_at, ends, bars_l1, bars_l2)
+        .resolve_scale(color="independent")
+        .properties(
+            width=width,
+            height=28 * len(lanes),
+            title=title(chart_title or ("Timeline of " + ", ".join(jobs)), synthetic),
+        )
+    )
+    overview = (
+        alt.Chart(l2)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                f"{field0}:{xtype}",
+                title="drag here to zoom the timeline above; double-click to reset",
                 scale=alt.Scale(type="linear", nice=False, zero=True) if relative else alt.Scale(type="utc"),
-                axis=alt.Axis(**axis_kw)),
-        x2=f"{field1}:{xtype}", y=alt.Y("job_id:N", title=None, sort=jobs, axis=alt.Axis(labelLimit=320)),
-        color=alt.Color("component:N", scale=_component_scale(comps), legend=None),
-    ).add_params(brush).properties(width=width, height=14 * len(jobs) + 6)
+                axis=alt.Axis(**axis_kw),
+            ),
+            x2=f"{field1}:{xtype}",
+            y=alt.Y("job_id:N", title=None, sort=jobs, axis=alt.Axis(labelLimit=320)),
+            color=alt.Color("component:N", scale=_component_scale(comps), legend=None),
+        )
+        .add_params(brush)
+        .properties(width=width, height=14 * len(jobs) + 6)
+    )
     return alt.vconcat(detail, overview).resolve_scale(color="independent")
 
 
@@ -233,31 +328,52 @@ def l2_long(summary: pl.DataFrame, key: str = "job_id") -> pl.DataFrame:
     return (
         summary.select(key, *cols)
         .unpivot(index=key, variable_name="column", value_name="seconds")
-        .with_columns(pl.col("column").replace_strict(cols).alias("component"), (pl.col("seconds") / 60).alias("minutes"))
+        .with_columns(
+            pl.col("column").replace_strict(cols).alias("component"), (pl.col("seconds") / 60).alias("minutes")
+        )
         .drop("column")
     )
 
 
-def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = "minutes", synthetic: bool,
-                       chart_title: str = "Where the wall time went (L2 components)",
-                       include_productive: bool = True, normalize: bool = False, sort: Sequence[str] | None = None,
-                       key_title: str | None = None) -> alt.Chart:
+def stacked_components(
+    long: pl.DataFrame,
+    *,
+    key: str = "job_id",
+    value: str = "minutes",
+    synthetic: bool,
+    chart_title: str = "Where the wall time went (L2 components)",
+    include_productive: bool = True,
+    normalize: bool = False,
+    sort: Sequence[str] | None = None,
+    key_title: str | None = None,
+) -> alt.Chart:
     """Horizontal stacked bars: one bar per ``key``, segments per component (optionally shares of the total).
 
     ``sort``: the order of the bars (default: as in ``long``); labels are never cut short.
     """
     data = long if include_productive else long.filter(pl.col("component") != "effective_training")
     order = [c for c in COMPONENT_ORDER if include_productive or c != "effective_training"]
-    data = data.with_columns(pl.col("component").replace_strict({c: i for i, c in enumerate(order)}, default=99).alias("k"))
+    data = data.with_columns(
+        pl.col("component").replace_strict({c: i for i, c in enumerate(order)}, default=99).alias("k")
+    )
     # Vega-Lite's "no sort" still orders the aggregated bars by their text (job 10 before job 2): name the order
     sort = list(sort) if sort else data[key].unique(maintain_order=True).to_list()
     return (
         alt.Chart(data.select(key, "component", value, "k"))
         .mark_bar()
         .encode(
-            y=alt.Y(f"{key}:N", title=key_title or key.replace("_id", "").replace("_", " "), sort=sort, axis=alt.Axis(labelLimit=0)),
-            x=alt.X(f"sum({value}):Q", title=("share of wall time" if normalize else value), stack="normalize" if normalize else True,
-                    axis=alt.Axis(format="%") if normalize else alt.Undefined),
+            y=alt.Y(
+                f"{key}:N",
+                title=key_title or key.replace("_id", "").replace("_", " "),
+                sort=sort,
+                axis=alt.Axis(labelLimit=0),
+            ),
+            x=alt.X(
+                f"sum({value}):Q",
+                title=("share of wall time" if normalize else value),
+                stack="normalize" if normalize else True,
+                axis=alt.Axis(format="%") if normalize else alt.Undefined,
+            ),
             color=alt.Color("component:N", scale=_component_scale(order), title="L2 component"),
             order=alt.Order("k:Q"),
             tooltip=[f"{key}:N", "component:N", alt.Tooltip(f"sum({value}):Q", format=".1f", title=value)],
@@ -266,19 +382,32 @@ def stacked_components(long: pl.DataFrame, *, key: str = "job_id", value: str = 
     )
 
 
-def l1_bars(summary_row: dict, *, synthetic: bool, chart_title: str = "Level 1: productive time and the four losses") -> alt.Chart:
+def l1_bars(
+    summary_row: dict, *, synthetic: bool, chart_title: str = "Level 1: productive time and the four losses"
+) -> alt.Chart:
     """One stacked bar of a job's (or the fleet's) L1 split, in minutes (the L1 colours of the timeline)."""
-    cols = {"productive": "productive_s", "tts": "tts_s", "recovery": "ttr_total_s", "in_training_loss": "in_training_loss_s",
-            "shutdown_tail": "shutdown_tail_s"}
+    cols = {
+        "productive": "productive_s",
+        "tts": "tts_s",
+        "recovery": "ttr_total_s",
+        "in_training_loss": "in_training_loss_s",
+        "shutdown_tail": "shutdown_tail_s",
+    }
     labels = [L1_LABELS[k] for k in cols]
-    df = pl.DataFrame({"bucket": labels, "minutes": [summary_row[c] / 60 for c in cols.values()], "k": list(range(len(cols)))})
+    df = pl.DataFrame(
+        {"bucket": labels, "minutes": [summary_row[c] / 60 for c in cols.values()], "k": list(range(len(cols)))}
+    )
     return (
         alt.Chart(df)
         .mark_bar()
         .encode(
             x=alt.X("sum(minutes):Q", title="minutes"),
-            color=alt.Color("bucket:N", sort=labels, title="L1 bucket",
-                            scale=alt.Scale(domain=labels, range=[L1_COLORS[k] for k in cols])),
+            color=alt.Color(
+                "bucket:N",
+                sort=labels,
+                title="L1 bucket",
+                scale=alt.Scale(domain=labels, range=[L1_COLORS[k] for k in cols]),
+            ),
             order=alt.Order("k:Q"),
             tooltip=["bucket:N", alt.Tooltip("minutes:Q", format=".1f")],
         )
@@ -301,8 +430,9 @@ def owner_bars(owner_hours: pl.DataFrame, *, synthetic: bool) -> alt.Chart:
     )
 
 
-def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", top: int = 15,
-              chart_title: str | None = None) -> alt.VConcatChart:
+def drilldown(
+    summary: pl.DataFrame, *, synthetic: bool, group: str = "model", top: int = 15, chart_title: str | None = None
+) -> alt.VConcatChart:
     """Fleet -> group -> job, with Altair selections (JupyterLab and the HTML reports alike).
 
     Top: GPU-hours lost per ``group`` (the ``top`` groups that lost most); click one.  Middle: that group's jobs,
@@ -310,21 +440,48 @@ def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", t
     component.  ``summary`` is :func:`ettcore.metric.job_summary` (or a subset).
     """
     comp_cols = {f"{c}_s": c for c in ALL_COMPONENTS}
-    s = summary.with_columns(pl.col(group).cast(pl.String).alias("_group"),
-                             ((pl.col("wall_s") - pl.col("productive_s")) * pl.col("gpus") / 3600).alias("lost_gpu_h"))
-    groups = (s.group_by("_group").agg(pl.col("lost_gpu_h").sum(), pl.len().alias("jobs"),
-                                      (100 * (pl.col("productive_s") * pl.col("gpus")).sum() / (pl.col("wall_s") * pl.col("gpus")).sum()).alias("ett_pct"))
-              .sort(["lost_gpu_h", "_group"], descending=[True, False]).head(top))
+    s = summary.with_columns(
+        pl.col(group).cast(pl.String).alias("_group"),
+        ((pl.col("wall_s") - pl.col("productive_s")) * pl.col("gpus") / 3600).alias("lost_gpu_h"),
+    )
+    groups = (
+        s.group_by("_group")
+        .agg(
+            pl.col("lost_gpu_h").sum(),
+            pl.len().alias("jobs"),
+            (100 * (pl.col("productive_s") * pl.col("gpus")).sum() / (pl.col("wall_s") * pl.col("gpus")).sum()).alias(
+                "ett_pct"
+            ),
+        )
+        .sort(["lost_gpu_h", "_group"], descending=[True, False])
+        .head(top)
+    )
     keep = groups["_group"].to_list()
     jobs = s.filter(pl.col("_group").is_in(keep)).select(
-        "job_id", "_group", "gpus", "ett_pct", "nof", "lost_gpu_h", "wall_s",
-        pl.col("t0").dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("t0"), pl.col("t0").dt.strftime("%Y-%m-%d %H:%M UTC").alias("start (UTC)"),
-        *[pl.col(c) for c in comp_cols], pl.col("productive_s"))
-    long = (jobs.select("job_id", "_group", "productive_s", *comp_cols)
-            .unpivot(index=["job_id", "_group"], variable_name="column", value_name="seconds")
-            .with_columns(pl.col("column").replace_strict({"productive_s": "effective_training", **comp_cols}).alias("component"),
-                          (pl.col("seconds") / 60).alias("minutes")).drop("column", "seconds"))
-    pick_group = alt.selection_point(fields=["_group"], name="pick_group", empty=False, value=[{"_group": keep[0]}] if keep else None)
+        "job_id",
+        "_group",
+        "gpus",
+        "ett_pct",
+        "nof",
+        "lost_gpu_h",
+        "wall_s",
+        pl.col("t0").dt.strftime("%Y-%m-%dT%H:%M:%SZ").alias("t0"),
+        pl.col("t0").dt.strftime("%Y-%m-%d %H:%M UTC").alias("start (UTC)"),
+        *[pl.col(c) for c in comp_cols],
+        pl.col("productive_s"),
+    )
+    long = (
+        jobs.select("job_id", "_group", "productive_s", *comp_cols)
+        .unpivot(index=["job_id", "_group"], variable_name="column", value_name="seconds")
+        .with_columns(
+            pl.col("column").replace_strict({"productive_s": "effective_training", **comp_cols}).alias("component"),
+            (pl.col("seconds") / 60).alias("minutes"),
+        )
+        .drop("column", "seconds")
+    )
+    pick_group = alt.selection_point(
+        fields=["_group"], name="pick_group", empty=False, value=[{"_group": keep[0]}] if keep else None
+    )
     pick_job = alt.selection_point(fields=["job_id"], name="pick_job", empty=False)
     g_label = group.replace("_", " ")
     top_chart = (
@@ -334,12 +491,23 @@ def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", t
             y=alt.Y("_group:N", sort="-x", title=g_label, axis=alt.Axis(labelLimit=240)),
             x=alt.X("lost_gpu_h:Q", title="GPU-hours lost"),
             color=alt.condition(pick_group, alt.value("#c51b7d"), alt.value("#9ecae1")),
-            tooltip=[alt.Tooltip("_group:N", title=g_label), "jobs:Q", alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost"),
-                     alt.Tooltip("ett_pct:Q", format=".2f", title="ETT% (GPU-time weighted)")],
+            tooltip=[
+                alt.Tooltip("_group:N", title=g_label),
+                "jobs:Q",
+                alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost"),
+                alt.Tooltip("ett_pct:Q", format=".2f", title="ETT% (GPU-time weighted)"),
+            ],
         )
         .add_params(pick_group)
-        .properties(title=title(chart_title or f"Drill-down: click a {g_label} (the {len(keep)} that lost most GPU-hours), "
-                                               "then one of its jobs", synthetic), width=560, height=max(120, 16 * len(keep)))
+        .properties(
+            title=title(
+                chart_title
+                or f"Drill-down: click a {g_label} (the {len(keep)} that lost most GPU-hours), then one of its jobs",
+                synthetic,
+            ),
+            width=560,
+            height=max(120, 16 * len(keep)),
+        )
     )
     mid = (
         alt.Chart(jobs)
@@ -348,11 +516,20 @@ def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", t
             x=alt.X("t0:T", title="job start (UTC)", scale=alt.Scale(type="utc"), axis=alt.Axis(format="%d %b")),
             y=alt.Y("ett_pct:Q", title="ETT%", scale=alt.Scale(domain=[0, 100])),
             size=alt.Size("gpus:Q", title="GPUs", scale=alt.Scale(range=[30, 400])),
-            color=alt.condition(pick_job, alt.value("#c51b7d"), alt.Color("nof:O", title="interruptions (NoF)",
-                                                                       scale=alt.Scale(scheme="oranges"))),
-            tooltip=["job_id:N", alt.Tooltip("_group:N", title=g_label), "gpus:Q", "start (UTC):N",
-                     alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"), alt.Tooltip("nof:Q", title="NoF"),
-                     alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost")],
+            color=alt.condition(
+                pick_job,
+                alt.value("#c51b7d"),
+                alt.Color("nof:O", title="interruptions (NoF)", scale=alt.Scale(scheme="oranges")),
+            ),
+            tooltip=[
+                "job_id:N",
+                alt.Tooltip("_group:N", title=g_label),
+                "gpus:Q",
+                "start (UTC):N",
+                alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"),
+                alt.Tooltip("nof:Q", title="NoF"),
+                alt.Tooltip("lost_gpu_h:Q", format=",.1f", title="GPU-hours lost"),
+            ],
         )
         .transform_filter(pick_group)
         .add_params(pick_job)
@@ -376,8 +553,14 @@ def drilldown(summary: pl.DataFrame, *, synthetic: bool, group: str = "model", t
 # ----------------------------------------------------------------------------- start-up and what-if
 
 
-def waterfall(steps: Sequence[tuple[str, float]], *, synthetic: bool, unit: str = "min",
-              chart_title: str = "TTS waterfall", final_label: str = "after all") -> alt.LayerChart:
+def waterfall(
+    steps: Sequence[tuple[str, float]],
+    *,
+    synthetic: bool,
+    unit: str = "min",
+    chart_title: str = "TTS waterfall",
+    final_label: str = "after all",
+) -> alt.LayerChart:
     """Waterfall: ``steps = [(baseline label, total), (change label, total after it), ...]``.
 
     The baseline and the final total are bars from zero; each change is a bar
@@ -385,11 +568,27 @@ def waterfall(steps: Sequence[tuple[str, float]], *, synthetic: bool, unit: str 
     """
     if len(steps) < 1:
         raise ValueError("a waterfall needs at least the baseline step")
-    rows = [{"label": steps[0][0], "lo": 0.0, "hi": float(steps[0][1]), "kind": "total", "delta": 0.0,
-             "total": float(steps[0][1])}]
+    rows = [
+        {
+            "label": steps[0][0],
+            "lo": 0.0,
+            "hi": float(steps[0][1]),
+            "kind": "total",
+            "delta": 0.0,
+            "total": float(steps[0][1]),
+        }
+    ]
     for (_, prev), (label, total) in zip(steps, steps[1:]):
-        rows.append({"label": label, "lo": float(min(prev, total)), "hi": float(max(prev, total)),
-                     "kind": "reduction" if total <= prev else "increase", "delta": float(total - prev), "total": float(total)})
+        rows.append(
+            {
+                "label": label,
+                "lo": float(min(prev, total)),
+                "hi": float(max(prev, total)),
+                "kind": "reduction" if total <= prev else "increase",
+                "delta": float(total - prev),
+                "total": float(total),
+            }
+        )
     if len(steps) > 1:
         last = float(steps[-1][1])
         rows.append({"label": final_label, "lo": 0.0, "hi": last, "kind": "total", "delta": 0.0, "total": last})
@@ -397,19 +596,35 @@ def waterfall(steps: Sequence[tuple[str, float]], *, synthetic: bool, unit: str 
     order = df["label"].to_list()
     base = alt.Chart(df).encode(x=alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=-20)))
     bars = base.mark_bar().encode(
-        y=alt.Y("lo:Q", title=unit), y2="hi:Q",
-        color=alt.Color("kind:N", scale=alt.Scale(domain=["total", "reduction", "increase"],
-                                                   range=["#3182bd", "#4c9a2a", "#d6616b"]), title=None),
+        y=alt.Y("lo:Q", title=unit),
+        y2="hi:Q",
+        color=alt.Color(
+            "kind:N",
+            scale=alt.Scale(domain=["total", "reduction", "increase"], range=["#3182bd", "#4c9a2a", "#d6616b"]),
+            title=None,
+        ),
         tooltip=["label:N", alt.Tooltip("total:Q", format=".1f"), alt.Tooltip("delta:Q", format="+.1f")],
     )
     text = base.mark_text(dy=-6).encode(y="hi:Q", text=alt.Text("total:Q", format=".1f"))
     return (bars + text).properties(title=title(chart_title, synthetic), width=520)
 
 
-def lines(frame: pl.DataFrame, x: str, y: str, color: str | None, *, synthetic: bool, chart_title: str,
-          x_title: str | None = None, y_title: str | None = None, points: bool = False, color_title: str | None = None,
-          x_domain: Sequence[float] | None = None, markers: Sequence[tuple[float, str]] = (),
-          y_zero: bool = True) -> alt.LayerChart:
+def lines(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str | None,
+    *,
+    synthetic: bool,
+    chart_title: str,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    points: bool = False,
+    color_title: str | None = None,
+    x_domain: Sequence[float] | None = None,
+    markers: Sequence[tuple[float, str]] = (),
+    y_zero: bool = True,
+) -> alt.LayerChart:
     """A line chart of ``y`` against ``x`` (one line per ``color`` value).
 
     ``x`` may be numeric, a time, or text (bucket labels such as "Jan 2026": one tick each, in the frame's order).
@@ -420,11 +635,18 @@ def lines(frame: pl.DataFrame, x: str, y: str, color: str | None, *, synthetic: 
     kind = frame.schema[x]
     xt = f"{x}:Q" if kind.is_numeric() else f"{x}:T" if kind.is_temporal() else f"{x}:O"
     enc = {
-        "x": alt.X(xt, title=x_title or x, scale=scale, sort=None if xt.endswith(":O") else alt.Undefined,
-                   axis=alt.Axis(labelAngle=0) if xt.endswith(":O") else alt.Undefined),
+        "x": alt.X(
+            xt,
+            title=x_title or x,
+            scale=scale,
+            sort=None if xt.endswith(":O") else alt.Undefined,
+            axis=alt.Axis(labelAngle=0) if xt.endswith(":O") else alt.Undefined,
+        ),
         "y": alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Undefined if y_zero else alt.Scale(zero=False)),
-        "tooltip": [alt.Tooltip(xt, title=x_title or x, format=".2f" if frame.schema[x].is_numeric() else alt.Undefined),
-                    alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y)]
+        "tooltip": [
+            alt.Tooltip(xt, title=x_title or x, format=".2f" if frame.schema[x].is_numeric() else alt.Undefined),
+            alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y),
+        ]
         + ([alt.Tooltip(f"{color}:N", title=color_title or color)] if color else []),
     }
     if color:
@@ -433,30 +655,62 @@ def lines(frame: pl.DataFrame, x: str, y: str, color: str | None, *, synthetic: 
     chart = alt.Chart(data).mark_line(point=points, clip=True).encode(**enc)
     if markers:
         m = pl.DataFrame({"x": [float(v) for v, _ in markers], "label": [lab for _, lab in markers]})
-        rule = alt.Chart(m).mark_rule(strokeDash=[4, 3], color="#444").encode(x=alt.X("x:Q", scale=scale), tooltip=["label:N"])
-        text = alt.Chart(m).mark_text(align="left", dx=4, dy=-4, baseline="top", fontSize=11, color="#222").encode(
-            x=alt.X("x:Q", scale=scale), y=alt.value(4), text="label:N")
+        rule = (
+            alt.Chart(m)
+            .mark_rule(strokeDash=[4, 3], color="#444")
+            .encode(x=alt.X("x:Q", scale=scale), tooltip=["label:N"])
+        )
+        text = (
+            alt.Chart(m)
+            .mark_text(align="left", dx=4, dy=-4, baseline="top", fontSize=11, color="#222")
+            .encode(x=alt.X("x:Q", scale=scale), y=alt.value(4), text="label:N")
+        )
         chart = chart + rule + text
     return alt.layer(chart).properties(title=title(chart_title, synthetic), width=560)
 
 
-def grouped_bars(frame: pl.DataFrame, x: str, y: str, color: str, *, synthetic: bool, chart_title: str,
-                 column: str | None = None, y_title: str | None = None, independent_y: bool = False,
-                 x_title: str | None = None, color_title: str | None = None, colors: dict[str, str] | None = None,
-                 x_sort: Sequence[str] | str | None = None) -> alt.Chart:
+def grouped_bars(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str,
+    *,
+    synthetic: bool,
+    chart_title: str,
+    column: str | None = None,
+    y_title: str | None = None,
+    independent_y: bool = False,
+    x_title: str | None = None,
+    color_title: str | None = None,
+    colors: dict[str, str] | None = None,
+    x_sort: Sequence[str] | str | None = None,
+) -> alt.Chart:
     """Grouped bars: ``color`` values side by side inside each ``x``; with ``column``, one panel per value.
 
     ``colors`` maps each ``color`` value to its colour (e.g. paired shades for a 2 x 2 design).
     """
     cscale = alt.Scale(domain=list(colors), range=list(colors.values())) if colors else alt.Undefined
-    chart = alt.Chart(frame).mark_bar().encode(
-        x=alt.X(f"{x}:N", title=None if column else (x_title or x), sort=x_sort if x_sort is not None else None,
-                axis=alt.Axis(labelAngle=-30, labelLimit=200)),
-        xOffset=alt.XOffset(f"{color}:N", sort=list(colors) if colors else alt.Undefined),
-        y=alt.Y(f"{y}:Q", title=y_title or y),
-        color=alt.Color(f"{color}:N", title=color_title or color, scale=cscale, sort=list(colors) if colors else alt.Undefined),
-        tooltip=[alt.Tooltip(f"{x}:N", title=x_title or x), alt.Tooltip(f"{color}:N", title=color_title or color),
-                 alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y)],
+    chart = (
+        alt.Chart(frame)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                f"{x}:N",
+                title=None if column else (x_title or x),
+                sort=x_sort if x_sort is not None else None,
+                axis=alt.Axis(labelAngle=-30, labelLimit=200),
+            ),
+            xOffset=alt.XOffset(f"{color}:N", sort=list(colors) if colors else alt.Undefined),
+            y=alt.Y(f"{y}:Q", title=y_title or y),
+            color=alt.Color(
+                f"{color}:N", title=color_title or color, scale=cscale, sort=list(colors) if colors else alt.Undefined
+            ),
+            tooltip=[
+                alt.Tooltip(f"{x}:N", title=x_title or x),
+                alt.Tooltip(f"{color}:N", title=color_title or color),
+                alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y),
+            ],
+        )
     )
     if column:
         chart = chart.properties(width=170, height=170).facet(facet=alt.Facet(f"{column}:N", title=None), columns=3)
@@ -472,51 +726,106 @@ def grouped_bars(frame: pl.DataFrame, x: str, y: str, color: str, *, synthetic: 
 def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -> alt.VConcatChart:
     """Fleet ETT% per bucket above lost GPU-hours a day per component, one tick per bucket.
 
-    ``trend`` is :func:`ettcore.buckets.coverage` of a :func:`ettcore.metric.trend` frame: partial buckets (the
+    ``trend`` is :func:`ettcore.present.calendar.coverage` of a :func:`ettcore.metric.trend` frame: partial buckets (the
     trace observed only part of them) are marked (open points, lighter bars, "(partial)" in the label), and lost
     time is drawn as GPU-hours per observed day so a partial bucket compares with full ones.  Nothing is dropped.
     """
     if "partial" not in trend.columns:
-        raise ValueError("trend_panels needs ettcore.buckets.coverage(trend, ...) (bucket labels and partial flags)")
+        raise ValueError(
+            "trend_panels needs ettcore.present.calendar.coverage(trend, ...) (bucket labels and partial flags)"
+        )
     t = trend.with_columns(
         pl.when(pl.col("partial")).then(pl.col("bucket") + " (partial)").otherwise(pl.col("bucket")).alias("label"),
-        pl.when(pl.col("partial")).then(pl.format("partial: {} of {} days observed", pl.col("observed_days").round(1),
-                                                  pl.col("bucket_days").round(0).cast(pl.Int64)))
-        .otherwise(pl.lit("full")).alias("coverage"))
+        pl.when(pl.col("partial"))
+        .then(
+            pl.format(
+                "partial: {} of {} days observed",
+                pl.col("observed_days").round(1),
+                pl.col("bucket_days").round(0).cast(pl.Int64),
+            )
+        )
+        .otherwise(pl.lit("full"))
+        .alias("coverage"),
+    )
     order = t["label"].to_list()
-    x = alt.X("label:O", sort=order, title=f"{every} (UTC)", axis=alt.Axis(labelAngle=0 if len(order) <= 12 else -45, labelOverlap=True))
+    x = alt.X(
+        "label:O",
+        sort=order,
+        title=f"{every} (UTC)",
+        axis=alt.Axis(labelAngle=0 if len(order) <= 12 else -45, labelOverlap=True),
+    )
     has_partial = bool(t["partial"].any())
-    line = alt.Chart(t.select("label", "ett_pct", "coverage", "partial")).mark_line(color="#4c9a2a").encode(
-        x=x, y=alt.Y("ett_pct:Q", title="fleet ETT% (GPU-time weighted)", scale=alt.Scale(zero=False)))
-    points = alt.Chart(t.select("label", "ett_pct", "coverage", "partial")).mark_point(size=70, color="#4c9a2a").encode(
-        x=x, y="ett_pct:Q",
-        fill=alt.condition("datum.partial", alt.value("white"), alt.value("#4c9a2a")),
-        tooltip=[alt.Tooltip("label:N", title=every), alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"), "coverage:N"])
+    line = (
+        alt.Chart(t.select("label", "ett_pct", "coverage", "partial"))
+        .mark_line(color="#4c9a2a")
+        .encode(x=x, y=alt.Y("ett_pct:Q", title="fleet ETT% (GPU-time weighted)", scale=alt.Scale(zero=False)))
+    )
+    points = (
+        alt.Chart(t.select("label", "ett_pct", "coverage", "partial"))
+        .mark_point(size=70, color="#4c9a2a")
+        .encode(
+            x=x,
+            y="ett_pct:Q",
+            fill=alt.condition("datum.partial", alt.value("white"), alt.value("#4c9a2a")),
+            tooltip=[
+                alt.Tooltip("label:N", title=every),
+                alt.Tooltip("ett_pct:Q", format=".2f", title="ETT%"),
+                "coverage:N",
+            ],
+        )
+    )
     top = (line + points).properties(
         title=title(f"Fleet ETT% per {every}" + (" (open points: partial buckets)" if has_partial else ""), synthetic),
-        width=620, height=180)
+        width=620,
+        height=180,
+    )
     cols = {f"{c}_gpu_h": c for c in ALL_COMPONENTS if f"{c}_gpu_h" in t.columns}
-    long = (t.select("label", "observed_days", "partial", "coverage", *cols)
-            .unpivot(index=["label", "observed_days", "partial", "coverage"], variable_name="column", value_name="gpu_h")
-            .with_columns(pl.col("column").replace_strict(cols).alias("component"),
-                          (pl.col("gpu_h") / pl.col("observed_days")).alias("gpu_h_per_day")).drop("column"))
+    long = (
+        t.select("label", "observed_days", "partial", "coverage", *cols)
+        .unpivot(index=["label", "observed_days", "partial", "coverage"], variable_name="column", value_name="gpu_h")
+        .with_columns(
+            pl.col("column").replace_strict(cols).alias("component"),
+            (pl.col("gpu_h") / pl.col("observed_days")).alias("gpu_h_per_day"),
+        )
+        .drop("column")
+    )
     bottom = (
         alt.Chart(long)
         .mark_bar()
-        .encode(x=x, y=alt.Y("gpu_h_per_day:Q", title="GPU-hours lost a day", stack=True),
-                color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="L2 component"),
-                opacity=alt.condition("datum.partial", alt.value(0.45), alt.value(1.0)),
-                tooltip=[alt.Tooltip("label:N", title=every), "component:N", alt.Tooltip("gpu_h_per_day:Q", format=",.1f", title="GPU-h a day"),
-                         alt.Tooltip("gpu_h:Q", format=",.0f", title="GPU-h in the bucket"), "coverage:N"])
-        .properties(title=title(f"Lost GPU-hours a day per L2 component, per {every}"
-                                + (" (lighter: partial buckets)" if has_partial else ""), synthetic), width=620, height=200)
+        .encode(
+            x=x,
+            y=alt.Y("gpu_h_per_day:Q", title="GPU-hours lost a day", stack=True),
+            color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="L2 component"),
+            opacity=alt.condition("datum.partial", alt.value(0.45), alt.value(1.0)),
+            tooltip=[
+                alt.Tooltip("label:N", title=every),
+                "component:N",
+                alt.Tooltip("gpu_h_per_day:Q", format=",.1f", title="GPU-h a day"),
+                alt.Tooltip("gpu_h:Q", format=",.0f", title="GPU-h in the bucket"),
+                "coverage:N",
+            ],
+        )
+        .properties(
+            title=title(
+                f"Lost GPU-hours a day per L2 component, per {every}"
+                + (" (lighter: partial buckets)" if has_partial else ""),
+                synthetic,
+            ),
+            width=620,
+            height=200,
+        )
     )
     return alt.vconcat(top, bottom).resolve_scale(color="independent")
 
 
 # ----------------------------------------------------------------------------- scorecard
 
-EVIDENCE_COLORS: dict[str, str] = {"measured": "#1a9850", "calibrated": "#f46d43", "analytic": "#4575b4", "identity": "#999999"}
+EVIDENCE_COLORS: dict[str, str] = {
+    "measured": "#1a9850",
+    "calibrated": "#f46d43",
+    "analytic": "#4575b4",
+    "identity": "#999999",
+}
 
 
 def evidence_scatter(checks: Sequence[dict]) -> alt.LayerChart:
@@ -528,27 +837,63 @@ def evidence_scatter(checks: Sequence[dict]) -> alt.LayerChart:
     from ettcore.present.scorecard import EVIDENCE, published
 
     rows = published()
-    data = pl.DataFrame([{"id": c["id"], "part": c["part"], "quantity": c["quantity"], "unit": c["unit"],
-                          "evidence": c["evidence"], "result": "pass" if c["passed"] else "FAIL",
-                          "published": rows[c["id"]].targets[c["part"]].value if c["id"] in rows else None,
-                          "published_text": c["published"], "ettcore_value": float(c["reproduced"])} for c in checks])
+    data = pl.DataFrame(
+        [
+            {
+                "id": c["id"],
+                "part": c["part"],
+                "quantity": c["quantity"],
+                "unit": c["unit"],
+                "evidence": c["evidence"],
+                "result": "pass" if c["passed"] else "FAIL",
+                "published": rows[c["id"]].targets[c["part"]].value if c["id"] in rows else None,
+                "published_text": c["published"],
+                "ettcore_value": float(c["reproduced"]),
+            }
+            for c in checks
+        ]
+    )
     drawable = data.filter((pl.col("published") > 0) & (pl.col("ettcore_value") > 0))
     left_out = data.height - drawable.height
     lo = float(min(drawable["published"].min(), drawable["ettcore_value"].min())) / 1.5
     hi = float(max(drawable["published"].max(), drawable["ettcore_value"].max())) * 1.5
     classes = [k for k in EVIDENCE if k in set(drawable["evidence"])]
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
-    diag = alt.Chart(pl.DataFrame({"v": [lo, hi]})).mark_line(color="#bbbbbb", strokeDash=[4, 4]).encode(
-        x=alt.X("v:Q", scale=scale), y=alt.Y("v:Q", scale=scale))
-    pts = alt.Chart(drawable).mark_point(size=70, filled=True, opacity=0.85).encode(
-        x=alt.X("published:Q", scale=scale, title="published value (paper's unit, log scale)"),
-        y=alt.Y("ettcore_value:Q", scale=scale, title="ettcore value (same unit, log scale)"),
-        color=alt.Color("evidence:N", title="evidence class", sort=classes,
-                        scale=alt.Scale(domain=classes, range=[EVIDENCE_COLORS[k] for k in classes])),
-        shape=alt.Shape("result:N", title="check", scale=alt.Scale(domain=["pass", "FAIL"], range=["circle", "cross"])),
-        tooltip=["id:N", "part:N", "quantity:N", "evidence:N", "published_text:N", "unit:N",
-                 alt.Tooltip("ettcore_value:Q", format=".4g"), "result:N"])
+    diag = (
+        alt.Chart(pl.DataFrame({"v": [lo, hi]}))
+        .mark_line(color="#bbbbbb", strokeDash=[4, 4])
+        .encode(x=alt.X("v:Q", scale=scale), y=alt.Y("v:Q", scale=scale))
+    )
+    pts = (
+        alt.Chart(drawable)
+        .mark_point(size=70, filled=True, opacity=0.85)
+        .encode(
+            x=alt.X("published:Q", scale=scale, title="published value (paper's unit, log scale)"),
+            y=alt.Y("ettcore_value:Q", scale=scale, title="ettcore value (same unit, log scale)"),
+            color=alt.Color(
+                "evidence:N",
+                title="evidence class",
+                sort=classes,
+                scale=alt.Scale(domain=classes, range=[EVIDENCE_COLORS[k] for k in classes]),
+            ),
+            shape=alt.Shape(
+                "result:N", title="check", scale=alt.Scale(domain=["pass", "FAIL"], range=["circle", "cross"])
+            ),
+            tooltip=[
+                "id:N",
+                "part:N",
+                "quantity:N",
+                "evidence:N",
+                "published_text:N",
+                "unit:N",
+                alt.Tooltip("ettcore_value:Q", format=".4g"),
+                "result:N",
+            ],
+        )
+    )
     sub = f"{drawable.height} checks; on the dashed line the two agree" + (
-        f"; {left_out} with a value <= 0 not drawn" if left_out else "")
+        f"; {left_out} with a value <= 0 not drawn" if left_out else ""
+    )
     return (diag + pts).properties(
-        title={"text": "Published versus ettcore value, by evidence class", "subtitle": sub}, width=520, height=360)
+        title={"text": "Published versus ettcore value, by evidence class", "subtitle": sub}, width=520, height=360
+    )

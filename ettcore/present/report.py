@@ -10,7 +10,7 @@
   (converted to the type of its default); ``--trace PATH`` sets ``trace``.  A
   parameter no selected notebook declares is an error (exit status 2).
 * Each notebook gets ``output_dir`` = the output folder, where it saves its
-  scorecard (``<stem>.scorecard.json``, see :mod:`ettcore.scorecard`).
+  scorecard (``<stem>.scorecard.json``, see :mod:`ettcore.present.scorecard`).
 * Outputs in ``--out`` (default ``reports/``): the executed notebook
   ``<stem>.ipynb``, ``<stem>.html`` without code cells, ``scorecard.json`` (the
   combined scorecard) and ``index.html``.  Pages load nothing from the network:
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ettcore.atomic import write_text
 from ettcore.config import GENERATED_DIR, NOTEBOOK_DIR
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.present.scorecard import SCORECARD_SUFFIX, combine, load_cards
 
 if TYPE_CHECKING:  # nbformat is imported where notebooks are read (the CLI starts without it)
@@ -75,7 +75,9 @@ def resolve(names: Sequence[str], directory: Path = NOTEBOOK_DIR) -> list[Path]:
         hits = [nb for nb in available if name in (nb.stem, nb.stem[:2], nb.stem[3:])]
         if len(hits) != 1:
             choices = ", ".join(nb.stem for nb in available)
-            raise InputError(Problem("ett report", None, "NOTEBOOK", f"unknown notebook {name!r}; choose from: {choices}"))
+            raise InputError(
+                Problem("ett report", None, "NOTEBOOK", f"unknown notebook {name!r}; choose from: {choices}")
+            )
         out.append(hits[0])
     return list(dict.fromkeys(out))
 
@@ -105,8 +107,9 @@ def coerce(value: str, type_name: str, name: str) -> Any:
         raise InputError(Problem("-p", None, name, f"value {value!r} is not a valid {t}")) from None
 
 
-def plan_parameters(notebooks: Sequence[Path], pairs: Sequence[tuple[str, str]], trace: str | None,
-                    out_dir: Path) -> dict[Path, dict[str, Any]]:
+def plan_parameters(
+    notebooks: Sequence[Path], pairs: Sequence[tuple[str, str]], trace: str | None, out_dir: Path
+) -> dict[Path, dict[str, Any]]:
     """Parameters for each notebook: ``output_dir`` always, ``trace`` and ``-p`` pairs where declared."""
     given = list(pairs) + ([(TRACE_PARAM, str(Path(trace).resolve()))] if trace else [])
     plan: dict[Path, dict[str, Any]] = {}
@@ -123,8 +126,12 @@ def plan_parameters(notebooks: Sequence[Path], pairs: Sequence[tuple[str, str]],
         plan[nb] = params
     unknown = [name for name, _ in given if name not in used]
     if unknown:
-        raise InputError([Problem("-p" if n != TRACE_PARAM else "--trace", None, n,
-                                  "no selected notebook has this parameter") for n in dict.fromkeys(unknown)])
+        raise InputError(
+            [
+                Problem("-p" if n != TRACE_PARAM else "--trace", None, n, "no selected notebook has this parameter")
+                for n in dict.fromkeys(unknown)
+            ]
+        )
     return plan
 
 
@@ -258,8 +265,10 @@ def notebook_title(path: Path) -> str:
 def neighbours(notebooks: Sequence[Path]) -> dict[str, dict[str, tuple[str, str] | None]]:
     """Previous and next report of each notebook, in the order of the run (the suite's number order)."""
     titled = [(nb.stem, notebook_title(nb)) for nb in notebooks]
-    return {stem: {"prev": titled[i - 1] if i > 0 else None, "next": titled[i + 1] if i + 1 < len(titled) else None}
-            for i, (stem, _) in enumerate(titled)}
+    return {
+        stem: {"prev": titled[i - 1] if i > 0 else None, "next": titled[i + 1] if i + 1 < len(titled) else None}
+        for i, (stem, _) in enumerate(titled)
+    }
 
 
 def banner_html(synthetic: bool | None, trace: str = "") -> str:
@@ -269,28 +278,40 @@ def banner_html(synthetic: bool | None, trace: str = "") -> str:
     if synthetic is None:
         return ""
     if synthetic:
-        return ('<div class="ett-banner synthetic" id="ett-banner"><b>SYNTHETIC data</b>: computed on generated traces or '
-                "assumed models calibrated to the paper's published numbers (arXiv 2610.02057), not on measured jobs."
-                f"{where}</div>")
+        return (
+            '<div class="ett-banner synthetic" id="ett-banner"><b>SYNTHETIC data</b>: computed on generated traces or '
+            "assumed models calibrated to the paper's published numbers (arXiv 2610.02057), not on measured jobs."
+            f"{where}</div>"
+        )
     return f'<div class="ett-banner real" id="ett-banner"><b>REAL data</b>: measured runs.{where}</div>'
 
 
 def nav_html(info: PageInfo, where: str = "top") -> str:
     """Links to the index and to the previous and next report."""
     e = html.escape
-    prev = (f'<a class="ett-nav-prev" rel="prev" href="{e(info.prev[0])}.html">&larr; {e(info.prev[0][:2])} {e(info.prev[1])}</a>'
-            if info.prev else "<span></span>")
-    nxt = (f'<a class="ett-nav-next" rel="next" href="{e(info.next[0])}.html">{e(info.next[0][:2])} {e(info.next[1])} &rarr;</a>'
-           if info.next else "<span></span>")
-    return (f'<nav class="ett-nav {where}">{prev}<a class="ett-nav-index" href="index.html">All reports and the scorecard</a>'
-            f"{nxt}</nav>")
+    prev = (
+        f'<a class="ett-nav-prev" rel="prev" href="{e(info.prev[0])}.html">&larr; {e(info.prev[0][:2])} {e(info.prev[1])}</a>'
+        if info.prev
+        else "<span></span>"
+    )
+    nxt = (
+        f'<a class="ett-nav-next" rel="next" href="{e(info.next[0])}.html">{e(info.next[0][:2])} {e(info.next[1])} &rarr;</a>'
+        if info.next
+        else "<span></span>"
+    )
+    return (
+        f'<nav class="ett-nav {where}">{prev}<a class="ett-nav-index" href="index.html">All reports and the scorecard</a>'
+        f"{nxt}</nav>"
+    )
 
 
 def _embed_html(spec: dict, div_id: str) -> str:
     data = json.dumps(spec, sort_keys=True).replace("</", "<\\/")
-    return (f'<div class="ett-chart" id="{div_id}"></div>\n<script type="text/javascript">'
-            f'vegaEmbed("#{div_id}", {data}, {{"actions": false, "renderer": "svg"}})'
-            f'.catch(function(e) {{ document.getElementById("{div_id}").innerText = "chart error: " + e; }});</script>')
+    return (
+        f'<div class="ett-chart" id="{div_id}"></div>\n<script type="text/javascript">'
+        f'vegaEmbed("#{div_id}", {data}, {{"actions": false, "renderer": "svg"}})'
+        f'.catch(function(e) {{ document.getElementById("{div_id}").innerText = "chart error: " + e; }});</script>'
+    )
 
 
 def charts_to_html(nb: nbformat.NotebookNode) -> int:
@@ -307,21 +328,29 @@ def charts_to_html(nb: nbformat.NotebookNode) -> int:
 
 def export_html(nb: nbformat.NotebookNode, target: Path, info: PageInfo | None = None) -> int:
     """Write ``target`` as HTML without code cells, with the page chrome of ``info``; returns the number of charts."""
-    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import jinja2
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     from nbconvert import HTMLExporter
 
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))
     n = charts_to_html(nb)
-    exporter = HTMLExporter(template_name="lab", extra_loaders=[jinja2.DictLoader({"ett_report.html.j2": _TEMPLATE})],
-                            template_file="ett_report.html.j2")
+    exporter = HTMLExporter(
+        template_name="lab",
+        extra_loaders=[jinja2.DictLoader({"ett_report.html.j2": _TEMPLATE})],
+        template_file="ett_report.html.j2",
+    )
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     info = info or PageInfo(target.stem)
     header = nav_html(info, "top") + banner_html(info.synthetic, info.trace)
-    resources = {"ett_vega_js": vega_bundle(), "ett_css": PAGE_CSS, "ett_header": header,
-                 "ett_footer": nav_html(info, "bottom"), "metadata": {"name": f"{info.title} - ETT% reports"}}
+    resources = {
+        "ett_vega_js": vega_bundle(),
+        "ett_css": PAGE_CSS,
+        "ett_header": header,
+        "ett_footer": nav_html(info, "bottom"),
+        "metadata": {"name": f"{info.title} - ETT% reports"},
+    }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     write_text(target, body)
     return n
@@ -368,9 +397,16 @@ def execute(source: Path, target: Path, params: dict[str, Any] | None = None) ->
     """Run a notebook with papermill into ``target`` (kernel over IPC, no progress bar, no log on the terminal)."""
     import papermill
 
-    papermill.execute_notebook(str(source), str(target), parameters=params or {}, kernel_name=KERNEL_NAME,
-                               cwd=str(NOTEBOOK_DIR), progress_bar=False, log_output=False,
-                               kernel_manager_class=_ipc_kernel_manager())
+    papermill.execute_notebook(
+        str(source),
+        str(target),
+        parameters=params or {},
+        kernel_name=KERNEL_NAME,
+        cwd=str(NOTEBOOK_DIR),
+        progress_bar=False,
+        log_output=False,
+        kernel_manager_class=_ipc_kernel_manager(),
+    )
 
 
 @dataclass
@@ -431,8 +467,9 @@ def _worker_context():
     return multiprocessing.get_context("spawn")
 
 
-def run_all(notebooks: Sequence[Path], plan: dict[Path, dict[str, Any]], out_dir: Path, jobs: int,
-            progress: bool = True) -> list[Result]:
+def run_all(
+    notebooks: Sequence[Path], plan: dict[Path, dict[str, Any]], out_dir: Path, jobs: int, progress: bool = True
+) -> list[Result]:
     """Run the notebooks in ``jobs`` worker processes, with a progress bar; results in notebook order."""
     from tqdm import tqdm
 
@@ -466,7 +503,9 @@ def _fmt(v: Any) -> str:
 
 def _md(text: str) -> str:
     """Text safe inside a Markdown table cell (no markup taken from data)."""
-    return html.escape(str(text)).replace("|", "&#124;").replace("*", "&#42;").replace("_", "&#95;").replace("[", "&#91;")
+    return (
+        html.escape(str(text)).replace("|", "&#124;").replace("*", "&#42;").replace("_", "&#95;").replace("[", "&#91;")
+    )
 
 
 def _evidence_counts(checks: Sequence[dict]) -> str:
@@ -493,44 +532,105 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     rows = []
     for r in results:
         card = by_nb.get(r.notebook, {})
-        title = notebook_title(NOTEBOOK_DIR / f"{r.notebook}.ipynb") if (NOTEBOOK_DIR / f"{r.notebook}.ipynb").exists() \
+        title = (
+            notebook_title(NOTEBOOK_DIR / f"{r.notebook}.ipynb")
+            if (NOTEBOOK_DIR / f"{r.notebook}.ipynb").exists()
             else (card.get("title") or r.notebook)
-        link = (f"[{_md(r.notebook[:2] + ' ' + title)}]({r.notebook}.html)" if r.ok
-                else f"**FAILED** {_md(r.notebook)} ([executed notebook]({r.notebook}.failed.ipynb)): {_md(r.error)}")
+        )
+        link = (
+            f"[{_md(r.notebook[:2] + ' ' + title)}]({r.notebook}.html)"
+            if r.ok
+            else f"**FAILED** {_md(r.notebook)} ([executed notebook]({r.notebook}.failed.ipynb)): {_md(r.error)}"
+        )
         data = "SYNTHETIC" if card.get("synthetic") else ("REAL" if card else "")
-        heads = "; ".join(f"{h['label']}: **{_md(_fmt(h['value']))}** {_md(h.get('unit', ''))}".rstrip()
-                          for h in card.get("headlines", []))
-        rows.append({"report": link, "data": data, "scorecard": _evidence_counts(card.get("checks", [])),
-                     "headline_figures": heads})
-    reports = table(pl.DataFrame(rows, schema={"report": pl.String, "data": pl.String, "scorecard": pl.String,
-                                               "headline_figures": pl.String}),
-                    markdown=["report", "headline_figures"], title="Reports").html()
+        heads = "; ".join(
+            f"{h['label']}: **{_md(_fmt(h['value']))}** {_md(h.get('unit', ''))}".rstrip()
+            for h in card.get("headlines", [])
+        )
+        rows.append(
+            {
+                "report": link,
+                "data": data,
+                "scorecard": _evidence_counts(card.get("checks", [])),
+                "headline_figures": heads,
+            }
+        )
+    reports = table(
+        pl.DataFrame(
+            rows, schema={"report": pl.String, "data": pl.String, "scorecard": pl.String, "headline_figures": pl.String}
+        ),
+        markdown=["report", "headline_figures"],
+        title="Reports",
+    ).html()
     detail = board["detail"]
     sections = []
     for k in EVIDENCE:
         cs = [c for c in detail if c["evidence"] == k]
         if not cs:
             continue
-        f = pl.DataFrame([{"id": c["id"], "part": c["part"], "source": c["source"], "quantity": c["quantity"],
-                           "published": f"{c['published']} {c['unit']}".strip(), "ettcore_value": c["reproduced"],
-                           "tolerance": c["tolerance"], "result": "pass" if c["passed"] else "FAIL",
-                           "report": f"[{_md(c['notebook'])}]({c['notebook']}.html)", "basis": c["basis"]} for c in cs])
-        head = {"measured": "Measured on real runs", "calibrated": "Calibrated consistency checks (SYNTHETIC traces)",
-                "analytic": "Analytic: formulas on published inputs",
-                "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)"}[k]
-        sections.append(f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
-                        + table(f, labels={"ettcore_value": "ettcore value"}, decimals={"ettcore_value": 3, "tolerance": 2}, markdown=["report"],
-                                notes=[f"{k}: {EVIDENCE[k]}."]).html())
+        f = pl.DataFrame(
+            [
+                {
+                    "id": c["id"],
+                    "part": c["part"],
+                    "source": c["source"],
+                    "quantity": c["quantity"],
+                    "published": f"{c['published']} {c['unit']}".strip(),
+                    "ettcore_value": c["reproduced"],
+                    "tolerance": c["tolerance"],
+                    "result": "pass" if c["passed"] else "FAIL",
+                    "report": f"[{_md(c['notebook'])}]({c['notebook']}.html)",
+                    "basis": c["basis"],
+                }
+                for c in cs
+            ]
+        )
+        head = {
+            "measured": "Measured on real runs",
+            "calibrated": "Calibrated consistency checks (SYNTHETIC traces)",
+            "analytic": "Analytic: formulas on published inputs",
+            "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)",
+        }[k]
+        sections.append(
+            f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
+            + table(
+                f,
+                labels={"ettcore_value": "ettcore value"},
+                decimals={"ettcore_value": 3, "tolerance": 2},
+                markdown=["report"],
+                notes=[f"{k}: {EVIDENCE[k]}."],
+            ).html()
+        )
     if not any(c["evidence"] == "measured" for c in detail):
         real = ", ".join(c["notebook"] for c in cards if not c.get("synthetic"))
-        sections.insert(0, '<h3 id="evidence-measured">Measured on real runs: 0 checks</h3><p>No published figure is '
-                           f"checked on real runs yet: the reports on real data ({e(real or 'none')}) show measured headline "
-                           "figures of their own runs, which the paper does not publish.</p>")
-    missing = table(pl.DataFrame([{"id": m["id"], "source": m["source"], "quantity": m["quantity"],
-                                   "published": f"{m['published']} {m['unit']}".strip(), "why_not": m["reason"]}
-                                  for m in board["not_reproduced"]],
-                                 schema={"id": pl.String, "source": pl.String, "quantity": pl.String, "published": pl.String,
-                                         "why_not": pl.String}), labels={"why_not": "why not"}).html()
+        sections.insert(
+            0,
+            '<h3 id="evidence-measured">Measured on real runs: 0 checks</h3><p>No published figure is '
+            f"checked on real runs yet: the reports on real data ({e(real or 'none')}) show measured headline "
+            "figures of their own runs, which the paper does not publish.</p>",
+        )
+    missing = table(
+        pl.DataFrame(
+            [
+                {
+                    "id": m["id"],
+                    "source": m["source"],
+                    "quantity": m["quantity"],
+                    "published": f"{m['published']} {m['unit']}".strip(),
+                    "why_not": m["reason"],
+                }
+                for m in board["not_reproduced"]
+            ],
+            schema={
+                "id": pl.String,
+                "source": pl.String,
+                "quantity": pl.String,
+                "published": pl.String,
+                "why_not": pl.String,
+            },
+        ),
+        labels={"why_not": "why not"},
+    ).html()
     ev = board["evidence_rows"]
     counts = ", ".join(f'<b id="count-{k}">{ev[k]}</b> {k}' for k in COUNTED_EVIDENCE)
     chart = _embed_html(charts.to_v5_spec(charts.evidence_scatter(detail)), "ett-chart-1") if detail else ""
@@ -552,17 +652,17 @@ is computed on SYNTHETIC traces (generated, calibrated to the paper's published 
 REAL measured runs; the data column below says the same.</div>
 <p>{ok} of {len(results)} reports built in {wall_s:.0f} s.</p>
 <h2 id="evidence">What the scorecard shows</h2>
-<p id="evidence-summary">Of {board['published_rows']} published figures, {board['checked_rows']} are checked:
-{counts}, and <b id="count-identity">{board['identity_rows']}</b> identities (arithmetic of other published figures,
-counted in no class); {len(board['not_reproduced'])} are not checked (listed at the end). Each figure counts once,
-under its strongest evidence. {board['checks_passed']} of {board['checks']} checks pass{f' ({failed} FAIL)' if failed else ''}.</p>
-<p id="calibrated-meaning">{e(board['calibrated_meaning'])}</p>
+<p id="evidence-summary">Of {board["published_rows"]} published figures, {board["checked_rows"]} are checked:
+{counts}, and <b id="count-identity">{board["identity_rows"]}</b> identities (arithmetic of other published figures,
+counted in no class); {len(board["not_reproduced"])} are not checked (listed at the end). Each figure counts once,
+under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks pass{f" ({failed} FAIL)" if failed else ""}.</p>
+<p id="calibrated-meaning">{e(board["calibrated_meaning"])}</p>
 {chart}
 {reports}
 <h2 id="scorecard-title">Scorecard, by evidence class</h2>
 <p id="scorecard-summary">Machine-readable: <a href="scorecard.json">scorecard.json</a> (an <code>evidence</code> field
 on every row and check).</p>
-{''.join(sections)}
+{"".join(sections)}
 <h2>Published figures not checked</h2>
 {missing}
 </body></html>
@@ -574,8 +674,10 @@ def build_index(out_dir: Path, results: Sequence[Result], wall_s: float) -> dict
     names = {r.notebook for r in results}
     cards = [c for c in load_cards(out_dir) if c["notebook"] in names]
     board = combine(cards)
-    board["reports"] = [{"notebook": r.notebook, "ok": r.ok, "seconds": round(r.seconds, 1), "charts": r.charts,
-                         "error": r.error} for r in results]
+    board["reports"] = [
+        {"notebook": r.notebook, "ok": r.ok, "seconds": round(r.seconds, 1), "charts": r.charts, "error": r.error}
+        for r in results
+    ]
     write_text(out_dir / "scorecard.json", json.dumps(board, indent=2, sort_keys=True) + "\n")
     write_text(out_dir / "index.html", index_html(results, cards, board, wall_s))
     return board
@@ -586,8 +688,9 @@ def build_index(out_dir: Path, results: Sequence[Result], wall_s: float) -> dict
 
 def update_notebook(path: Path) -> None:
     """Re-execute a committed notebook in place with its defaults and write its canonical form."""
-    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
     import tempfile
+
+    import nbformat  # imported here: it costs ~2 s at start-up of every `ett` command
 
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / path.name

@@ -90,15 +90,15 @@ NOT_REPRODUCED: dict[str, str] = {
     "megacache_blog": "a fleet average over many jobs from the PyTorch blog; no trace or model of it is bundled",
     "bench_models": "a count of the paper's benchmark set, not a measurement; the benchmark scenario is built with it",
     "stream_warmup": "a measured range that only enters the suite as a scenario assumption, not as a result",
-    "sharding_phase": "an input of the assumed Model D stage graph (ettcore.startup), not a result",
+    "sharding_phase": "an input of the assumed Model D stage graph (ettcore.planning.startup), not a result",
     "compile_cold": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "
-                    "(05-compilation shows the endpoints as published)",
+    "(05-compilation shows the endpoints as published)",
     "compile_warm": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "
-                    "(05-compilation shows the endpoints as published)",
+    "(05-compilation shows the endpoints as published)",
     "ckpt_blog_example": "hypothetical inputs of the blog's example; 06-checkpointing uses them as its defaults, "
-                         "so there is nothing to reproduce",
+    "so there is nothing to reproduce",
     "shutdown_saving": "IV-D's 'about 30 minutes per job' does not say over which jobs; the benchmark scenario's "
-                       "standalone-publishing models save 35.9 min on average (07-shutdown shows it), so it is not scored",
+    "standalone-publishing models save 35.9 min on average (07-shutdown shows it), so it is not scored",
 }
 
 
@@ -110,9 +110,11 @@ EVIDENCE: dict[str, str] = {
     "identity": "arithmetic of other published figures already checked; no evidence of its own",
 }
 COUNTED_EVIDENCE: tuple[str, ...] = ("measured", "calibrated", "analytic")
-CALIBRATED_MEANING = ("A calibrated consistency check shows that the generator, the metric and the notebook return the "
-                      "published number from a synthetic trace built to match it; it does not show that the paper's fleet "
-                      "had that number, nor that the suite would find it on real jobs.")
+CALIBRATED_MEANING = (
+    "A calibrated consistency check shows that the generator, the metric and the notebook return the "
+    "published number from a synthetic trace built to match it; it does not show that the paper's fleet "
+    "had that number, nor that the suite would find it on real jobs."
+)
 
 
 @dataclass(frozen=True)
@@ -162,8 +164,10 @@ def parse_value(text: str) -> dict[str, Target]:
     if m := _PAIRED.match(t):
         return {"value": Target("value", float(m.group(1))), "paired": Target("paired", float(m.group(2)))}
     if m := _PER_SAVE.match(t):
-        return {"blocking_s": Target("blocking_s", float(m.group(1))),
-                "failures_per_day": Target("failures_per_day", float(m.group(2)))}
+        return {
+            "blocking_s": Target("blocking_s", float(m.group(1))),
+            "failures_per_day": Target("failures_per_day", float(m.group(2))),
+        }
     return {"value": _bound(t, "value")}
 
 
@@ -172,8 +176,15 @@ def _load(path: str) -> dict[str, Published]:
     out: dict[str, Published] = {}
     with open(path, newline="", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
-            out[row["id"]] = Published(row["id"], row["source"], row["quantity"], row["value"], row["unit"],
-                                       row["note"], parse_value(row["value"]))
+            out[row["id"]] = Published(
+                row["id"],
+                row["source"],
+                row["quantity"],
+                row["value"],
+                row["unit"],
+                row["note"],
+                parse_value(row["value"]),
+            )
     return out
 
 
@@ -228,8 +239,9 @@ class Scorecard:
         """The evidence class of a number measured on this card's trace: ``measured`` if real, else ``calibrated``."""
         return "calibrated" if self.synthetic else "measured"
 
-    def check(self, row_id: str, reproduced: float, *, tolerance: float, part: str = "value", basis: str,
-              evidence: str) -> Check:
+    def check(
+        self, row_id: str, reproduced: float, *, tolerance: float, part: str = "value", basis: str, evidence: str
+    ) -> Check:
         """Record one checked part of published row ``row_id``: ``basis`` says how it was obtained, ``evidence``
         which class of evidence it is (a key of :data:`EVIDENCE`)."""
         if evidence not in EVIDENCE:
@@ -237,8 +249,10 @@ class Scorecard:
         if evidence == "measured" and self.synthetic:
             raise ValueError(f"{self.notebook}: a synthetic trace cannot give measured evidence (row {row_id!r})")
         if evidence == "calibrated" and not self.synthetic:
-            raise ValueError(f"{self.notebook}: calibrated evidence needs a synthetic trace or model (row {row_id!r}); "
-                             "on a real trace the evidence is measured")
+            raise ValueError(
+                f"{self.notebook}: calibrated evidence needs a synthetic trace or model (row {row_id!r}); "
+                "on a real trace the evidence is measured"
+            )
         rows = published()
         if row_id not in rows:
             raise KeyError(f"{row_id!r} is not a row of {PUBLISHED_CSV.name}")
@@ -249,8 +263,21 @@ class Scorecard:
             raise ValueError("tolerance must be >= 0")
         target = row.targets[part]
         value = float(reproduced)
-        c = Check(self.notebook, row_id, part, row.quantity, row.source, row.unit, target.text(), value,
-                  float(tolerance), compare(target, value, tolerance), basis, self.synthetic, evidence)
+        c = Check(
+            self.notebook,
+            row_id,
+            part,
+            row.quantity,
+            row.source,
+            row.unit,
+            target.text(),
+            value,
+            float(tolerance),
+            compare(target, value, tolerance),
+            basis,
+            self.synthetic,
+            evidence,
+        )
         self.checks.append(c)
         return c
 
@@ -265,8 +292,14 @@ class Scorecard:
         return all(c.passed for c in self.checks)
 
     def as_dict(self) -> dict:
-        return {"notebook": self.notebook, "title": self.title, "synthetic": self.synthetic, "trace": self.trace,
-                "headlines": self.headlines, "checks": [asdict(c) for c in self.checks]}
+        return {
+            "notebook": self.notebook,
+            "title": self.title,
+            "synthetic": self.synthetic,
+            "trace": self.trace,
+            "headlines": self.headlines,
+            "checks": [asdict(c) for c in self.checks],
+        }
 
     def save(self, output_dir: str | Path) -> Path | None:
         """Write ``<output_dir>/<notebook>.scorecard.json``; nothing when ``output_dir`` is empty."""
@@ -280,11 +313,31 @@ class Scorecard:
         """The checks as a Polars frame (one row a check)."""
         import polars as pl
 
-        return pl.DataFrame([{"id": c.id, "part": c.part, "evidence": c.evidence, "published": f"{c.published} {c.unit}".strip(),
-                              "ettcore_value": c.reproduced, "tolerance": c.tolerance, "result": "pass" if c.passed else "FAIL",
-                              "basis": c.basis} for c in self.checks],
-                            schema={"id": pl.String, "part": pl.String, "evidence": pl.String, "published": pl.String,
-                                    "ettcore_value": pl.Float64, "tolerance": pl.Float64, "result": pl.String, "basis": pl.String})
+        return pl.DataFrame(
+            [
+                {
+                    "id": c.id,
+                    "part": c.part,
+                    "evidence": c.evidence,
+                    "published": f"{c.published} {c.unit}".strip(),
+                    "ettcore_value": c.reproduced,
+                    "tolerance": c.tolerance,
+                    "result": "pass" if c.passed else "FAIL",
+                    "basis": c.basis,
+                }
+                for c in self.checks
+            ],
+            schema={
+                "id": pl.String,
+                "part": pl.String,
+                "evidence": pl.String,
+                "published": pl.String,
+                "ettcore_value": pl.Float64,
+                "tolerance": pl.Float64,
+                "result": pl.String,
+                "basis": pl.String,
+            },
+        )
 
     def summary(self) -> str:
         """One line: the checks by evidence class and how many pass."""
@@ -292,19 +345,26 @@ class Scorecard:
             return f"Scorecard {self.notebook}: no published figure is checked here (headline figures only)"
         counts = {k: sum(c.evidence == k for c in self.checks) for k in EVIDENCE}
         by = ", ".join(f"{n} {k}" for k, n in counts.items() if n)
-        return (f"Scorecard {self.notebook}" + (" (SYNTHETIC data)" if self.synthetic else "") +
-                f": {sum(c.passed for c in self.checks)}/{len(self.checks)} checks pass ({by})")
+        return (
+            f"Scorecard {self.notebook}"
+            + (" (SYNTHETIC data)" if self.synthetic else "")
+            + f": {sum(c.passed for c in self.checks)}/{len(self.checks)} checks pass ({by})"
+        )
 
     def table(self):
-        """The checks as a formatted table (:mod:`ettcore.tables`)."""
+        """The checks as a formatted table (:mod:`ettcore.present.tables`)."""
         from ettcore.present.tables import table
 
         notes = [f"{k}: {EVIDENCE[k]}." for k in EVIDENCE if any(c.evidence == k for c in self.checks)]
         if any(c.evidence == "calibrated" for c in self.checks):
             notes.append(CALIBRATED_MEANING)
-        return table(self.frame(), title=self.summary(), labels={"ettcore_value": "ettcore value"},
-                     decimals={"ettcore_value": 3, "tolerance": 2},
-                     notes=notes)
+        return table(
+            self.frame(),
+            title=self.summary(),
+            labels={"ettcore_value": "ettcore value"},
+            decimals={"ettcore_value": 3, "tolerance": 2},
+            notes=notes,
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         if not self.checks:
@@ -339,31 +399,50 @@ def combine(cards: Iterable[dict], path: str | Path = PUBLISHED_CSV) -> dict:
     checks = [c for card in cards for c in card["checks"]]
     for c in checks:
         if c.get("evidence") not in EVIDENCE:
-            raise ValueError(f"check {c['id']}/{c['part']} of {c['notebook']} has no valid evidence class: {c.get('evidence')!r}")
+            raise ValueError(
+                f"check {c['id']}/{c['part']} of {c['notebook']} has no valid evidence class: {c.get('evidence')!r}"
+            )
     seen: dict[tuple, str] = {}
     for c in checks:
         key = (c["id"], c["part"], c["evidence"])
         if key in seen:
-            raise ValueError(f"published figure {c['id']} ({c['part']}) is checked twice as {c['evidence']} evidence: "
-                             f"by {seen[key]} and {c['notebook']}; keep one")
+            raise ValueError(
+                f"published figure {c['id']} ({c['part']}) is checked twice as {c['evidence']} evidence: "
+                f"by {seen[key]} and {c['notebook']}; keep one"
+            )
         seen[key] = c["notebook"]
     by_row: dict[str, list[dict]] = {}
     for c in checks:
         by_row.setdefault(c["id"], []).append(c)
     checked = [
-        {"id": rid, "source": rows[rid].source, "quantity": rows[rid].quantity, "published": rows[rid].value,
-         "unit": rows[rid].unit, "checks": len(cs), "passed": all(c["passed"] for c in cs),
-         "evidence": strongest(c["evidence"] for c in cs),
-         "evidence_classes": sorted({c["evidence"] for c in cs}, key=list(EVIDENCE).index),
-         "notebooks": sorted({c["notebook"] for c in cs})}
-        for rid, cs in by_row.items() if rid in rows
+        {
+            "id": rid,
+            "source": rows[rid].source,
+            "quantity": rows[rid].quantity,
+            "published": rows[rid].value,
+            "unit": rows[rid].unit,
+            "checks": len(cs),
+            "passed": all(c["passed"] for c in cs),
+            "evidence": strongest(c["evidence"] for c in cs),
+            "evidence_classes": sorted({c["evidence"] for c in cs}, key=list(EVIDENCE).index),
+            "notebooks": sorted({c["notebook"] for c in cs}),
+        }
+        for rid, cs in by_row.items()
+        if rid in rows
     ]
     order = list(rows)
     checked.sort(key=lambda r: order.index(r["id"]))
     missing = [
-        {"id": rid, "source": r.source, "quantity": r.quantity, "published": r.value, "unit": r.unit,
-         "reason": NOT_REPRODUCED.get(rid, "no notebook in this run checks it")}
-        for rid, r in rows.items() if rid not in by_row
+        {
+            "id": rid,
+            "source": r.source,
+            "quantity": r.quantity,
+            "published": r.value,
+            "unit": r.unit,
+            "reason": NOT_REPRODUCED.get(rid, "no notebook in this run checks it"),
+        }
+        for rid, r in rows.items()
+        if rid not in by_row
     ]
     return {
         "published_rows": len(rows),

@@ -22,19 +22,43 @@ import polars as pl
 
 # column-name suffix -> unit shown in the header
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
-    ("_gpu_h", "GPU-h"), ("_min", "min"), ("_pct", "%"), ("_pp", "pp"), ("_ms", "ms"), ("_s", "s"), ("_h", "h"),
+    ("_gpu_h", "GPU-h"),
+    ("_min", "min"),
+    ("_pct", "%"),
+    ("_pp", "pp"),
+    ("_ms", "ms"),
+    ("_s", "s"),
+    ("_h", "h"),
     ("_x", "x"),
 )
 MISSING = "–"
 # labels of the metric's column names (by the name without its unit suffix)
 BASE_LABELS: dict[str, str] = {
-    "job_id": "job", "ett": "ETT%", "ett_mean": "mean ETT% of jobs", "nof": "NoF", "nof_failure": "failures",
-    "nof_preemption": "preemptions", "tts": "TTS", "ttr_total": "recovery (NoF x TTR)", "ttr_mean": "TTR",
-    "in_training_loss": "in-training loss", "shutdown_tail": "shutdown tail", "wall": "wall", "productive": "productive",
-    "wall_gpu": "wall", "productive_gpu": "productive", "tts_gpu": "TTS", "ttr_total_gpu": "recovery",
-    "in_training_loss_gpu": "in-training loss", "shutdown_tail_gpu": "shutdown tail", "gpus": "GPUs",
-    "hardware_setup": "hardware setup", "trainer_init": "trainer init", "pt2_compile": "PT2 compile",
-    "wasted_training": "wasted training", "effective_training": "effective training",
+    "job_id": "job",
+    "ett": "ETT%",
+    "ett_mean": "mean ETT% of jobs",
+    "nof": "NoF",
+    "nof_failure": "failures",
+    "nof_preemption": "preemptions",
+    "tts": "TTS",
+    "ttr_total": "recovery (NoF x TTR)",
+    "ttr_mean": "TTR",
+    "in_training_loss": "in-training loss",
+    "shutdown_tail": "shutdown tail",
+    "wall": "wall",
+    "productive": "productive",
+    "wall_gpu": "wall",
+    "productive_gpu": "productive",
+    "tts_gpu": "TTS",
+    "ttr_total_gpu": "recovery",
+    "in_training_loss_gpu": "in-training loss",
+    "shutdown_tail_gpu": "shutdown tail",
+    "gpus": "GPUs",
+    "hardware_setup": "hardware setup",
+    "trainer_init": "trainer init",
+    "pt2_compile": "PT2 compile",
+    "wasted_training": "wasted training",
+    "effective_training": "effective training",
 }
 
 
@@ -92,8 +116,16 @@ def _fmt_value(v: Any, decimals: int | None) -> str:
 class Table:
     """A formatted table (Great Tables HTML and plain text from the same cell texts)."""
 
-    def __init__(self, frame: pl.DataFrame, cells: pl.DataFrame, headers: list[str], numeric: list[bool],
-                 title: str | None, notes: Sequence[str], markdown: Sequence[str] = ()):
+    def __init__(
+        self,
+        frame: pl.DataFrame,
+        cells: pl.DataFrame,
+        headers: list[str],
+        numeric: list[bool],
+        title: str | None,
+        notes: Sequence[str],
+        markdown: Sequence[str] = (),
+    ):
         self.markdown = [c for c in markdown if c in cells.columns]
         self.frame = frame
         self.cells = cells  # every cell as its formatted text
@@ -127,8 +159,13 @@ class Table:
             g = g.tab_header(title=self.title)
         for note in self.notes:
             g = g.tab_source_note(note)
-        return g.tab_options(table_font_size="13px", column_labels_font_weight="bold", data_row_padding="3px",
-                             table_margin_left="0", table_margin_right="auto")
+        return g.tab_options(
+            table_font_size="13px",
+            column_labels_font_weight="bold",
+            data_row_padding="3px",
+            table_margin_left="0",
+            table_margin_right="auto",
+        )
 
     def html(self) -> str:
         return self.gt().as_raw_html()
@@ -152,9 +189,17 @@ class Table:
         return self.text()
 
 
-def table(frame: pl.DataFrame, *, title: str | None = None, labels: Mapping[str, str] | None = None,
-          units: Mapping[str, str] | None = None, decimals: int | Mapping[str, int] | None = None,
-          notes: Sequence[str] = (), synthetic: bool | None = None, markdown: Sequence[str] = ()) -> Table:
+def table(
+    frame: pl.DataFrame,
+    *,
+    title: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    units: Mapping[str, str] | None = None,
+    decimals: int | Mapping[str, int] | None = None,
+    notes: Sequence[str] = (),
+    synthetic: bool | None = None,
+    markdown: Sequence[str] = (),
+) -> Table:
     """A formatted table of ``frame`` (see the module docstring).
 
     ``markdown``: string columns whose cells are Markdown (links, emphasis), rendered as such in the HTML.
@@ -173,19 +218,31 @@ def table(frame: pl.DataFrame, *, title: str | None = None, labels: Mapping[str,
                 per[c] = decimals[c]
             else:
                 per[c] = _decimals_for(frame[c])
-    cells = pl.DataFrame({c: [_fmt_value(v, per.get(c)) for v in frame[c].to_list()] for c in frame.columns},
-                         schema={c: pl.String for c in frame.columns})
+    cells = pl.DataFrame(
+        {c: [_fmt_value(v, per.get(c)) for v in frame[c].to_list()] for c in frame.columns},
+        schema={c: pl.String for c in frame.columns},
+    )
     numeric = [frame.schema[c].is_numeric() and frame.schema[c] != pl.Boolean for c in frame.columns]
     headers = [label_of(c, labels, units) for c in frame.columns]
     notes = list(notes) + (["SYNTHETIC data."] if synthetic else [])
     return Table(frame, cells, headers, numeric, title, notes, markdown)
 
 
-def quantities(rows: Sequence[tuple[str, Any, str]], *, title: str | None = None, decimals: int = 2,
-               notes: Sequence[str] = (), synthetic: bool | None = None) -> Table:
+def quantities(
+    rows: Sequence[tuple[str, Any, str]],
+    *,
+    title: str | None = None,
+    decimals: int = 2,
+    notes: Sequence[str] = (),
+    synthetic: bool | None = None,
+) -> Table:
     """A two-column table of ``(quantity, value, unit)`` rows, the unit shown with the value."""
-    frame = pl.DataFrame({"quantity": [r[0] for r in rows],
-                          "value": [_fmt_value(r[1], decimals) + (f" {r[2]}" if r[2] else "") for r in rows]})
+    frame = pl.DataFrame(
+        {
+            "quantity": [r[0] for r in rows],
+            "value": [_fmt_value(r[1], decimals) + (f" {r[2]}" if r[2] else "") for r in rows],
+        }
+    )
     t = table(frame, title=title, notes=notes, synthetic=synthetic)
     t.numeric = [False, True]
     return t

@@ -1,6 +1,6 @@
 """Synthetic traces from a scenario: vectorized, seeded, partitioned.
 
-:func:`generate` turns a :class:`~ettcore.scenario.Scenario`, a job count and a
+:func:`generate` turns a :class:`~ettcore.synthetic.scenario.Scenario`, a job count and a
 seed into a trace folder (``jobs``, ``attempts``, ``spans`` + ``trace.json``
 with ``"synthetic": true``).  The same scenario, job count and seed give the
 same bytes: jobs are drawn in fixed-size chunks, chunk ``c`` from its own
@@ -46,7 +46,7 @@ import numpy as np
 import polars as pl
 
 from ettcore.atomic import atomic_path
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.phases import default_phase_map
 from ettcore.synthetic.scenario import END_REASONS, Profile, Scenario, load_scenario
 
@@ -67,8 +67,9 @@ def _within(group: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.arange(len(group), dtype=np.int64) - np.repeat(starts, sizes)
 
 
-def _draw_group(prof: Profile, rng: np.random.Generator, n: int, job_start_ms: np.ndarray, where: str,
-                vocab: dict[str | None, int]) -> dict:
+def _draw_group(
+    prof: Profile, rng: np.random.Generator, n: int, job_start_ms: np.ndarray, where: str, vocab: dict[str | None, int]
+) -> dict:
     """Draw ``n`` jobs of one profile.  Returns attempt and span columns (job index local to the group).
 
     Strings (phase, stage, failure kind) come back as codes into ``vocab`` (extended here; code 0 is null).
@@ -86,13 +87,19 @@ def _draw_group(prof: Profile, rng: np.random.Generator, n: int, job_start_ms: n
         pos = np.full(n, int(round(e.at_min * MIN_MS)), dtype=np.int64)
         keep = np.ones(n, bool) if progress is None else pos < progress
         ij.append(np.flatnonzero(keep)), ipos.append(pos[keep])
-        irsn.append(np.full(keep.sum(), END_REASONS.index(e.end_reason), np.int8)), ikind.append(np.full(keep.sum(), code(e.failure_kind), np.int32))
+        (
+            irsn.append(np.full(keep.sum(), END_REASONS.index(e.end_reason), np.int8)),
+            ikind.append(np.full(keep.sum(), code(e.failure_kind), np.int32)),
+        )
     for e in prof.random:
         lam = e.per_day.sample(rng, n) * progress / DAY_MS
         cnt = rng.poisson(lam)
         jj = np.repeat(np.arange(n), cnt)
         ij.append(jj), ipos.append(1 + (rng.random(len(jj)) * (progress[jj] - 1)).astype(np.int64))
-        irsn.append(np.full(len(jj), END_REASONS.index(e.end_reason), np.int8)), ikind.append(np.full(len(jj), code(e.failure_kind), np.int32))
+        (
+            irsn.append(np.full(len(jj), END_REASONS.index(e.end_reason), np.int8)),
+            ikind.append(np.full(len(jj), code(e.failure_kind), np.int32)),
+        )
     ij = np.concatenate(ij) if ij else np.zeros(0, np.int64)
     ipos = np.concatenate(ipos) if ipos else np.zeros(0, np.int64)
     irsn = np.concatenate(irsn) if irsn else np.zeros(0, np.int8)
@@ -164,9 +171,15 @@ def _draw_group(prof: Profile, rng: np.random.Generator, n: int, job_start_ms: n
         x_last = np.where(nint > 0, ipos[ioff + nint - 1] if len(ipos) else 0, 0)
         bad = progress <= np.maximum(x_last, MIN_MS - 1)
         if bad.any():
-            raise InputError(Problem(where, None, "wall_budget_min",
-                                     "the wall budget leaves no training after start-up, recovery and shutdown "
-                                     f"(or ends before an induced interruption); {int(bad.sum())} job(s)"))
+            raise InputError(
+                Problem(
+                    where,
+                    None,
+                    "wall_budget_min",
+                    "the wall budget leaves no training after start-up, recovery and shutdown "
+                    f"(or ends before an induced interruption); {int(bad.sum())} job(s)",
+                )
+            )
     e = np.where(last, progress[aj], ipos[cur] if len(ipos) else 0)
     nsave = np.maximum(0, (e - 1) // I - a // I)
     loop = (e - a) + b * nsave
@@ -181,7 +194,11 @@ def _draw_group(prof: Profile, rng: np.random.Generator, n: int, job_start_ms: n
     sp_att, sp_phase, sp_stage, sp_start, sp_end, sp_c0, sp_c1 = [], [], [], [], [], [], []
     for s, st, en, ran in steps_out:
         idx = np.flatnonzero(ran)
-        sp_att.append(idx), sp_phase.append(np.full(len(idx), code(s.phase), np.int32)), sp_stage.append(np.full(len(idx), code(s.stage), np.int32))
+        (
+            sp_att.append(idx),
+            sp_phase.append(np.full(len(idx), code(s.phase), np.int32)),
+            sp_stage.append(np.full(len(idx), code(s.stage), np.int32)),
+        )
         sp_start.append(att_start[idx] + st[idx]), sp_end.append(att_start[idx] + en[idx])
         sp_c0.append(np.full(len(idx), np.nan)), sp_c1.append(np.full(len(idx), np.nan))
     # Train segments and checkpoint saves.
@@ -194,25 +211,52 @@ def _draw_group(prof: Profile, rng: np.random.Generator, n: int, job_start_ms: n
     t0 = att_start[ta] + startup[ta] + (p0 - a[ta]) + tj * b[ta]
     t1 = t0 + (p1 - p0)
     r = rate[aj[ta]] / 1000.0
-    sp_att.append(ta), sp_phase.append(np.full(len(ta), code("train"), np.int32)), sp_stage.append(np.zeros(len(ta), np.int32))
+    (
+        sp_att.append(ta),
+        sp_phase.append(np.full(len(ta), code("train"), np.int32)),
+        sp_stage.append(np.zeros(len(ta), np.int32)),
+    )
     sp_start.append(t0), sp_end.append(t1), sp_c0.append(p0 * r), sp_c1.append(p1 * r)
     sv = np.flatnonzero((tj < nsave[ta]) & (b[ta] > 0))
-    sp_att.append(ta[sv]), sp_phase.append(np.full(len(sv), code("checkpoint_save"), np.int32)), sp_stage.append(np.zeros(len(sv), np.int32))
-    sp_start.append(t1[sv]), sp_end.append(t1[sv] + b[ta[sv]]), sp_c0.append(np.full(len(sv), np.nan)), sp_c1.append(np.full(len(sv), np.nan))
+    (
+        sp_att.append(ta[sv]),
+        sp_phase.append(np.full(len(sv), code("checkpoint_save"), np.int32)),
+        sp_stage.append(np.zeros(len(sv), np.int32)),
+    )
+    (
+        sp_start.append(t1[sv]),
+        sp_end.append(t1[sv] + b[ta[sv]]),
+        sp_c0.append(np.full(len(sv), np.nan)),
+        sp_c1.append(np.full(len(sv), np.nan)),
+    )
     # Shutdown and publish.
     tail0 = att_start + startup + loop
     for ph, d, off in (("shutdown", shut, np.zeros(na, np.int64)), ("publish", pub, shut)):
         idx = np.flatnonzero(last & (d > 0))
-        sp_att.append(idx), sp_phase.append(np.full(len(idx), code(ph), np.int32)), sp_stage.append(np.zeros(len(idx), np.int32))
+        (
+            sp_att.append(idx),
+            sp_phase.append(np.full(len(idx), code(ph), np.int32)),
+            sp_stage.append(np.zeros(len(idx), np.int32)),
+        )
         sp_start.append(tail0[idx] + off[idx]), sp_end.append(tail0[idx] + off[idx] + d[idx])
         sp_c0.append(np.full(len(idx), np.nan)), sp_c1.append(np.full(len(idx), np.nan))
 
     span_att = np.concatenate(sp_att)
     return {
-        "att_job": aj, "att_k": ak, "att_start": att_start, "att_end": att_end, "att_reason": rsn, "att_kind": kind,
-        "span_job": aj[span_att], "span_k": ak[span_att], "span_phase": np.concatenate(sp_phase),
-        "span_stage": np.concatenate(sp_stage), "span_start": np.concatenate(sp_start), "span_end": np.concatenate(sp_end),
-        "span_c0": np.concatenate(sp_c0), "span_c1": np.concatenate(sp_c1),
+        "att_job": aj,
+        "att_k": ak,
+        "att_start": att_start,
+        "att_end": att_end,
+        "att_reason": rsn,
+        "att_kind": kind,
+        "span_job": aj[span_att],
+        "span_k": ak[span_att],
+        "span_phase": np.concatenate(sp_phase),
+        "span_stage": np.concatenate(sp_stage),
+        "span_start": np.concatenate(sp_start),
+        "span_end": np.concatenate(sp_end),
+        "span_c0": np.concatenate(sp_c0),
+        "span_c1": np.concatenate(sp_c1),
     }
 
 
@@ -246,9 +290,15 @@ def _job_ids(sc: Scenario, idx: np.ndarray | pl.Series, width: int) -> pl.Expr:
     return pl.lit(f"{sc.name}-") + pl.Series(idx).cast(pl.String).str.zfill(width)
 
 
-def generate_chunk(sc: Scenario, n_jobs: int, seed: int, chunk: int, chunk_jobs: int = CHUNK_JOBS,
-                   cohorts: np.ndarray | None = None, gpus_table: list[np.ndarray] | None = None
-                   ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def generate_chunk(
+    sc: Scenario,
+    n_jobs: int,
+    seed: int,
+    chunk: int,
+    chunk_jobs: int = CHUNK_JOBS,
+    cohorts: np.ndarray | None = None,
+    gpus_table: list[np.ndarray] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """The ``jobs``, ``attempts`` and ``spans`` frames of jobs ``[chunk*chunk_jobs, ...)``."""
     cohorts = _cohort_of_jobs(sc, n_jobs, seed) if cohorts is None else cohorts
     gpus_table = _model_gpus(sc, seed) if gpus_table is None else gpus_table
@@ -296,29 +346,50 @@ def generate_chunk(sc: Scenario, n_jobs: int, seed: int, chunk: int, chunk_jobs:
     words = pl.Series([w for w, _ in sorted(vocab.items(), key=lambda kv: kv[1])], dtype=pl.String)
     to_dt = lambda x: pl.Series(x, dtype=pl.Int64).cast(pl.Datetime("ms")).dt.replace_time_zone("UTC")  # noqa: E731
 
-    attempts = pl.DataFrame({
-        "j": att_job + j0, "attempt": cat("att_k").astype(np.int32), "start": to_dt(cat("att_start")), "end": to_dt(cat("att_end")),
-        "end_reason": pl.Series(np.array(_REASONS, object)[cat("att_reason")], dtype=pl.String),
-        "failure_kind": words.gather(pl.Series(cat("att_kind"))),
-    }).sort("j", "attempt")
+    attempts = pl.DataFrame(
+        {
+            "j": att_job + j0,
+            "attempt": cat("att_k").astype(np.int32),
+            "start": to_dt(cat("att_start")),
+            "end": to_dt(cat("att_end")),
+            "end_reason": pl.Series(np.array(_REASONS, object)[cat("att_reason")], dtype=pl.String),
+            "failure_kind": words.gather(pl.Series(cat("att_kind"))),
+        }
+    ).sort("j", "attempt")
     order = {p: i for i, p in enumerate(default_phase_map().phases)}
-    spans = pl.DataFrame({
-        "j": span_job + j0, "attempt": cat("span_k").astype(np.int32), "phase": words.gather(pl.Series(cat("span_phase"))),
-        "start": to_dt(cat("span_start")), "end": to_dt(cat("span_end")), "stage": words.gather(pl.Series(cat("span_stage"))),
-        "cursor_start": pl.Series(cat("span_c0")).fill_nan(None), "cursor_end": pl.Series(cat("span_c1")).fill_nan(None),
-    })
-    spans = spans.with_columns(pl.col("phase").replace_strict(order, return_dtype=pl.Int32).alias("_o")) \
-        .sort("j", "attempt", "start", "_o", "end").drop("_o")
+    spans = pl.DataFrame(
+        {
+            "j": span_job + j0,
+            "attempt": cat("span_k").astype(np.int32),
+            "phase": words.gather(pl.Series(cat("span_phase"))),
+            "start": to_dt(cat("span_start")),
+            "end": to_dt(cat("span_end")),
+            "stage": words.gather(pl.Series(cat("span_stage"))),
+            "cursor_start": pl.Series(cat("span_c0")).fill_nan(None),
+            "cursor_end": pl.Series(cat("span_c1")).fill_nan(None),
+        }
+    )
+    spans = (
+        spans.with_columns(pl.col("phase").replace_strict(order, return_dtype=pl.Int32).alias("_o"))
+        .sort("j", "attempt", "start", "_o", "end")
+        .drop("_o")
+    )
 
     names = [c.name for c in sc.cohorts]
     label_names = list(sc.cohorts[0].labels)
-    jobs = pl.DataFrame({
-        "j": gidx,
-        "model": pl.Series([f"{sc.cohorts[c].model_prefix}-{k:03d}" for c, k in zip(coh.tolist(), model_k.tolist())]
-                           if "model" not in label_names else [str(sc.cohorts[c].labels["model"]) for c in coh.tolist()], dtype=pl.String),
-        "gpus": gpus,
-        "cohort": pl.Series(np.array(names, object)[coh], dtype=pl.String),
-    })
+    jobs = pl.DataFrame(
+        {
+            "j": gidx,
+            "model": pl.Series(
+                [f"{sc.cohorts[c].model_prefix}-{k:03d}" for c, k in zip(coh.tolist(), model_k.tolist())]
+                if "model" not in label_names
+                else [str(sc.cohorts[c].labels["model"]) for c in coh.tolist()],
+                dtype=pl.String,
+            ),
+            "gpus": gpus,
+            "cohort": pl.Series(np.array(names, object)[coh], dtype=pl.String),
+        }
+    )
     for ln in label_names:
         if ln != "model":
             jobs = jobs.with_columns(pl.Series(ln, [sc.cohorts[c].labels[ln] for c in coh.tolist()]))
@@ -341,15 +412,22 @@ def metadata(sc: Scenario, n_jobs: int, seed: int) -> dict:
         "scenario_file": sc.path.name,
         "seed": int(seed),
         "jobs": int(n_jobs),
-        "generator": "ettcore.generator",
+        "generator": "ettcore.synthetic.generator",
         "description": sc.description,
         "assumptions": sc.assumptions,
         "calibrated_to_detail": sc.calibrated_to,
     }
 
 
-def generate(scenario: Scenario | str | Path, out_dir: str | Path, *, n_jobs: int | None = None, seed: int = 0,
-             chunk_jobs: int = CHUNK_JOBS, progress: bool = False) -> Path:
+def generate(
+    scenario: Scenario | str | Path,
+    out_dir: str | Path,
+    *,
+    n_jobs: int | None = None,
+    seed: int = 0,
+    chunk_jobs: int = CHUNK_JOBS,
+    progress: bool = False,
+) -> Path:
     """Generate a trace folder at ``out_dir`` (atomically) and return its path.
 
     ``n_jobs`` defaults to the scenario's ``default_jobs``.  Memory is bounded by
@@ -383,7 +461,9 @@ def generate(scenario: Scenario | str | Path, out_dir: str | Path, *, n_jobs: in
             if bar is not None:
                 bar.update(frames[0].height)
             del frames
-        (tmp / "trace.json").write_text(json.dumps(metadata(sc, n_jobs, seed), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        (tmp / "trace.json").write_text(
+            json.dumps(metadata(sc, n_jobs, seed), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
     if bar is not None:
         bar.close()
     return out_dir

@@ -2,7 +2,7 @@
 
 A scenario (YAML, ``data/scenarios/<name>.yaml``) describes jobs by
 distributions of phase durations, interruption processes, checkpointing,
-re-queue delays, shutdown and publishing; :mod:`ettcore.generator` turns a
+re-queue delays, shutdown and publishing; :mod:`ettcore.synthetic.generator` turns a
 scenario and a seed into a trace.  Every duration in a scenario file is in
 **minutes**.  The top-level keys::
 
@@ -72,7 +72,7 @@ import numpy as np
 import yaml
 
 from ettcore.config import SCENARIO_DIR
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.phases import default_phase_map
 
 END_REASONS = ("failure", "preemption")
@@ -140,7 +140,12 @@ def parse_dist(value: Any, where: str, err: _Err) -> Dist:
     kind = value.get("dist")
     if kind not in DIST_KINDS:
         raise err(f"{where}.dist", f"unknown distribution {kind!r}; expected one of {', '.join(DIST_KINDS)}")
-    need = {"fixed": ("value",), "uniform": ("low", "high"), "lognormal": ("median", "sigma"), "normal": ("mean", "sd")}[kind]
+    need = {
+        "fixed": ("value",),
+        "uniform": ("low", "high"),
+        "lognormal": ("median", "sigma"),
+        "normal": ("mean", "sd"),
+    }[kind]
     allowed = set(need) | {"dist", "min", "max"}
     for k in value:
         if k not in allowed:
@@ -344,18 +349,34 @@ def _check_keys(d: Any, allowed: set[str], where: str, err: _Err, required: tupl
 
 def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err: _Err) -> Profile:
     """Validate a merged profile mapping and resolve its start-up template."""
-    keys = {"startup", "train_min", "wall_budget_min", "cursor_rate", "checkpoint", "interruptions", "shutdown_min", "publish_min"}
+    keys = {
+        "startup",
+        "train_min",
+        "wall_budget_min",
+        "cursor_rate",
+        "checkpoint",
+        "interruptions",
+        "shutdown_min",
+        "publish_min",
+    }
     _check_keys(raw, keys, where, err, ("startup", "cursor_rate", "checkpoint", "shutdown_min"))
     if ("train_min" in raw) == ("wall_budget_min" in raw):
         raise err(f"{where}.train_min", "give exactly one of 'train_min' and 'wall_budget_min'")
     su = _check_keys(raw["startup"], {"template", "durations", "scale"}, f"{where}.startup", err, ("template",))
     tname = su["template"]
     if tname not in templates:
-        raise err(f"{where}.startup.template", f"unknown start-up template {tname!r}; defined: {', '.join(sorted(templates))}")
+        raise err(
+            f"{where}.startup.template", f"unknown start-up template {tname!r}; defined: {', '.join(sorted(templates))}"
+        )
     overrides = su.get("durations") or {}
     _check_keys(overrides, {s["name"] for s in templates[tname]}, f"{where}.startup.durations", err)
     scale = su.get("scale") or {}
-    _check_keys(scale, {s["name"] for s in templates[tname]} | {s["phase"] for s in templates[tname]}, f"{where}.startup.scale", err)
+    _check_keys(
+        scale,
+        {s["name"] for s in templates[tname]} | {s["phase"] for s in templates[tname]},
+        f"{where}.startup.scale",
+        err,
+    )
     for k, f in scale.items():
         if isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0:
             raise err(f"{where}.startup.scale.{k}", "must be a number >= 0")
@@ -384,7 +405,13 @@ def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err:
         after = tuple(names.index(a) for a in s.get("after", ()))
         steps.append(Step(s["name"], s["phase"], s.get("stage"), after, first, restart))
 
-    ck = _check_keys(raw["checkpoint"], {"interval_min", "blocking_min"}, f"{where}.checkpoint", err, ("interval_min", "blocking_min"))
+    ck = _check_keys(
+        raw["checkpoint"],
+        {"interval_min", "blocking_min"},
+        f"{where}.checkpoint",
+        err,
+        ("interval_min", "blocking_min"),
+    )
     interval = parse_dist(ck["interval_min"], f"{where}.checkpoint.interval_min", err)
     if interval.kind == "fixed" and interval.a <= 0:
         raise err(f"{where}.checkpoint.interval_min", "must be > 0")
@@ -392,7 +419,12 @@ def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err:
         # A random interval is clipped at one minute (documented in the module docstring).
         interval = Dist(interval.kind, interval.a, interval.b, 1.0, max(interval.hi, 1.0))
 
-    it = _check_keys(raw.get("interruptions") or {}, {"induced", "random", "hang_min", "requeue_min", "max"}, f"{where}.interruptions", err)
+    it = _check_keys(
+        raw.get("interruptions") or {},
+        {"induced", "random", "hang_min", "requeue_min", "max"},
+        f"{where}.interruptions",
+        err,
+    )
     induced = []
     for j, e in enumerate(it.get("induced") or []):
         w = f"{where}.interruptions.induced[{j}]"
@@ -413,7 +445,10 @@ def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err:
             raise err(f"{w}.end_reason", f"must be one of {', '.join(END_REASONS)}, got {e['end_reason']!r}")
         rnd.append(RandomInterruption(str(kind), e["end_reason"], parse_dist(e["per_day"], f"{w}.per_day", err)))
     if rnd and "wall_budget_min" in raw:
-        raise err(f"{where}.interruptions.random", "random interruptions need 'train_min' (a time-boxed job takes only induced ones)")
+        raise err(
+            f"{where}.interruptions.random",
+            "random interruptions need 'train_min' (a time-boxed job takes only induced ones)",
+        )
     hang, requeue = {}, {}
     for name, dst in (("hang_min", hang), ("requeue_min", requeue)):
         m = _check_keys(it.get(name) or {}, set(END_REASONS), f"{where}.interruptions.{name}", err)
@@ -428,7 +463,9 @@ def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err:
     return Profile(
         steps=tuple(steps),
         train_min=parse_dist(raw["train_min"], f"{where}.train_min", err) if "train_min" in raw else None,
-        wall_budget_min=parse_dist(raw["wall_budget_min"], f"{where}.wall_budget_min", err) if "wall_budget_min" in raw else None,
+        wall_budget_min=parse_dist(raw["wall_budget_min"], f"{where}.wall_budget_min", err)
+        if "wall_budget_min" in raw
+        else None,
         cursor_rate=parse_dist(raw["cursor_rate"], f"{where}.cursor_rate", err),
         ckpt_interval_min=interval,
         ckpt_blocking_min=parse_dist(ck["blocking_min"], f"{where}.checkpoint.blocking_min", err),
@@ -453,11 +490,15 @@ def _parse_templates(raw: Any, err: _Err) -> dict[str, list[dict]]:
         seen: list[str] = []
         for i, s in enumerate(steps):
             w = f"startups.{tname}[{i}]"
-            _check_keys(s, {"name", "phase", "stage", "after", "duration", "first", "restart"}, w, err, ("name", "phase"))
+            _check_keys(
+                s, {"name", "phase", "stage", "after", "duration", "first", "restart"}, w, err, ("name", "phase")
+            )
             if not isinstance(s["name"], str) or s["name"] in seen:
                 raise err(f"{w}.name", f"step names must be unique strings, got {s['name']!r}")
             if s["phase"] not in phases:
-                raise err(f"{w}.phase", f"unknown start-up phase {s['phase']!r}; expected one of {', '.join(sorted(phases))}")
+                raise err(
+                    f"{w}.phase", f"unknown start-up phase {s['phase']!r}; expected one of {', '.join(sorted(phases))}"
+                )
             after = s.get("after", [])
             if not isinstance(after, list):
                 raise err(f"{w}.after", "must be a list of earlier step names")
@@ -493,8 +534,21 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise err(None, f"not valid YAML: {exc}") from None
-    top = {"version", "name", "description", "calibrated_to", "assumptions", "default_jobs", "start", "arrival",
-           "assignment", "startups", "defaults", "cohorts", "changes"}
+    top = {
+        "version",
+        "name",
+        "description",
+        "calibrated_to",
+        "assumptions",
+        "default_jobs",
+        "start",
+        "arrival",
+        "assignment",
+        "startups",
+        "defaults",
+        "cohorts",
+        "changes",
+    }
     _check_keys(raw, top, "", err, ("version", "name", "start", "startups", "cohorts"))
     if raw["version"] != 1:
         raise err("version", f"unsupported scenario version {raw['version']!r}; expected 1")
@@ -507,7 +561,13 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     if isinstance(dj, bool) or not isinstance(dj, int) or dj < 1:
         raise err("default_jobs", f"must be an integer >= 1, got {dj!r}")
     start = _parse_date(raw["start"], "start", err)
-    arr = _check_keys(raw.get("arrival") or {"kind": "uniform", "window_days": 1}, {"kind", "window_days", "spacing_min"}, "arrival", err, ("kind",))
+    arr = _check_keys(
+        raw.get("arrival") or {"kind": "uniform", "window_days": 1},
+        {"kind", "window_days", "spacing_min"},
+        "arrival",
+        err,
+        ("kind",),
+    )
     if arr["kind"] not in ("uniform", "sequential"):
         raise err("arrival.kind", f"must be 'uniform' or 'sequential', got {arr['kind']!r}")
     for k in ("window_days", "spacing_min"):
@@ -527,7 +587,9 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     cohorts: list[Cohort] = []
     for i, c in enumerate(raw["cohorts"]):
         w = f"cohorts[{i}]"
-        _check_keys(c, {"name", "weight", "gpus", "models", "model_prefix", "labels", "profile"}, w, err, ("name", "gpus"))
+        _check_keys(
+            c, {"name", "weight", "gpus", "models", "model_prefix", "labels", "profile"}, w, err, ("name", "gpus")
+        )
         if not isinstance(c["name"], str) or any(x.name == c["name"] for x in cohorts):
             raise err(f"{w}.name", f"cohort names must be unique strings, got {c['name']!r}")
         wt = c.get("weight", 1)
@@ -546,8 +608,17 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         prof = c.get("profile") or {}
         if not isinstance(prof, dict):
             raise err(f"{w}.profile", "must be a mapping")
-        cohorts.append(Cohort(c["name"], float(wt), gpus, models, str(c.get("model_prefix", c["name"])), dict(labels),
-                              _deep_merge(defaults, prof)))
+        cohorts.append(
+            Cohort(
+                c["name"],
+                float(wt),
+                gpus,
+                models,
+                str(c.get("model_prefix", c["name"])),
+                dict(labels),
+                _deep_merge(defaults, prof),
+            )
+        )
     label_keys = {k for c in cohorts for k in c.labels}
     for i, c in enumerate(cohorts):
         missing = label_keys - set(c.labels)
@@ -572,7 +643,9 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
             starts = {t: d for t in targets}
         until = _parse_date(ch["until"], f"{w}.until", err) if ch.get("until") is not None else None
         scale = ch.get("scale") or {}
-        if not isinstance(scale, dict) or any(isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0 for f in scale.values()):
+        if not isinstance(scale, dict) or any(
+            isinstance(f, bool) or not isinstance(f, (int, float)) or f < 0 for f in scale.values()
+        ):
             raise err(f"{w}.scale", "must map dotted profile paths to factors >= 0")
         patch = ch.get("patch") or {}
         if not isinstance(patch, dict):
@@ -581,9 +654,23 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
             raise err(f"{w}.name", "must be an identifier (letters, digits, underscore)")
         changes.append(Change(str(ch["name"]), starts, until, patch, {str(k): float(f) for k, f in scale.items()}))
 
-    sc = Scenario(path, raw["name"], str(raw.get("description", "")).strip(), str(raw.get("calibrated_to", "")),
-                  list(assumptions), dj, start, arr["kind"], float(arr.get("window_days", 1)),
-                  float(arr.get("spacing_min", 1)), assignment, templates, cohorts, changes, raw)
+    sc = Scenario(
+        path,
+        raw["name"],
+        str(raw.get("description", "")).strip(),
+        str(raw.get("calibrated_to", "")),
+        list(assumptions),
+        dj,
+        start,
+        arr["kind"],
+        float(arr.get("window_days", 1)),
+        float(arr.get("spacing_min", 1)),
+        assignment,
+        templates,
+        cohorts,
+        changes,
+        raw,
+    )
     # Validate every profile a job can get: each cohort alone and with each change
     # (combinations of changes re-use the same validated fields).
     for ci, c in enumerate(cohorts):

@@ -1,7 +1,7 @@
 """Scenario traces generated on demand, cached in ``data/generated/`` (git-ignored).
 
 The notebooks' default data are synthetic traces generated from the bundled
-scenario files (``data/scenarios/<name>.yaml``) by :mod:`ettcore.generator`.
+scenario files (``data/scenarios/<name>.yaml``) by :mod:`ettcore.synthetic.generator`.
 A trace is identified by scenario, job count and seed and stored at
 ``data/generated/<scenario>-n<jobs>-s<seed>`` (the path ``ett synth`` uses), so
 the same request returns the same bytes.  A file lock serialises generation
@@ -55,7 +55,7 @@ def change_exclusion(scenario: str, change: str):
     For the notebooks: a known incident of a SYNTHETIC fleet (the ``fleet`` scenario's ``preemption_episode``) left
     out of the measurement, to show ETT% with and without it.  The dates come from the scenario file.
     """
-    from ettcore.errors import Problem, InputError
+    from ettcore.errors import InputError, Problem
     from ettcore.synthetic.scenario import load_scenario
     from ettcore.trace.window import Exclusion
 
@@ -63,7 +63,13 @@ def change_exclusion(scenario: str, change: str):
     found = next((c for c in sc.changes if c.name == change), None)
     if found is None or found.until is None:
         names = ", ".join(c.name for c in sc.changes if c.until is not None)
-        raise InputError(Problem(str(sc.path), None, "changes", f"no dated change {change!r} with an end; changes with one: {names}"))
+        raise InputError(
+            Problem(str(sc.path), None, "changes", f"no dated change {change!r} with an end; changes with one: {names}")
+        )
     start = min(found.starts.values())
-    return Exclusion(int(start.timestamp() * 1000), int(found.until.timestamp() * 1000), f"known incident: {change} ({sc.name} scenario)",
-                     file=str(sc.path))
+    return Exclusion(
+        int(start.timestamp() * 1000),
+        int(found.until.timestamp() * 1000),
+        f"known incident: {change} ({sc.name} scenario)",
+        file=str(sc.path),
+    )

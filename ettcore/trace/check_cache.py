@@ -24,12 +24,19 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ettcore.config import PACKAGE_DIR, SQL_DIR
 from ettcore.atomic import atomic_path
+from ettcore.config import PACKAGE_DIR, SQL_DIR
 
 FORMAT = 1  # bump when the stored verdict changes meaning
 # the checking code, as paths under the package folder (the checks' SQL is added by _code_digest)
-_CODE = ("trace/load.py", "trace/instants.py", "trace/checks.py", "trace/check_cache.py", "phases.py", "trace/span_store.py")
+_CODE = (
+    "trace/load.py",
+    "trace/instants.py",
+    "trace/checks.py",
+    "trace/check_cache.py",
+    "phases.py",
+    "trace/span_store.py",
+)
 _CHUNK = 1 << 22
 
 
@@ -71,8 +78,16 @@ def key(files: list[tuple[str, Path]], phase_rows: list[tuple]) -> str | None:
     except OSError:
         return None
     h = hashlib.blake2b(digest_size=20)
-    h.update(json.dumps({"format": FORMAT, "code": _code_digest(), "phases": [list(map(str, r)) for r in phase_rows],
-                         "files": [[t, f, n, d] for (t, f), n, d in zip(ordered, sizes, digests)]}).encode())
+    h.update(
+        json.dumps(
+            {
+                "format": FORMAT,
+                "code": _code_digest(),
+                "phases": [list(map(str, r)) for r in phase_rows],
+                "files": [[t, f, n, d] for (t, f), n, d in zip(ordered, sizes, digests)],
+            }
+        ).encode()
+    )
     return h.hexdigest()
 
 
@@ -84,7 +99,12 @@ def lookup(k: str | None) -> dict[str, Any] | None:
         got = json.loads((folder() / f"{k}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(got, dict) or got.get("key") != k or got.get("format") != FORMAT or not isinstance(got.get("accounting"), dict):
+    if (
+        not isinstance(got, dict)
+        or got.get("key") != k
+        or got.get("format") != FORMAT
+        or not isinstance(got.get("accounting"), dict)
+    ):
         return None
     return got
 
@@ -95,6 +115,9 @@ def store(k: str | None, accounting: dict, latest_ms: int | None) -> None:
         return
     try:
         with atomic_path(folder() / f"{k}.json") as tmp:
-            tmp.write_text(json.dumps({"format": FORMAT, "key": k, "accounting": accounting, "latest_ms": latest_ms}), encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"format": FORMAT, "key": k, "accounting": accounting, "latest_ms": latest_ms}),
+                encoding="utf-8",
+            )
     except OSError:
         pass

@@ -23,7 +23,7 @@ def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool 
     """All failing rows of all checks, with the check's name, ordered by file and row.
 
     The checks run as one UNION ALL query: one round trip instead of one a check.  ``spans=False`` leaves out the
-    span checks (when the span store's screen shows they would find nothing: :mod:`ettcore.span_store`).
+    span checks (when the span store's screen shows they would find nothing: :mod:`ettcore.trace.span_store`).
     """
     names = [n for n in check_names() if (has_jobs or not n.startswith("jobs_")) and (spans or not is_span_check(n))]
     union = "\nUNION ALL\n".join(
@@ -38,15 +38,22 @@ def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: boo
     con.register("_arrow_findings", df.to_arrow())
     con.execute("CREATE OR REPLACE TEMP TABLE ett_findings AS SELECT * FROM _arrow_findings")
     return [
-        Problem(file=r["_file"], row=r["_row"], field=r["field"], message=r["message"], table=r["table_name"], job_id=r["job_id"])
+        Problem(
+            file=r["_file"],
+            row=r["_row"],
+            field=r["field"],
+            message=r["message"],
+            table=r["table_name"],
+            job_id=r["job_id"],
+        )
         for r in df.iter_rows(named=True)
     ]
 
 
 def register_no_findings(con: duckdb.DuckDBPyConnection) -> None:
-    """``ett_findings`` without rows, for a trace whose clean verdict is known (:mod:`ettcore.check_cache`)."""
+    """``ett_findings`` without rows, for a trace whose clean verdict is known (:mod:`ettcore.trace.check_cache`)."""
     con.execute(
-        'CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, job_id VARCHAR, '
+        "CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, job_id VARCHAR, "
         'message VARCHAR, "check" VARCHAR)'
     )
 
@@ -62,7 +69,9 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
     for table in ("jobs", "attempts", "spans"):
         # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
         anti = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if problems else ""
-        con.execute(f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS NOT NULL")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS NOT NULL"
+        )
 
 
 def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
@@ -96,5 +105,10 @@ def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
             """,
             {"t": table},
         ).fetchall()
-        out[table] = {"read": read, "used": used, "rejected": read - used, "rejected_by_reason": {r: n for r, n in reasons}}
+        out[table] = {
+            "read": read,
+            "used": used,
+            "rejected": read - used,
+            "rejected_by_reason": {r: n for r, n in reasons},
+        }
     return out

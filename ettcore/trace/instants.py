@@ -11,7 +11,7 @@ from typing import Any
 
 import duckdb
 
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
@@ -33,6 +33,7 @@ def parse_instant(value: Any, file: str, field_name: str, row: int | None = None
 
     Errors name ``file``, ``row`` and ``field_name``; instants outside 1990..2100 are refused like the trace's.
     """
+
     def bad(message: str) -> InputError:
         return InputError(Problem(file, row, field_name, message))
 
@@ -83,6 +84,12 @@ def parse_duration(value: str, flag: str = "--window") -> int:
         amount = float("nan")
     ms = amount * unit
     if not math.isfinite(ms) or ms <= 0 or ms != round(ms):
-        raise InputError(Problem(flag, None, flag.lstrip("-").replace("-", "_"),
-                                 f"not a positive duration: {value!r} (for example 24h, 90m, 7d or 3600s)"))
+        raise InputError(
+            Problem(
+                flag,
+                None,
+                flag.lstrip("-").replace("-", "_"),
+                f"not a positive duration: {value!r} (for example 24h, 90m, 7d or 3600s)",
+            )
+        )
     return int(round(ms))

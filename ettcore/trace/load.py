@@ -17,9 +17,9 @@ Loading happens in three layers of DuckDB views, each named after what it holds:
     "missing" from "unparsable" (in ``typed_spans`` only where the value did not
     parse: the one place a check reads it);
 ``clean_<table>``
-    the typed rows of jobs that passed every check (see :mod:`ettcore.checks`).
+    the typed rows of jobs that passed every check (see :mod:`ettcore.trace.checks`).
 
-The spans are also read once into the span store (:mod:`ettcore.span_store`), which screens them for the
+The spans are also read once into the span store (:mod:`ettcore.trace.span_store`), which screens them for the
 span checks and which the attribution reads through ``keyed_spans`` (its rows of clean jobs).
 
 The metric (:mod:`ettcore.metric`) reads only ``clean_*`` tables, ``keyed_spans`` and the two
@@ -36,19 +36,19 @@ import io
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ettcore.trace import check_cache, checks, memory, span_store
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap, load_phase_map
-from ettcore.trace.window import Window, make_window
+from ettcore.trace import check_cache, checks, memory, span_store
 from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS, parse_instant
+from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
 
 TABLES = ("jobs", "attempts", "spans")
@@ -86,13 +86,60 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
 TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that holds train spans
 # Names a jobs label may not take: columns of the metric's per-job and per-group results, and internal keys.
 COMPUTED_COLUMNS = frozenset(
-    ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct", "nof", "nof_failure", "nof_preemption"]
-    + [f"{c}_s" for c in ("wall", "productive", "tts", "ttr_total", "ttr_mean", "in_training_loss", "shutdown_tail", "excluded",
-                          "scheduling", "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
-    + [f"{c}_gpu_h" for c in ("wall", "productive", "tts", "ttr_total", "in_training_loss", "shutdown_tail", "excluded", "scheduling",
-                              "hardware_setup", "trainer_init", "pt2_compile", "wasted_training", "shutdown", "unattributed")]
+    [
+        "job_key",
+        "group_key",
+        "status",
+        "attempts",
+        "t0",
+        "t1",
+        "jobs",
+        "ett_pct",
+        "ett_mean_pct",
+        "nof",
+        "nof_failure",
+        "nof_preemption",
+    ]
+    + [
+        f"{c}_s"
+        for c in (
+            "wall",
+            "productive",
+            "tts",
+            "ttr_total",
+            "ttr_mean",
+            "in_training_loss",
+            "shutdown_tail",
+            "excluded",
+            "scheduling",
+            "hardware_setup",
+            "trainer_init",
+            "pt2_compile",
+            "wasted_training",
+            "shutdown",
+            "unattributed",
+        )
+    ]
+    + [
+        f"{c}_gpu_h"
+        for c in (
+            "wall",
+            "productive",
+            "tts",
+            "ttr_total",
+            "in_training_loss",
+            "shutdown_tail",
+            "excluded",
+            "scheduling",
+            "hardware_setup",
+            "trainer_init",
+            "pt2_compile",
+            "wasted_training",
+            "shutdown",
+            "unattributed",
+        )
+    ]
 )
-
 
 
 _GLOB_CHARS = set("*?[]{}")
@@ -106,9 +153,13 @@ def _refuse_reserved(file: str, columns: list[str]) -> None:
         if any(ord(ch) < 32 for ch in c):
             raise InputError(Problem(file, None, repr(c), "column name contains a control character (e.g. NUL)"))
         if c.lower() in RESERVED_COLUMNS:
-            raise InputError(Problem(file, None, c, f"reserved column name {c!r} (the loader adds it); rename the column"))
+            raise InputError(
+                Problem(file, None, c, f"reserved column name {c!r} (the loader adds it); rename the column")
+            )
         if c.lower() in seen:  # DuckDB compares column names without case
-            raise InputError(Problem(file, None, c, f"column {c!r} appears more than once (names are compared without case)"))
+            raise InputError(
+                Problem(file, None, c, f"column {c!r} appears more than once (names are compared without case)")
+            )
         seen.add(c.lower())
 
 
@@ -145,8 +196,15 @@ def missing_columns(table: str, file: str, names: list[str], has_train: bool = F
         near = _near_name(col, names, taken)
         hint = f"; did you mean {near!r}?" if near else ""
         why = " (train spans need it)" if col in TRAIN_COLUMNS else ""
-        out.append(Problem(file, None, col, f"required column {col!r} is missing{why}{hint} (columns: {', '.join(names) or 'none'})",
-                           table=table))
+        out.append(
+            Problem(
+                file,
+                None,
+                col,
+                f"required column {col!r} is missing{why}{hint} (columns: {', '.join(names) or 'none'})",
+                table=table,
+            )
+        )
     return out
 
 
@@ -198,12 +256,16 @@ class Trace(CheckedTrace):
 
     con: duckdb.DuckDBPyConnection
     temp_directory: Path | None = None  # where DuckDB spills (and the span store's batch parts go), when given
-    spans: span_store.SpanStore | None = field(default=None, repr=False)  # the typed spans, read once (built on first need)
+    spans: span_store.SpanStore | None = field(
+        default=None, repr=False
+    )  # the typed spans, read once (built on first need)
 
     def span_store(self) -> span_store.SpanStore:
-        """The trace's span store (:mod:`ettcore.span_store`), built and keyed to the clean jobs on first need."""
+        """The trace's span store (:mod:`ettcore.trace.span_store`), built and keyed to the clean jobs on first need."""
         if self.spans is None:  # a trace whose checks are known (check cache) needs no screen
-            self.spans = span_store.build(self.con, self, self.temp_directory, screened=not self._cache.get("verdict_known"))
+            self.spans = span_store.build(
+                self.con, self, self.temp_directory, screened=not self._cache.get("verdict_known")
+            )
         if not self._cache.get("keyed"):
             span_store.register_keyed(self.con, excluded=bool(self.excluded_jobs))
             self._cache["keyed"] = True
@@ -234,11 +296,14 @@ def discover(path: Path) -> list[Source]:
         if folder.is_dir():
             # skip hidden and underscore paths: in-progress output (Spark's _temporary/, our .tmp-*) is never read
             files = sorted(
-                p for p in folder.rglob("*.parquet")
+                p
+                for p in folder.rglob("*.parquet")
                 if p.is_file() and not any(part.startswith((".", "_")) for part in p.relative_to(folder).parts)
             )
             if not files:
-                raise InputError(Problem(str(folder), None, None, f"folder for table '{table}' holds no .parquet files"))
+                raise InputError(
+                    Problem(str(folder), None, None, f"folder for table '{table}' holds no .parquet files")
+                )
             found.append(Source(table, "parquet", files))
         if len(found) > 1:
             names = ", ".join(str(s.files[0]) for s in found)
@@ -246,7 +311,12 @@ def discover(path: Path) -> list[Source]:
         if not found:
             if table in REQUIRED_TABLES:
                 raise InputError(
-                    Problem(str(path), None, None, f"required table '{table}' not found ({table}.parquet, .csv, .jsonl or {table}/)")
+                    Problem(
+                        str(path),
+                        None,
+                        None,
+                        f"required table '{table}' not found ({table}.parquet, .csv, .jsonl or {table}/)",
+                    )
                 )
             continue
         sources.append(found[0])
@@ -299,11 +369,15 @@ def _read_text_table(src: Source) -> pl.DataFrame:
                 continue
             bad = [k for k in obj if str(k).lower() in RESERVED_COLUMNS]
             if bad:
-                problems.append(Problem(str(f), i, str(bad[0]), f"reserved key {bad[0]!r} (the loader adds it)", table=src.table))
+                problems.append(
+                    Problem(str(f), i, str(bad[0]), f"reserved key {bad[0]!r} (the loader adds it)", table=src.table)
+                )
                 continue
             ctrl = [k for k in obj if any(ord(ch) < 32 for ch in str(k))]
             if ctrl:
-                problems.append(Problem(str(f), i, repr(ctrl[0]), "key contains a control character (e.g. NUL)", table=src.table))
+                problems.append(
+                    Problem(str(f), i, repr(ctrl[0]), "key contains a control character (e.g. NUL)", table=src.table)
+                )
                 continue
             rec = {"_row": i}
             for k, v in obj.items():
@@ -314,7 +388,10 @@ def _read_text_table(src: Source) -> pl.DataFrame:
         if rows:
             cols = list(dict.fromkeys(k for r in rows for k in r))
             _refuse_reserved(str(f), [c for c in cols if c != "_row"])  # e.g. 'start' on some lines, 'Start' on others
-            df = pl.DataFrame({c: [r.get(c) for r in rows] for c in cols}, schema={c: (pl.UInt32 if c == "_row" else pl.Utf8) for c in cols})
+            df = pl.DataFrame(
+                {c: [r.get(c) for r in rows] for c in cols},
+                schema={c: (pl.UInt32 if c == "_row" else pl.Utf8) for c in cols},
+            )
         else:
             df = pl.DataFrame({"_row": []}, schema={"_row": pl.UInt32})
     return df.with_columns(pl.lit(str(f)).alias("_file"), pl.col("_row").cast(pl.Int64))
@@ -344,13 +421,21 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> list[tuple[str
                 kind = _arrow_kind(schema.field(col).type)
                 first = kinds.setdefault(col, (kind, f, schema.field(col).type))
                 if first[0] != kind:
-                    raise InputError(Problem(str(f), None, col, f"type {schema.field(col).type} differs from {first[2]} in {first[1]}"))
+                    raise InputError(
+                        Problem(
+                            str(f), None, col, f"type {schema.field(col).type} differs from {first[2]} in {first[1]}"
+                        )
+                    )
         if any(_GLOB_CHARS & set(str(f)) for f in src.files):
             # DuckDB's reader treats every path as a glob pattern: read such files with pyarrow instead
             frames = []
             for f in src.files:
                 df = pl.from_arrow(pq.read_table(f))
-                frames.append(df.with_row_index("_row", offset=1).with_columns(pl.col("_row").cast(pl.Int64), pl.lit(str(f)).alias("_file")))
+                frames.append(
+                    df.with_row_index("_row", offset=1).with_columns(
+                        pl.col("_row").cast(pl.Int64), pl.lit(str(f)).alias("_file")
+                    )
+                )
             df = pl.concat(frames, how="diagonal_relaxed")
             con.register(f"_arrow_{src.table}", df.to_arrow())
             con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT * FROM _arrow_{src.table}")
@@ -358,9 +443,13 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> list[tuple[str
         try:
             rel = con.read_parquet([str(f) for f in src.files], filename=True, file_row_number=True, union_by_name=True)
         except duckdb.Error as exc:
-            raise InputError(Problem(str(src.files[0].parent), None, None, f"cannot read Parquet files: {str(exc).splitlines()[0]}")) from None
+            raise InputError(
+                Problem(str(src.files[0].parent), None, None, f"cannot read Parquet files: {str(exc).splitlines()[0]}")
+            ) from None
         cols = [c for c in rel.columns if c not in ("filename", "file_row_number")]
-        rel = rel.project(", ".join([quote_ident(c) for c in cols] + ['"filename" AS _file', '"file_row_number" + 1 AS _row']))
+        rel = rel.project(
+            ", ".join([quote_ident(c) for c in cols] + ['"filename" AS _file', '"file_row_number" + 1 AS _row'])
+        )
         rel.create_view(name)
         return names
     if src.kind in ("csv", "jsonl"):
@@ -370,16 +459,25 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> list[tuple[str
         cols = [c for c in df.columns if c not in ("_row", "_file")]
         return [] if src.kind == "jsonl" and df.height == 0 else [(str(src.files[0]), cols)]
     else:  # duckdb: the connection is the database itself
-        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'").fetchall()}
+        tables = {
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+            ).fetchall()
+        }
         if src.table not in tables:
             if src.table in REQUIRED_TABLES:
-                raise InputError(Problem(str(src.files[0]), None, None, f"required table '{src.table}' not found in the DuckDB file"))
+                raise InputError(
+                    Problem(str(src.files[0]), None, None, f"required table '{src.table}' not found in the DuckDB file")
+                )
             return []
         cols = [r[0] for r in con.execute(f"DESCRIBE main.{quote_ident(src.table)}").fetchall()]
         _refuse_reserved(f"{src.files[0]}:{src.table}", cols)
         sel = ", ".join([quote_ident(c) for c in cols] + ["$file AS _file", "rowid + 1 AS _row"])
         # a view cannot hold a bound parameter: keep the file name in a one-row table
-        con.execute("CREATE OR REPLACE TEMP TABLE _duckdb_file AS SELECT $file::VARCHAR AS f", {"file": str(src.files[0])})
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _duckdb_file AS SELECT $file::VARCHAR AS f", {"file": str(src.files[0])}
+        )
         sel = sel.replace("$file", "(SELECT f FROM _duckdb_file)")
         con.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {sel} FROM main.{quote_ident(src.table)}")
         return [(f"{src.files[0]}:{src.table}", cols)]
@@ -390,9 +488,21 @@ def _column_problems(con: duckdb.DuckDBPyConnection, table: str, files: list[tup
     train_files: set[str] = set()
     if table == "spans" and any(set(TRAIN_COLUMNS) - set(schema_columns(table, names)) for _, names in files):
         # only when some file lacks a cursor column (rare): which files hold train spans?
-        phase = next((schema_columns(table, names).get("phase") for _, names in files if "phase" in schema_columns(table, names)), None)
+        phase = next(
+            (
+                schema_columns(table, names).get("phase")
+                for _, names in files
+                if "phase" in schema_columns(table, names)
+            ),
+            None,
+        )
         if phase is not None:
-            train_files = {r[0] for r in con.execute(f"SELECT DISTINCT _file FROM raw_spans WHERE {quote_ident(phase)} = 'train'").fetchall()}
+            train_files = {
+                r[0]
+                for r in con.execute(
+                    f"SELECT DISTINCT _file FROM raw_spans WHERE {quote_ident(phase)} = 'train'"
+                ).fetchall()
+            }
         if files and files[0][0].endswith(":spans"):  # a DuckDB database: _file is the database file
             train_files = {files[0][0]} if train_files else set()
     return [p for f, names in files for p in missing_columns(table, f, names, has_train=f in train_files)]
@@ -449,7 +559,10 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
         # the ms are the microseconds rounded to the nearest ms, half up, as epoch_ms rounds them (the bounds keep them
         # positive), in a third of epoch_ms's time (tests/test_formats.py holds the two equal)
         t = f"CAST({q} AS TIMESTAMPTZ)"
-        lo, hi = f"make_timestamp({TS_MIN_MS * 1000})::TIMESTAMPTZ", f"make_timestamp({(TS_MAX_MS + 1) * 1000})::TIMESTAMPTZ"
+        lo, hi = (
+            f"make_timestamp({TS_MIN_MS * 1000})::TIMESTAMPTZ",
+            f"make_timestamp({(TS_MAX_MS + 1) * 1000})::TIMESTAMPTZ",
+        )
         return f"(CASE WHEN {t} >= {lo} AND {t} < {hi} THEN (epoch_us({t}) + 500) // 1000 END)", raw
     if _is_numeric(dtype):
         d = f"CAST({q} AS DOUBLE)"
@@ -478,8 +591,13 @@ def label_columns(names: list[str], jobs_file: str) -> list[str]:
         low = col.lower()
         if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
             raise InputError(
-                Problem(jobs_file, None, col, "label column collides with a column the loader or the metric uses"
-                        " (names are compared without case); rename it")
+                Problem(
+                    jobs_file,
+                    None,
+                    col,
+                    "label column collides with a column the loader or the metric uses"
+                    " (names are compared without case); rename it",
+                )
             )
         taken.add(low)
         labels.append(col)
@@ -514,26 +632,34 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
 # ----------------------------------------------------------------------------- the whole load
 
 
-def _connect(sources: list[Source], memory_limit: str | None = None, temp_directory: str | Path | None = None) -> duckdb.DuckDBPyConnection:
+def _connect(
+    sources: list[Source], memory_limit: str | None = None, temp_directory: str | Path | None = None
+) -> duckdb.DuckDBPyConnection:
     if sources and sources[0].kind == "duckdb":
         f = sources[0].files[0]
         try:
             con = duckdb.connect(str(f), read_only=True)
         except duckdb.Error as exc:
-            raise InputError(Problem(str(f), None, None, f"not a readable DuckDB database: {str(exc).splitlines()[0]}")) from None
+            raise InputError(
+                Problem(str(f), None, None, f"not a readable DuckDB database: {str(exc).splitlines()[0]}")
+            ) from None
     else:
         con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    limit, origin = memory.resolve(memory_limit)  # never DuckDB's 80 % of the machine (see ettcore.memory)
+    limit, origin = memory.resolve(memory_limit)  # never DuckDB's 80 % of the machine (see ettcore.trace.memory)
     try:
         con.execute("SET memory_limit = $v", {"v": limit})
     except duckdb.Error as exc:
-        raise InputError(Problem(origin, None, "memory_limit", f"{limit!r} not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+        raise InputError(
+            Problem(origin, None, "memory_limit", f"{limit!r} not accepted by DuckDB: {str(exc).splitlines()[0]}")
+        ) from None
     try:
         if temp_directory is not None:
             con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
     except duckdb.Error as exc:
-        raise InputError(Problem("--temp-directory", None, "temp_directory", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")) from None
+        raise InputError(
+            Problem("--temp-directory", None, "temp_directory", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")
+        ) from None
     return con
 
 
@@ -591,7 +717,7 @@ def jobs_to_leave_out(problems: list[Problem], skip_invalid: bool) -> list[str]:
 def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) -> None:
     """Refuse or leave out what the checks found; create the clean views, the as-of parameters and the accounting.
 
-    ``known``: the clean verdict of this very content (:mod:`ettcore.check_cache`), whose row counts and latest
+    ``known``: the clean verdict of this very content (:mod:`ettcore.trace.check_cache`), whose row counts and latest
     instant stand for the queries that would count them again.
     """
     con = trace.con
@@ -653,10 +779,10 @@ def load_trace(
     ``skip_invalid``, which leaves out the affected jobs and records them in
     ``trace.accounting`` and ``trace.excluded_jobs``.  Whole-file problems
     (unreadable, corrupt, missing table) always raise.  ``memory_limit`` (e.g.
-    ``"2GB"``; default: ``ETT_MEMORY_LIMIT`` or 3 GB, see :mod:`ettcore.memory`) caps DuckDB's memory; beyond it
+    ``"2GB"``; default: ``ETT_MEMORY_LIMIT`` or 3 GB, see :mod:`ettcore.trace.memory`) caps DuckDB's memory; beyond it
     DuckDB spills to ``temp_directory``.
     ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
-    :class:`~ettcore.window.Exclusion`) set the measured part of time (:mod:`ettcore.window`); the default
+    :class:`~ettcore.trace.window.Exclusion`) set the measured part of time (:mod:`ettcore.trace.window`); the default
     measures every instant.
     """
     path = Path(path)
@@ -669,7 +795,9 @@ def load_trace(
     column_problems: list[Problem] = []
     for src in sources:
         files = _register_raw(con, src)
-        if con.execute("SELECT count(*) FROM duckdb_views() WHERE view_name = $n", {"n": f"raw_{src.table}"}).fetchall()[0][0]:
+        if con.execute(
+            "SELECT count(*) FROM duckdb_views() WHERE view_name = $n", {"n": f"raw_{src.table}"}
+        ).fetchall()[0][0]:
             present.add(src.table)
             column_problems += _column_problems(con, src.table, files)
     if column_problems:  # every row would fail: one problem per file and column instead
@@ -690,8 +818,17 @@ def load_trace(
         if not isinstance(metadata, dict):
             raise InputError(Problem(str(meta_file), None, None, "trace.json must hold a JSON object"))
 
-    trace = Trace(path=path, con=con, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, metadata=metadata, sources=sources,
-                  temp_directory=None if temp_directory is None else Path(temp_directory), window=window)
+    trace = Trace(
+        path=path,
+        con=con,
+        phase_map=phase_map,
+        as_of_ms=as_of_ms,
+        labels=labels,
+        metadata=metadata,
+        sources=sources,
+        temp_directory=None if temp_directory is None else Path(temp_directory),
+        window=window,
+    )
     read_files = [(src.table, f) for src in sources for f in src.files]
     key = check_cache.key(read_files, phase_map.rows()) if check_cache.enabled() else None
     known = check_cache.lookup(key)
@@ -706,9 +843,18 @@ def load_trace(
             suspects = span_store.screen(trace.spans)
             trace.problems = checks.run_checks(con, has_jobs="jobs" in present, spans=suspects > 0)
         _prepare_clean(trace, skip_invalid, known)
-    except duckdb.Error as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
-        raise InputError(Problem(damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
-    if known is None and key is not None and not trace.problems and check_cache.key(read_files, phase_map.rows()) == key:
+    except (
+        duckdb.Error
+    ) as exc:  # data DuckDB cannot decode (e.g. a damaged Parquet page) surfaces on the first full read
+        raise InputError(
+            Problem(damaged_file(sources) or str(path), None, None, f"cannot read the data: {str(exc).splitlines()[0]}")
+        ) from None
+    if (
+        known is None
+        and key is not None
+        and not trace.problems
+        and check_cache.key(read_files, phase_map.rows()) == key
+    ):
         # kept only if the files still hold what was hashed before the checks read them
         check_cache.store(key, trace.accounting, trace._cache.get("latest_ms"))
     return trace

@@ -6,7 +6,7 @@ integer-ms times, cursors and a ``suspect`` flag, true where any span check coul
 
 * the span checks: when no row is suspect and no batch holds overlapping train spans
   (``sql/store/train_overlap_suspects.sql``), the span checks would find nothing and are not run; otherwise they run
-  as ever, on the rows as read, and name file, row and field (:mod:`ettcore.checks`);
+  as ever, on the rows as read, and name file, row and field (:mod:`ettcore.trace.checks`);
 * the attribution (:mod:`ettcore.metric`) reads its spans from the store (through ``keyed_spans``), not from the files.
 
 Where the spans fit in half the memory budget (:func:`batches`), the store is a DuckDB table.  Where they do not, it
@@ -53,7 +53,9 @@ class SpanStore:
     con: duckdb.DuckDBPyConnection
     batches: int
     folder: Path | None = None  # the Parquet parts, one folder a batch (None: a table in memory)
-    suspect_parts: int | None = None  # row groups of a partitioned store that may hold a suspect row (footer statistics)
+    suspect_parts: int | None = (
+        None  # row groups of a partitioned store that may hold a suspect row (footer statistics)
+    )
     _finalizer: object = field(default=None, repr=False)
 
     def batch_source(self, b: int, n: int) -> str:
@@ -71,10 +73,12 @@ class SpanStore:
             self._finalizer()
 
 
-def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path | None = None, screened: bool = True) -> SpanStore:
+def build(
+    con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path | None = None, screened: bool = True
+) -> SpanStore:
     """Read and type the spans of ``typed_spans`` once into ``span_store``; ``owner`` (the trace) bounds its life.
 
-    ``screened=False``, for a trace whose checks are known to pass (:mod:`ettcore.check_cache`), leaves out the
+    ``screened=False``, for a trace whose checks are known to pass (:mod:`ettcore.trace.check_cache`), leaves out the
     ``suspect`` flag, which nothing then reads: every row is marked suspect, and its conditions are not computed (they
     are half the cost of typing the spans: 1.7 of 3.3 s at 45 M spans)."""
     n = batches(con, con.execute("SELECT count(*) FROM raw_spans").fetchall()[0][0])
@@ -104,10 +108,14 @@ def build(con: duckdb.DuckDBPyConnection, owner: object, spill_dir: str | Path |
     # (a row group without statistics counts as flagged); an unscreened store's rows are all suspect: its footers
     # are not read
     parts = [str(f) for f in sorted((folder / "parts").glob("*/*.parquet"))]
-    flagged = con.execute(
-        "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, 'true') <> 'false'",
-        {"f": parts},
-    ).fetchall()[0][0] if parts and screened else len(parts)
+    flagged = (
+        con.execute(
+            "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, 'true') <> 'false'",
+            {"f": parts},
+        ).fetchall()[0][0]
+        if parts and screened
+        else len(parts)
+    )
     return SpanStore(con, n, folder / "parts", suspect_parts=flagged, _finalizer=finalizer)
 
 
@@ -139,11 +147,17 @@ def screen(store: SpanStore) -> int:
 def register_keyed(con: duckdb.DuckDBPyConnection, excluded: bool, source: str = "span_store") -> None:
     """``keyed_spans``: the store's rows of jobs without findings (``excluded``: some job has one), as the metric reads
     them; ``source`` (SQL from :meth:`SpanStore.batch_source`) narrows it to one batch of jobs."""
-    cols = ("s.job_key, s.attempt, s.phase_id, s.phase_id = (SELECT phase_id FROM ett_phases WHERE is_train) AS is_train, "
-            "s.start_ms, s.end_ms, s.cursor_start, s.cursor_end")
+    cols = (
+        "s.job_key, s.attempt, s.phase_id, s.phase_id = (SELECT phase_id FROM ett_phases WHERE is_train) AS is_train, "
+        "s.start_ms, s.end_ms, s.cursor_start, s.cursor_end"
+    )
     if excluded:
-        con.execute("CREATE TEMP TABLE IF NOT EXISTS ett_excluded_keys AS SELECT DISTINCT hash(job_id) AS job_key FROM ett_excluded_jobs")
+        con.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS ett_excluded_keys AS SELECT DISTINCT hash(job_id) AS job_key FROM ett_excluded_jobs"
+        )
         anti = "ANTI JOIN ett_excluded_keys AS x ON x.job_key = s.job_key "
     else:
         anti = ""
-    con.execute(f"CREATE OR REPLACE TEMP VIEW keyed_spans AS SELECT {cols} FROM {source} AS s {anti}WHERE s.job_key IS NOT NULL")
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW keyed_spans AS SELECT {cols} FROM {source} AS s {anti}WHERE s.job_key IS NOT NULL"
+    )

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 
 import duckdb
 
-from ettcore.errors import Problem, InputError
+from ettcore.errors import InputError, Problem
 from ettcore.trace.instants import iso, parse_instant
 
 EXCLUSION_FIELDS = ("start", "end", "reason", "job", "label")
@@ -68,9 +68,20 @@ class Window:
 
     def as_dict(self) -> dict[str, Any]:
         """The window as plain data: bounds and exclusions, times as ISO-8601 UTC (``None``: open)."""
-        return {"since": iso(self.since_ms), "until": iso(self.until_ms),
-                "exclusions": [{"start": iso(x.start_ms), "end": iso(x.end_ms), "reason": x.reason, "job": x.job_id,
-                                "label": x.label_text()} for x in self.exclusions]}
+        return {
+            "since": iso(self.since_ms),
+            "until": iso(self.until_ms),
+            "exclusions": [
+                {
+                    "start": iso(x.start_ms),
+                    "end": iso(x.end_ms),
+                    "reason": x.reason,
+                    "job": x.job_id,
+                    "label": x.label_text(),
+                }
+                for x in self.exclusions
+            ],
+        }
 
 
 # ----------------------------------------------------------------------------- exclusion files
@@ -98,7 +109,7 @@ def _exclusion(raw: dict[str, Any], file: str, row: int) -> Exclusion:
     label = raw.get("label")
     parsed_label: tuple[str, str] | None = None
     if isinstance(label, dict) and len(label) == 1:
-        (key, value), = label.items()
+        ((key, value),) = label.items()
         if not isinstance(value, (str, int)) or isinstance(value, bool):
             problems.append(Problem(file, row, "label", f"a label value must be text or a whole number: {value!r}"))
         else:
@@ -106,11 +117,15 @@ def _exclusion(raw: dict[str, Any], file: str, row: int) -> Exclusion:
     elif isinstance(label, str) and label != "":
         key, sep, value = label.partition("=")
         if not sep or not key.strip():
-            problems.append(Problem(file, row, "label", f"a label filter reads column=value (for example team=ads): {label!r}"))
+            problems.append(
+                Problem(file, row, "label", f"a label filter reads column=value (for example team=ads): {label!r}")
+            )
         else:
             parsed_label = (key.strip(), value)
     elif label not in (None, ""):
-        problems.append(Problem(file, row, "label", f"a label filter reads column=value (for example team=ads): {label!r}"))
+        problems.append(
+            Problem(file, row, "label", f"a label filter reads column=value (for example team=ads): {label!r}")
+        )
     if problems:
         raise InputError(problems)
     return Exclusion(times["start"], times["end"], reason.strip(), job or None, parsed_label, file, row)
@@ -130,10 +145,18 @@ def _rows_of(path: Path) -> list[tuple[int, dict[str, Any]]]:
     if suffix == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""))
         header = reader.fieldnames or []
-        problems = [Problem(file, None, c, "missing column (an exclusion file has start, end, reason; job and label are optional)")
-                    for c in _REQUIRED if c not in header]
-        problems += [Problem(file, None, c, f"unknown column; an exclusion file has {', '.join(EXCLUSION_FIELDS)}")
-                     for c in header if c not in EXCLUSION_FIELDS]
+        problems = [
+            Problem(
+                file, None, c, "missing column (an exclusion file has start, end, reason; job and label are optional)"
+            )
+            for c in _REQUIRED
+            if c not in header
+        ]
+        problems += [
+            Problem(file, None, c, f"unknown column; an exclusion file has {', '.join(EXCLUSION_FIELDS)}")
+            for c in header
+            if c not in EXCLUSION_FIELDS
+        ]
         if problems:
             raise InputError(problems)
         rows = []
@@ -150,7 +173,9 @@ def _rows_of(path: Path) -> list[tuple[int, dict[str, Any]]]:
         if isinstance(doc, dict) and set(doc) == {"exclusions"}:
             doc = doc["exclusions"]
         if not isinstance(doc, list):
-            raise InputError(Problem(file, None, None, 'a JSON exclusion file holds a list of objects (or {"exclusions": [...]})'))
+            raise InputError(
+                Problem(file, None, None, 'a JSON exclusion file holds a list of objects (or {"exclusions": [...]})')
+            )
         rows = []
         for i, rec in enumerate(doc, start=1):
             if not isinstance(rec, dict):
@@ -180,7 +205,9 @@ def make_window(since: Any = None, until: Any = None, exclude: Any = None) -> Wi
     since_ms = None if since is None else parse_instant(since, "--since", "since")
     until_ms = None if until is None else parse_instant(until, "--until", "until")
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:
-        raise InputError(Problem("--until", None, "until", "the window must end after it starts (--until after --since)"))
+        raise InputError(
+            Problem("--until", None, "until", "the window must end after it starts (--until after --since)")
+        )
     if exclude is None:
         exclusions: tuple[Exclusion, ...] = ()
     elif isinstance(exclude, (str, Path)):
@@ -195,7 +222,9 @@ def make_window(since: Any = None, until: Any = None, exclude: Any = None) -> Wi
 # ----------------------------------------------------------------------------- SQL tables
 
 
-EXCLUSION_COLUMNS = "exclusion_id BIGINT, start_ms BIGINT, end_ms BIGINT, reason VARCHAR, job_filter VARCHAR, label_filter VARCHAR"
+EXCLUSION_COLUMNS = (
+    "exclusion_id BIGINT, start_ms BIGINT, end_ms BIGINT, reason VARCHAR, job_filter VARCHAR, label_filter VARCHAR"
+)
 
 
 def exclusion_rows(window: Window) -> list[tuple]:
@@ -205,8 +234,10 @@ def exclusion_rows(window: Window) -> list[tuple]:
 
 def register(con: duckdb.DuckDBPyConnection, window: Window) -> None:
     """``ett_window`` (one row) and ``ett_exclusions`` in a trace's DuckDB connection; values bound, never pasted."""
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_window AS SELECT $since::BIGINT AS since_ms, $until::BIGINT AS until_ms",
-                {"since": window.since_ms, "until": window.until_ms})
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_window AS SELECT $since::BIGINT AS since_ms, $until::BIGINT AS until_ms",
+        {"since": window.since_ms, "until": window.until_ms},
+    )
     con.execute(f"CREATE OR REPLACE TEMP TABLE ett_exclusions ({EXCLUSION_COLUMNS})")
     rows = exclusion_rows(window)
     if rows:
@@ -217,13 +248,23 @@ def register(con: duckdb.DuckDBPyConnection, window: Window) -> None:
 def check_labels(window: Window, columns: Iterable[str]) -> None:
     """Refuse a label filter on a column the jobs do not have (naming the exclusion file, row and field)."""
     allowed = list(columns)
-    problems = [Problem(x.file, x.row, "label", f"unknown column {x.label[0]!r} in the label filter; choose one of: {', '.join(allowed)}")
-                for x in window.exclusions if x.label is not None and x.label[0] not in allowed]
+    problems = [
+        Problem(
+            x.file,
+            x.row,
+            "label",
+            f"unknown column {x.label[0]!r} in the label filter; choose one of: {', '.join(allowed)}",
+        )
+        for x in window.exclusions
+        if x.label is not None and x.label[0] not in allowed
+    ]
     if problems:
         raise InputError(problems)
 
 
-def match_conditions(x: Exclusion, quote: Callable[[str], str], text_type: str, marker: Callable[[str], str]) -> tuple[str, dict]:
+def match_conditions(
+    x: Exclusion, quote: Callable[[str], str], text_type: str, marker: Callable[[str], str]
+) -> tuple[str, dict]:
     """The WHERE condition over ``metric_jobs`` that selects the jobs an exclusion applies to, and its bound values.
 
     ``quote`` quotes a column name (already checked against the schema), ``text_type`` is the engine's text type,
@@ -244,4 +285,6 @@ def match_jobs(con: duckdb.DuckDBPyConnection, window: Window, quote: Callable[[
     con.execute("DELETE FROM ett_exclusion_jobs")
     for i, x in enumerate(window.exclusions):
         where, params = match_conditions(x, quote, "VARCHAR", lambda n: f"${n}")
-        con.execute(f"INSERT INTO ett_exclusion_jobs SELECT $id, job_key FROM metric_jobs WHERE {where}", {"id": i, **params})
+        con.execute(
+            f"INSERT INTO ett_exclusion_jobs SELECT $id, job_key FROM metric_jobs WHERE {where}", {"id": i, **params}
+        )

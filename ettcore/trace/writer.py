@@ -29,7 +29,6 @@ def _write_table(df: pl.DataFrame, path: Path, fmt: str) -> None:
         raise ValueError(f"unknown format {fmt!r}; expected one of {FORMATS}")
 
 
-
 def write_table(df: pl.DataFrame, path: str | Path, fmt: str) -> None:
     """One table as one file in ``fmt`` (parquet, csv or jsonl); not atomic (see :func:`write_trace`)."""
     _write_table(df, Path(path), fmt)

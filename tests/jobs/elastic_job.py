@@ -74,7 +74,7 @@ def main() -> None:
                 raise RuntimeError(f"injected worker failure after step {step}")
             t0 = time.time()
             i = (step * 8) % 256
-            loss = torch.nn.functional.mse_loss(model(x[i:i + 8]), y[i:i + 8])
+            loss = torch.nn.functional.mse_loss(model(x[i : i + 8]), y[i : i + 8])
             opt.zero_grad()
             loss.backward()
             opt.step()

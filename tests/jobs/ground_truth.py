@@ -95,21 +95,38 @@ def job_arguments(doc: str) -> argparse.Namespace:
 
 def child_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     env.update(extra)
     return env
 
 
-def run_tries(command: Callable[[int], list[str]], tries: int, *, env: dict[str, str] | None = None, gap_s: float = 0.3,
-              timeout_s: float = 300.0) -> list[Process]:
+def run_tries(
+    command: Callable[[int], list[str]],
+    tries: int,
+    *,
+    env: dict[str, str] | None = None,
+    gap_s: float = 0.3,
+    timeout_s: float = 300.0,
+) -> list[Process]:
     """Run try 0, 1, ... as processes, one after the other, ``gap_s`` apart (a re-queue)."""
     procs: list[Process] = []
     for k in range(tries):
         if k:
             time.sleep(gap_s)
         spawn = time.time()
-        p = subprocess.Popen(command(k), env=env or child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        p = subprocess.Popen(
+            command(k), env=env or child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         try:
             out, _ = p.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -175,9 +192,17 @@ def ground_truth(events: list[Event], final_step: int, spawn_t: float, reap_t: f
         resume = next((t for t, tr in first_new_start if tr > k), reap_t)
         ttr += resume - last_new_end.get(k, spawn_t)
     durations.sort()
-    return Truth(wall_s=reap_t - spawn_t, nof=len(interrupted), final_step=hwm, productive_s=productive,
-                 replay_s=replay, replayed_steps=replayed, ttr_total_s=ttr, steps_per_try=steps_per_try,
-                 median_step_s=durations[len(durations) // 2] if durations else 0.0)
+    return Truth(
+        wall_s=reap_t - spawn_t,
+        nof=len(interrupted),
+        final_step=hwm,
+        productive_s=productive,
+        replay_s=replay,
+        replayed_steps=replayed,
+        ttr_total_s=ttr,
+        steps_per_try=steps_per_try,
+        median_step_s=durations[len(durations) // 2] if durations else 0.0,
+    )
 
 
 def trace_measures(trace_dir: Path) -> dict[str, Any]:
@@ -187,28 +212,39 @@ def trace_measures(trace_dir: Path) -> dict[str, Any]:
 
     row = metric.job_summary(load_trace(trace_dir)).row(0, named=True)
     spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(
-        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6)
+        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6
+    )
     attempts = pl.read_parquet(trace_dir / "attempts.parquet").sort("attempt")
     train = spans.filter(pl.col("phase") == "train")
-    resumed = (train.group_by("attempt").agg(pl.col("cursor_start").min().alias("c0"), pl.col("cursor_end").max().alias("c1"))
-               .sort("attempt"))
+    resumed = (
+        train.group_by("attempt")
+        .agg(pl.col("cursor_start").min().alias("c0"), pl.col("cursor_end").max().alias("c1"))
+        .sort("attempt")
+    )
     hwm, replayed = 0.0, 0.0
     for _, c0, c1 in resumed.iter_rows():
         replayed += max(0.0, min(hwm, c1) - c0)
         hwm = max(hwm, c1)
     first_train = train.group_by("attempt").agg(pl.col("start").min().alias("t_train"))
     in_training = spans.join(first_train, on="attempt").filter(pl.col("start") >= pl.col("t_train"))
-    return {"row": row, "spans": spans, "attempts": attempts, "train_busy_s": float(train["s"].sum()),
-            "phase_s_in_training": {p: float(v) for p, v in in_training.group_by("phase").agg(pl.col("s").sum()).iter_rows()},
-            "replay_s": float(train["s"].sum()) - row["productive_s"], "final_cursor": train["cursor_end"].max(),
-            "replayed_steps": replayed,
-            "phase_s": {p: float(v) for p, v in spans.group_by("phase").agg(pl.col("s").sum()).iter_rows()}}
+    return {
+        "row": row,
+        "spans": spans,
+        "attempts": attempts,
+        "train_busy_s": float(train["s"].sum()),
+        "phase_s_in_training": {
+            p: float(v) for p, v in in_training.group_by("phase").agg(pl.col("s").sum()).iter_rows()
+        },
+        "replay_s": float(train["s"].sum()) - row["productive_s"],
+        "final_cursor": train["cursor_end"].max(),
+        "replayed_steps": replayed,
+        "phase_s": {p: float(v) for p, v in spans.group_by("phase").agg(pl.col("s").sum()).iter_rows()},
+    }
 
 
-
-
-def compare(truth: Truth, trace_dir: Path, *, reasons: list[str],
-            saves_evals: tuple[float, ...] | None = None) -> list[dict[str, Any]]:
+def compare(
+    truth: Truth, trace_dir: Path, *, reasons: list[str], saves_evals: tuple[float, ...] | None = None
+) -> list[dict[str, Any]]:
     """The trace against the ground truth: one row per quantity (truth, trace, tolerance, ok).
 
     Tolerances, and why:
@@ -242,8 +278,10 @@ def compare(truth: Truth, trace_dir: Path, *, reasons: list[str],
         ("ttr_total_s", truth.ttr_total_s, row["ttr_total_s"], soft),
     ]
     if saves_evals is not None:
-        for name, phase, value, count in (("checkpoint_save_s", "checkpoint_save", saves_evals[0], saves_evals[2]),
-                                          ("eval_s", "eval", saves_evals[1], saves_evals[3])):
+        for name, phase, value, count in (
+            ("checkpoint_save_s", "checkpoint_save", saves_evals[0], saves_evals[2]),
+            ("eval_s", "eval", saves_evals[1], saves_evals[3]),
+        ):
             out.append((name, value, m["phase_s_in_training"].get(phase, 0.0), 0.02 * value + 0.005 * count))
     rows = []
     for name, want, got, tol in out:
@@ -268,12 +306,16 @@ def phase_truth(events: list[Event], kinds: tuple[str, ...] = ("save", "eval")) 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The comparison as a Markdown table."""
+
     def fmt(v: Any) -> str:
         return f"{v:.3f}" if isinstance(v, float) else str(v)
+
     lines = ["| quantity | ground truth | trace | tolerance | ok |", "|---|---|---|---|---|"]
     for r in rows:
         tol = "exact" if r["tolerance"] == 0 else fmt(r["tolerance"])
-        lines.append(f"| {r['quantity']} | {fmt(r['truth'])} | {fmt(r['trace'])} | {tol} | {'yes' if r['ok'] else 'NO'} |")
+        lines.append(
+            f"| {r['quantity']} | {fmt(r['truth'])} | {fmt(r['trace'])} | {tol} | {'yes' if r['ok'] else 'NO'} |"
+        )
     return "\n".join(lines)
 
 
@@ -294,7 +336,9 @@ class RestartRun:
 
 
 def job_command(script: Path, run: Path, work: Path, extra: dict[int, list[str]]) -> Callable[[int], list[str]]:
-    return lambda k: [sys.executable, str(script), "--run-dir", str(run), "--work", str(work), "--try", str(k)] + extra.get(k, [])
+    return lambda k: (
+        [sys.executable, str(script), "--run-dir", str(run), "--work", str(work), "--try", str(k)] + extra.get(k, [])
+    )
 
 
 def stages_by_attempt(spans: pl.DataFrame) -> dict[tuple[int, str], list[str]]:
@@ -302,8 +346,9 @@ def stages_by_attempt(spans: pl.DataFrame) -> dict[tuple[int, str], list[str]]:
     return {(a, p): [s for s in stages if s is not None] for a, p, stages in st.iter_rows()}
 
 
-def restart_run(script: Path, tmp_path: Path, plan: dict[int, list[str]], *, reasons: list[str],
-                final_step: int = 60) -> RestartRun:
+def restart_run(
+    script: Path, tmp_path: Path, plan: dict[int, list[str]], *, reasons: list[str], final_step: int = 60
+) -> RestartRun:
     """Run the tries of ``plan`` one after the other, convert the run folder, compare with the ground truth."""
     from ettcore.importers.recorder import convert
 

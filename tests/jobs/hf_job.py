@@ -52,8 +52,9 @@ class Tokens(torch.utils.data.Dataset):
 
 def tiny_gpt2() -> GPT2LMHeadModel:
     """A one-layer, 32-wide GPT-2 built from its config (random weights: nothing is downloaded)."""
-    return GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=1, n_head=2, bos_token_id=0,
-                                      eos_token_id=0))
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=1, n_head=2, bos_token_id=0, eos_token_id=0)
+    )
 
 
 class StepLogger(TrainerCallback):
@@ -114,12 +115,32 @@ def main() -> None:
     model = tiny_gpt2()
     out = a.work / "hf-output"
     args = TrainingArguments(
-        output_dir=str(out), max_steps=a.steps, per_device_train_batch_size=8, per_device_eval_batch_size=16,
-        save_strategy="steps", save_steps=10, eval_strategy="steps", eval_steps=20, logging_strategy="no",
-        report_to="none", disable_tqdm=True, use_cpu=True, dataloader_num_workers=0, seed=0, learning_rate=1e-3,
-        torch_compile=a.compile, torch_compile_backend="aot_eager" if a.compile else None)
-    trainer = LoggedTrainer(model=model, args=args, train_dataset=Tokens(2048), eval_dataset=Tokens(32, seed=1),
-                            callbacks=[StepLogger(log, a.crash_at, a.sigterm_at), callback], event_log=log)
+        output_dir=str(out),
+        max_steps=a.steps,
+        per_device_train_batch_size=8,
+        per_device_eval_batch_size=16,
+        save_strategy="steps",
+        save_steps=10,
+        eval_strategy="steps",
+        eval_steps=20,
+        logging_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        use_cpu=True,
+        dataloader_num_workers=0,
+        seed=0,
+        learning_rate=1e-3,
+        torch_compile=a.compile,
+        torch_compile_backend="aot_eager" if a.compile else None,
+    )
+    trainer = LoggedTrainer(
+        model=model,
+        args=args,
+        train_dataset=Tokens(2048),
+        eval_dataset=Tokens(32, seed=1),
+        callbacks=[StepLogger(log, a.crash_at, a.sigterm_at), callback],
+        event_log=log,
+    )
     resume = get_last_checkpoint(str(out)) if out.is_dir() else None
     trainer.train(resume_from_checkpoint=resume)
     print(f"ett callback errors: {callback.errors}")

@@ -65,7 +65,6 @@ class Regressor(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.05)
 
 
-
 class StepLogger(L.Callback):
     """Ground truth: this script's own callback, ahead of every other (ModelCheckpoint saves after it)."""
 
@@ -117,10 +116,21 @@ def main() -> None:
     model = Regressor(log, a.crash_at, a.sigterm_at)
     if a.compile:
         model = torch.compile(model, backend="aot_eager")
-    ckpt = LoggedCheckpoint(log, dirpath=str(a.work / "checkpoints"), every_n_train_steps=10, save_top_k=1, save_last=True)
-    trainer = L.Trainer(max_steps=a.steps, callbacks=[StepLogger(log), callback, ckpt], logger=False, enable_progress_bar=False,
-                        enable_model_summary=False, accelerator="cpu", devices=1, val_check_interval=20,
-                        limit_val_batches=2, num_sanity_val_steps=1)
+    ckpt = LoggedCheckpoint(
+        log, dirpath=str(a.work / "checkpoints"), every_n_train_steps=10, save_top_k=1, save_last=True
+    )
+    trainer = L.Trainer(
+        max_steps=a.steps,
+        callbacks=[StepLogger(log), callback, ckpt],
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        val_check_interval=20,
+        limit_val_batches=2,
+        num_sanity_val_steps=1,
+    )
     trainer.fit(model, train, val, ckpt_path="last")
     print(f"ett callback errors: {callback.errors}")
 

@@ -19,7 +19,7 @@ How a trace gets onto Spark (``open_trace``):
    differently and a :class:`InputError` says so instead of giving different
    numbers.
 4. The metric queries of ``ettcore/sql/metric/`` are translated to Spark SQL
-   (:mod:`ettcore.engines.transpile`) and run unchanged in meaning, under the
+   (:mod:`ettcore.engines.spark.transpile`) and run unchanged in meaning, under the
    same view names: ``metric_jobs``, ``metric_attempts``, ``metric_spans``,
    ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` cached), then ``job_summary``,
    ``group_summary``, ``fleet_trend``...
@@ -28,7 +28,7 @@ Results come back as Polars frames with the DuckDB frames' columns and types
 (timestamps as zone-less UTC), so callers cannot tell the engines apart.
 
 A trace given as a **URI** (``s3a://``, ``hdfs://``, ``gs://``, ``abfss://``,
-``file:///``...) cannot be read by DuckDB: :mod:`ettcore.engines.spark_load`
+``file:///``...) cannot be read by DuckDB: :mod:`ettcore.engines.spark.load`
 then does steps 1 and 2 on Spark alone (discovery through Hadoop's FileSystem
 API, the same data checks translated to Spark SQL, as-of, accounting) for a
 Parquet trace, with no fingerprint (there is no DuckDB side), and the same
@@ -56,13 +56,12 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import polars as pl
 
-from ettcore.errors import Problem, InputError
-from ettcore.metric import bucket_ms, check_by, group_columns, name_groups, trend_window
-from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
-from ettcore.trace.instants import DAY_MS
-from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
-from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
+from ettcore.errors import InputError, Problem
+from ettcore.metric import bucket_ms, check_by, group_columns, name_groups, trend_window
+from ettcore.trace.instants import DAY_MS, TS_MAX_MS, TS_MIN_MS
+from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
+from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
 
 if TYPE_CHECKING:  # pyspark is optional: imported only when Spark is used
     from pyspark.sql import DataFrame, SparkSession
@@ -103,7 +102,12 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
     """
     if not spark_available():
         raise InputError(
-            Problem("--engine", None, "engine", "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)")
+            Problem(
+                "--engine",
+                None,
+                "engine",
+                "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)",
+            )
         )
     from pyspark.sql import SparkSession
 
@@ -133,8 +137,15 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
 # ----------------------------------------------------------------------------- input errors
 
 # Spark error conditions that mean the input cannot be read (missing, changed or malformed files).
-_INPUT_ERRORS = ("FAILED_READ_FILE", "PATH_NOT_FOUND", "MALFORMED_RECORD", "MALFORMED_CSV_RECORD", "CANNOT_READ_FILE_FOOTER",
-                 "UNABLE_TO_INFER_SCHEMA", "FileNotFoundException")
+_INPUT_ERRORS = (
+    "FAILED_READ_FILE",
+    "PATH_NOT_FOUND",
+    "MALFORMED_RECORD",
+    "MALFORMED_CSV_RECORD",
+    "CANNOT_READ_FILE_FOOTER",
+    "UNABLE_TO_INFER_SCHEMA",
+    "FileNotFoundException",
+)
 
 
 @contextmanager
@@ -170,7 +181,14 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
     paths = [str(f) for f in files]
     bad = [p for p in paths if set(p) & set("*?[]{}\\")]
     if bad:
-        raise InputError(Problem(bad[0], None, None, "the Spark engine reads paths as glob patterns: rename the file or folder (no * ? [ ] { } \\)"))
+        raise InputError(
+            Problem(
+                bad[0],
+                None,
+                None,
+                "the Spark engine reads paths as glob patterns: rename the file or folder (no * ? [ ] { } \\)",
+            )
+        )
     if kind == "parquet":
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
         row = F.col("_metadata.row_index") + F.lit(1)
@@ -182,7 +200,12 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
         row = F.lit(None).cast("bigint")
     else:
         raise InputError(
-            Problem(paths[0], None, None, "the Spark engine reads Parquet, CSV or JSONL traces, not DuckDB database files; export the tables to Parquet")
+            Problem(
+                paths[0],
+                None,
+                None,
+                "the Spark engine reads Parquet, CSV or JSONL traces, not DuckDB database files; export the tables to Parquet",
+            )
         )
     return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
 
@@ -208,9 +231,13 @@ def typed_expr(col: str, kind: str, dtype: Any | None) -> tuple[str, str]:
         return "NULL", "CAST(NULL AS STRING)"
     q = _q(col)
     raw = f"CAST({q} AS STRING)"
-    if isinstance(dtype, T.TimestampType):  # a zoned timestamp: DuckDB's text of a TIMESTAMPTZ ends with its zone, '+00'
+    if isinstance(
+        dtype, T.TimestampType
+    ):  # a zoned timestamp: DuckDB's text of a TIMESTAMPTZ ends with its zone, '+00'
         raw = f"concat({raw}, '+00')"
-    numeric = isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType))
+    numeric = isinstance(
+        dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
+    )
     temporal = isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType))
     if not (numeric or temporal or isinstance(dtype, T.StringType)):
         q = raw
@@ -235,11 +262,18 @@ def typed_select(table: str, schema: Any | None, labels: list[str]) -> str:
     """The ``typed_<table>`` query over ``raw_<table>`` (``schema`` None: the table is absent)."""
     types = {f.name: f.dataType for f in schema.fields} if schema is not None else {}
     held = schema_columns(table, list(types))  # names compared without case, as the DuckDB loader does
-    parts = ["_file", "_row"] if schema is not None else ["CAST(NULL AS STRING) AS _file", "CAST(NULL AS BIGINT) AS _row"]
+    parts = (
+        ["_file", "_row"] if schema is not None else ["CAST(NULL AS STRING) AS _file", "CAST(NULL AS BIGINT) AS _row"]
+    )
     for col, kind in SCHEMA[table]:
         expr, raw = typed_expr(held.get(col, col), kind, types.get(held.get(col, "")))
         if expr == "NULL":  # an absent column: NULL of the typed column's type
-            expr = {"str": "CAST(NULL AS STRING)", "int": "CAST(NULL AS BIGINT)", "num": "CAST(NULL AS DOUBLE)", "ts": "CAST(NULL AS BIGINT)"}[kind]
+            expr = {
+                "str": "CAST(NULL AS STRING)",
+                "int": "CAST(NULL AS BIGINT)",
+                "num": "CAST(NULL AS DOUBLE)",
+                "ts": "CAST(NULL AS BIGINT)",
+            }[kind]
         name = f"{col}_ms" if kind == "ts" else col
         parts.append(f"{expr} AS {_q(name)}")
         if kind != "str":
@@ -300,7 +334,13 @@ def fingerprint_differences(st: "SparkTrace") -> list[Problem]:
         if not _same(value, ours[key]):
             table = key.split("_", 1)[0]
             problems.append(
-                Problem(str(st.trace.path), None, key, f"Spark reads table '{table}' differently from DuckDB ({key}: {ours[key]} vs {value})", table=table)
+                Problem(
+                    str(st.trace.path),
+                    None,
+                    key,
+                    f"Spark reads table '{table}' differently from DuckDB ({key}: {ours[key]} vs {value})",
+                    table=table,
+                )
             )
     return problems
 
@@ -317,7 +357,7 @@ class SparkTrace:
 
     Here ``trace`` is a :class:`~ettcore.trace.Trace` checked by DuckDB; a trace read
     from a URI and checked by Spark alone is a
-    :class:`~ettcore.engines.spark_load.UriSparkTrace` (same functions, other inputs).
+    :class:`~ettcore.engines.spark.load.UriSparkTrace` (same functions, other inputs).
     """
 
     spark: "SparkSession"
@@ -428,14 +468,16 @@ def register_params(spark: "SparkSession", as_of_ms: int | None, cut_ms: int | N
 def register_phases(spark: "SparkSession", phase_map: Any) -> None:
     """``ett_phases``: the phase map (defaults plus any mapping file), as the DuckDB loader's table."""
     phases = [(int(i), p, c, o, p == "train") for i, p, c, o in phase_map.rows()]
-    spark.createDataFrame(phases, "phase_id bigint, phase string, component string, owner string, is_train boolean").createOrReplaceTempView(
-        "ett_phases"
-    )
+    spark.createDataFrame(
+        phases, "phase_id bigint, phase string, component string, owner string, is_train boolean"
+    ).createOrReplaceTempView("ett_phases")
 
 
 def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None:
     """``ett_window``, ``ett_exclusions`` and ``ett_grid``: the measured part of time and the attribution's grid."""
-    spark.createDataFrame([(window.since_ms, window.until_ms)], "since_ms bigint, until_ms bigint").createOrReplaceTempView("ett_window")
+    spark.createDataFrame(
+        [(window.since_ms, window.until_ms)], "since_ms bigint, until_ms bigint"
+    ).createOrReplaceTempView("ett_window")
     schema = EXCLUSION_COLUMNS.replace("BIGINT", "bigint").replace("VARCHAR", "string")
     spark.createDataFrame(exclusion_rows(window), schema).createOrReplaceTempView("ett_exclusions")
     spark.createDataFrame([(grid_ms,)], "grid_ms bigint").createOrReplaceTempView("ett_grid")
@@ -448,8 +490,17 @@ def register_exclusion_jobs(st: SparkTrace) -> None:
     parts = []
     for i, x in enumerate(window.exclusions):
         where, params = match_conditions(x, _q, "STRING", lambda n: f":{n}")
-        parts.append(st.spark.sql(f"SELECT CAST(:id AS BIGINT) AS exclusion_id, job_key FROM metric_jobs WHERE {where}", args={"id": i, **params}))
-    df = functools.reduce(lambda a, b: a.unionAll(b), parts) if parts else st.spark.createDataFrame([], "exclusion_id bigint, job_key bigint")
+        parts.append(
+            st.spark.sql(
+                f"SELECT CAST(:id AS BIGINT) AS exclusion_id, job_key FROM metric_jobs WHERE {where}",
+                args={"id": i, **params},
+            )
+        )
+    df = (
+        functools.reduce(lambda a, b: a.unionAll(b), parts)
+        if parts
+        else st.spark.createDataFrame([], "exclusion_id bigint, job_key bigint")
+    )
     df.createOrReplaceTempView("ett_exclusion_jobs")
 
 
@@ -479,10 +530,18 @@ def register_metric_views(st: SparkTrace) -> None:
             st._cached.append(df)
         df.createOrReplaceTempView(view)
         if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused
-            dup = st.spark.sql("SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 LIMIT 1").collect()
+            dup = st.spark.sql(
+                "SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 LIMIT 1"
+            ).collect()
             if dup:
-                raise InputError(Problem(str(st.trace.path), None, "job_id",
-                                         f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); rename one of them"))
+                raise InputError(
+                    Problem(
+                        str(st.trace.path),
+                        None,
+                        "job_id",
+                        f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); rename one of them",
+                    )
+                )
 
 
 # ----------------------------------------------------------------------------- the metric (same frames as ettcore.metric)

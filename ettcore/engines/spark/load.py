@@ -17,7 +17,7 @@ Spark here, with the same rules and the same results:
    then ``typed_<table>`` with the loader's parsing rules
    (:func:`ettcore.engines.spark.typed_select`) and the same label columns.
 3. The data checks of ``ettcore/sql/checks/`` translated to Spark SQL
-   (:func:`ettcore.engines.transpile.spark_sql`, which prefers a variant in
+   (:func:`ettcore.engines.spark.transpile.spark_sql`, which prefers a variant in
    ``ettcore/sql/spark/`` where one exists): each finding is a
    :class:`~ettcore.errors.Problem` naming file, row and field.  Without
    ``skip_invalid`` any finding raises :class:`~ettcore.errors.InputError`; with
@@ -51,15 +51,16 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ettcore.errors import Problem, InputError
+from ettcore.engines import spark as sp
+from ettcore.engines.spark.transpile import spark_sql
+from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap, load_phase_map
-from ettcore.trace.queries import check_names
 from ettcore.trace.load import (
     REQUIRED_TABLES,
-    TRAIN_COLUMNS,
-    CheckedTrace,
     SUFFIXES,
     TABLES,
+    TRAIN_COLUMNS,
+    CheckedTrace,
     _refuse_reserved,
     is_uri,
     jobs_to_leave_out,
@@ -68,9 +69,8 @@ from ettcore.trace.load import (
     parse_as_of,
     schema_columns,
 )
+from ettcore.trace.queries import check_names
 from ettcore.trace.window import make_window
-from ettcore.engines import spark as sp
-from ettcore.engines.spark.transpile import spark_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -119,7 +119,9 @@ def _filesystem(spark: "SparkSession", uri: str) -> tuple[Any, Any]:
         if scheme in _CONNECTORS:
             package = _CONNECTORS[scheme].format(v=jvm.org.apache.hadoop.util.VersionInfo.getVersion())
             hint = f"; add the Hadoop connector for {scheme}:// to Spark (e.g. spark.jars.packages={package}) and its credentials"
-        raise InputError(Problem(uri, None, None, f"Spark cannot open this URI: {_java_error(exc)[:300]}{hint}")) from None
+        raise InputError(
+            Problem(uri, None, None, f"Spark cannot open this URI: {_java_error(exc)[:300]}{hint}")
+        ) from None
 
 
 def _hidden(relative: str) -> bool:
@@ -134,7 +136,7 @@ def _parquet_files(fs: Any, folder: Any) -> list[str]:
     while it.hasNext():
         status = it.next()
         p = status.getPath()
-        rel = p.toUri().getPath()[len(base):] if p.toUri().getPath().startswith(base) else p.getName()
+        rel = p.toUri().getPath()[len(base) :] if p.toUri().getPath().startswith(base) else p.getName()
         if status.isFile() and p.getName().endswith(".parquet") and not _hidden(rel):
             files.append(p.toString())
     return sorted(files)
@@ -153,7 +155,12 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
             raise InputError(Problem(uri, None, None, "trace path does not exist"))
         if not fs.isDirectory(root):
             raise InputError(
-                Problem(uri, None, None, "a trace given as a URI must be a folder of Parquet tables (a DuckDB file is read from a local path only)")
+                Problem(
+                    uri,
+                    None,
+                    None,
+                    "a trace given as a URI must be a folder of Parquet tables (a DuckDB file is read from a local path only)",
+                )
             )
         entries = {s.getPath().getName(): s for s in fs.listStatus(root)}
     except InputError:
@@ -178,13 +185,25 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
             raise InputError(Problem(uri, None, None, f"table '{table}' is given more than once: {names}"))
         if not found:
             if table in REQUIRED_TABLES:
-                raise InputError(Problem(uri, None, None, f"required table '{table}' not found ({table}.parquet or {table}/ of Parquet files)"))
+                raise InputError(
+                    Problem(
+                        uri,
+                        None,
+                        None,
+                        f"required table '{table}' not found ({table}.parquet or {table}/ of Parquet files)",
+                    )
+                )
             continue
         kind, name, status = found[0]
         if kind in ("csv", "jsonl"):
             raise InputError(
-                Problem(name, None, None, f"a trace read from a URI must be Parquet ({table}.parquet or {table}/); "
-                        f"{kind.upper()} is read from local paths only: convert the table to Parquet or copy the trace locally")
+                Problem(
+                    name,
+                    None,
+                    None,
+                    f"a trace read from a URI must be Parquet ({table}.parquet or {table}/); "
+                    f"{kind.upper()} is read from local paths only: convert the table to Parquet or copy the trace locally",
+                )
             )
         if kind == "parquet":
             sources.append(UriSource(table, "parquet", [name], name))
@@ -194,7 +213,9 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
         except Exception as exc:
             if not type(exc).__module__.startswith(("py4j", "pyspark")):
                 raise
-            raise InputError(Problem(name, None, None, f"Spark cannot list the folder of table '{table}': {_java_error(exc)[:300]}")) from None
+            raise InputError(
+                Problem(name, None, None, f"Spark cannot list the folder of table '{table}': {_java_error(exc)[:300]}")
+            ) from None
         if not files:
             raise InputError(Problem(name, None, None, f"folder for table '{table}' holds no .parquet files"))
         sources.append(UriSource(table, "parquet", files, name))
@@ -240,12 +261,16 @@ def _read(spark: "SparkSession", src: UriSource) -> "DataFrame":
         raise InputError(Problem(where, None, None, f"Spark cannot read table '{src.table}': {why[:300]}")) from None
     _refuse_reserved(where, names)
     if "_metadata" in (n.lower() for n in names):
-        raise InputError(Problem(where, None, "_metadata", "reserved column name '_metadata' (Spark adds it); rename the column"))
+        raise InputError(
+            Problem(where, None, "_metadata", "reserved column name '_metadata' (Spark adds it); rename the column")
+        )
     if not names:
         raise InputError(Problem(where, None, None, "Parquet file has no columns"))
     held = schema_columns(src.table, names)
     has_train = False
-    if src.table == "spans" and "phase" in held and set(TRAIN_COLUMNS) - set(held):  # rare: only then look for train spans
+    if (
+        src.table == "spans" and "phase" in held and set(TRAIN_COLUMNS) - set(held)
+    ):  # rare: only then look for train spans
         has_train = df.filter(df[held["phase"]] == "train").limit(1).count() > 0
     missing = missing_columns(src.table, where, names, has_train=has_train)
     if missing:
@@ -274,7 +299,14 @@ def run_checks(spark: "SparkSession", has_jobs: bool) -> list[Problem]:
         "table_name string, _file string, _row bigint, field string, job_id string, message string, `check` string",
     ).createOrReplaceTempView("ett_findings")
     return [
-        Problem(file=r["_file"], row=r["_row"], field=r["field"], message=r["message"], table=r["table_name"], job_id=r["job_id"])
+        Problem(
+            file=r["_file"],
+            row=r["_row"],
+            field=r["field"],
+            message=r["message"],
+            table=r["table_name"],
+            job_id=r["job_id"],
+        )
         for r in rows
     ]
 
@@ -293,7 +325,7 @@ SELECT (SELECT count(*) FROM clean_attempts AS t CROSS JOIN ett_params AS p WHER
 
 
 def _accounting_query() -> str:
-    """Per table and reason (NULL: used), the count of typed rows; reasons as :func:`ettcore.checks.accounting` gives them."""
+    """Per table and reason (NULL: used), the count of typed rows; reasons as :func:`ettcore.trace.checks.accounting` gives them."""
     parts = []
     for table in TABLES:
         parts.append(
@@ -375,7 +407,11 @@ def open_uri(
     ``trace.accounting`` and ``trace.excluded_jobs``, as :func:`ettcore.trace.load_trace`.
     """
     if not is_uri(uri):
-        raise InputError(Problem(str(uri), None, None, "not a URI (scheme://...); a local path is loaded by ettcore.trace.load_trace"))
+        raise InputError(
+            Problem(
+                str(uri), None, None, "not a URI (scheme://...); a local path is loaded by ettcore.trace.load_trace"
+            )
+        )
     phase_map = load_phase_map(mapping)
     as_of_ms = parse_as_of(as_of)
     window = make_window(since, until, exclude)
@@ -387,8 +423,15 @@ def open_uri(
         labels = label_columns(raw["jobs"].columns[:-2], jobs.files[0]) if jobs is not None else []
         _register_inputs(spark, raw, labels, phase_map)
         metadata = read_metadata(spark, meta_uri) if meta_uri is not None else {}
-        trace = UriTrace(path=uri, phase_map=phase_map, as_of_ms=as_of_ms, labels=labels, sources=sources, metadata=metadata,
-                         window=window)
+        trace = UriTrace(
+            path=uri,
+            phase_map=phase_map,
+            as_of_ms=as_of_ms,
+            labels=labels,
+            sources=sources,
+            metadata=metadata,
+            window=window,
+        )
 
         # the checks and the accounting read each typed table many times: parse the files once, keep the result meanwhile
         typed = [spark.table(f"typed_{t}").persist() for t in TABLES]

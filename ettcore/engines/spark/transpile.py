@@ -32,7 +32,7 @@ Where a whole query cannot be translated this way, a Spark-specific variant
 may be placed at ``ettcore/sql/spark/<name>.sql``; :func:`spark_sql` then uses
 it instead, and ``tests/test_spark_equality.py`` holds it to the DuckDB result.
 The data checks (``ettcore/sql/checks/``) go through the same function when a
-trace given as a URI is checked on Spark (:mod:`ettcore.engines.spark_load`;
+trace given as a URI is checked on Spark (:mod:`ettcore.engines.spark.load`;
 held to DuckDB's findings by ``tests/test_spark_uri.py``).
 At present no variant is needed: every metric and check query is translated.
 """
@@ -54,7 +54,10 @@ def _is_recursive_unnest(node: exp.Expression) -> bool:
         return False
     extra = node.args.get("expressions") or []
     return any(
-        isinstance(e, exp.PropertyEQ) and e.this.name.lower() == "recursive" and isinstance(e.expression, exp.Boolean) and e.expression.this
+        isinstance(e, exp.PropertyEQ)
+        and e.this.name.lower() == "recursive"
+        and isinstance(e.expression, exp.Boolean)
+        and e.expression.this
         for e in extra
     )
 
