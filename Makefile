@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks test report bench lab live-job framework-run slurm-fleet clean
+.PHONY: setup frameworks lint test report bench lab live-job framework-run slurm-fleet clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -30,9 +30,15 @@ $(FRAMEWORKS): $(STAMP)
 
 frameworks: $(FRAMEWORKS)
 
-test: setup frameworks
+test: setup frameworks lint
 	$(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12
 	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
+
+# The layout and the style: ruff (lint and format, pyproject.toml) and import-linter's contracts (the architecture)
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 report: setup
 	$(BIN)/ett report

@@ -1,12 +1,12 @@
 """PyTorch Lightning: real fits with ``ETTCallback`` against ground truth kept apart from the callback.
 
-The job (``tests/jobs/lightning_job.py``) runs as three processes, like a job
+The job (``ettcore/demo/jobs/lightning_job.py``) runs as three processes, like a job
 a scheduler restarts: try 0 crashes (an error in the step after step 25),
 try 1 resumes from the last checkpoint (step 20) and is preempted (SIGTERM in
 the step after step 45; Lightning stops after that step), try 2 resumes from
 step 40 and completes 60 steps.  Ground truth: the test's own clock around
 each process, and the script's own log of steps, saves and evaluations
-(``tests/jobs/ground_truth.py`` states the definitions and the tolerances).
+(``ettcore/demo/jobs/ground_truth.py`` states the definitions and the tolerances).
 
 Also: a compiled module's first step is ``pt2_compile`` measured from
 TorchDynamo's own compile events, and an error inside the callback never
@@ -15,7 +15,6 @@ stops training.  Needs the ``lightning`` extra (skipped without it).
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 
@@ -24,16 +23,10 @@ import pytest
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("lightning", reason="needs the lightning extra: pip install -e '.[lightning]' (package lightning)")
 
-JOBS = Path(__file__).resolve().parent / "jobs"
-sys.path.insert(0, str(JOBS))
+from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
 
-from ground_truth import (
-    break_the_callback,
-    check_compiled_first_step,
-    recorder_warnings,
-    restart_run,  # noqa: E402
-    table,
-)
+from ettcore.demo.jobs import JOBS_DIR as JOBS  # noqa: E402
+from ettcore.demo.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
 
 SCRIPT = JOBS / "lightning_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}

@@ -344,7 +344,16 @@ def test_valid_minimal_scenario(tmp_path):
     p = tmp_path / "ok.yaml"
     p.write_text(BASE)
     out = generator.generate(load_scenario(p), tmp_path / "t", n_jobs=3, seed=1)
-    assert load_trace(out) is not None
+    t = load_trace(out)
+    assert t.synthetic and t.metadata["scenario"] == "tiny"
+    js = metric.job_summary(t)
+    # by hand from BASE, identical for every job (no interruption, no jitter): start-up hw 1 min then the first
+    # compile 5 min (TTS 6 min), 60 min of training, a 0.5-min save at 10, 20, 30, 40 and 50 min, a 1-min shutdown
+    assert js["job_id"].to_list() == ["tiny-00000", "tiny-00001", "tiny-00002"]
+    assert set(js["gpus"]) == {8} and set(js["status"]) == {"completed"} and set(js["nof"]) == {0}
+    assert set(js["tts_s"]) == {360.0} and set(js["hardware_setup_s"]) == {60.0} and set(js["pt2_compile_s"]) == {300.0}
+    assert set(js["productive_s"]) == {3600.0} and set(js["wasted_training_s"]) == {5 * 30.0}
+    assert set(js["shutdown_s"]) == {60.0} and set(js["wall_s"]) == {360.0 + 3600.0 + 150.0 + 60.0}
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
 """The bundled framework run (``data/framework-run``): a Lightning job measured by ``ETTCallback`` alone.
 
-Regenerate (needs the ``lightning`` extra and this repository's ``tests/jobs``)::
+Regenerate (needs the ``lightning`` extra)::
 
     .venv/bin/python -m ettcore.demo.framework_run
 
 It runs the tiny Lightning job the integration tests run
-(``tests/jobs/lightning_job.py``: the ETT callback is its only
+(``ettcore/demo/jobs/lightning_job.py``: the ETT callback is its only
 instrumentation) as three processes, like a job a scheduler restarts: the
 first crashes after step 25, the second resumes from the step-20 checkpoint
 and is preempted (SIGTERM) after step 45, the third resumes from step 40 and
@@ -17,7 +17,7 @@ completes 60 steps.  It keeps, in ``data/framework-run``:
   evaluations, and the test's clock around each process (``runs.json``):
   the ground truth, kept apart from the callback;
 - ``runs.json``  the processes, the ground truth computed from them
-  (``tests/jobs/ground_truth.py``), the trace's values and the tolerances.
+  (``ettcore/demo/jobs/ground_truth.py``), the trace's values and the tolerances.
 
 :func:`load` and :func:`comparison` read it back without PyTorch.
 """
@@ -25,10 +25,8 @@ completes 60 steps.  It keeps, in ``data/framework-run``:
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -38,20 +36,14 @@ from typing import Any
 import polars as pl
 
 from ettcore.atomic import atomic_path, write_text
-from ettcore.config import DATA_DIR, PROJECT_ROOT
+from ettcore.config import DATA_DIR
+from ettcore.demo.jobs import JOBS_DIR
+from ettcore.demo.jobs import ground_truth as gt
 
 FRAMEWORK_RUN_DIR = DATA_DIR / "framework-run"
 COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 REASONS = ["failure", "preemption", "completed"]
-
-
-def _jobs_module() -> Any:
-    path = PROJECT_ROOT / "tests" / "jobs" / "ground_truth.py"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: regenerating the framework run needs this repository's tests/jobs")
-    sys.path.insert(0, str(path.parent))
-    return importlib.import_module("ground_truth")
 
 
 def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
@@ -61,11 +53,10 @@ def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
     from ettcore.demo.live_job import _machine
     from ettcore.importers.recorder import convert
 
-    gt = _jobs_module()
     out_dir = Path(out_dir)
     started = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="ett-framework-run-") as tmp:
-        r = gt.restart_run(PROJECT_ROOT / "tests" / "jobs" / "lightning_job.py", Path(tmp), PLAN, reasons=REASONS)
+        r = gt.restart_run(JOBS_DIR / "lightning_job.py", Path(tmp), PLAN, reasons=REASONS)
         if not all(row["ok"] for row in r.rows):
             raise RuntimeError("the run does not agree with its ground truth:\n" + gt.table(r.rows))
         meta = {

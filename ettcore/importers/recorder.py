@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from ettcore.errors import InputError, Problem
-from ettcore.integrations.recorder import END_REASONS, RECORD_KINDS
+
+# The record format: the kinds of record a recorder file holds, and the end reasons of an attempt
+END_REASONS = ("completed", "failure", "preemption", "cancelled")
+RECORD_KINDS = ("job", "attempt_start", "attempt_end", "begin", "progress", "span")
 
 # --------------------------------------------------------------------------- reading
 
@@ -519,7 +522,7 @@ def convert(
 
     conv = collect(directory, open_last_attempt=open_last_attempt, split_train=split_train)
     meta = {
-        "source": f"ettcore.integrations.recorder run folder {Path(directory).name}",
+        "source": f"ettcore.recorder run folder {Path(directory).name}",  # as every converted trace says
         "recorder_notes": conv.note_lines(notes_relative_to),
     }
     meta.update(metadata or {})

@@ -70,11 +70,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-if TYPE_CHECKING:  # the converter (DuckDB, Polars) is loaded only when a run folder is converted
+# the record format is the converter's (it reads what this writes); the converter's module imports DuckDB and Polars
+# only when it converts, so the writer stays light inside a training job
+from ettcore.importers.recorder import END_REASONS, RECORD_KINDS  # noqa: F401  (RECORD_KINDS re-exported beside the writer)
+
+if TYPE_CHECKING:
     from ettcore.importers.recorder import Conversion
 
-END_REASONS = ("completed", "failure", "preemption", "cancelled")
-RECORD_KINDS = ("job", "attempt_start", "attempt_end", "begin", "progress", "span")
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 

@@ -90,7 +90,7 @@ NOT_REPRODUCED: dict[str, str] = {
     "megacache_blog": "a fleet average over many jobs from the PyTorch blog; no trace or model of it is bundled",
     "bench_models": "a count of the paper's benchmark set, not a measurement; the benchmark scenario is built with it",
     "stream_warmup": "a measured range that only enters the suite as a scenario assumption, not as a result",
-    "sharding_phase": "an input of the assumed Model D stage graph (ettcore.planning.startup), not a result",
+    "sharding_phase": "an input of the assumed Model D stage graph (ettcore.startup), not a result",
     "compile_cold": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "
     "(05-compilation shows the endpoints as published)",
     "compile_warm": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "

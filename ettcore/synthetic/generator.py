@@ -412,7 +412,7 @@ def metadata(sc: Scenario, n_jobs: int, seed: int) -> dict:
         "scenario_file": sc.path.name,
         "seed": int(seed),
         "jobs": int(n_jobs),
-        "generator": "ettcore.synthetic.generator",
+        "generator": "ettcore.generator",  # the name written into every trace.json since the first release
         "description": sc.description,
         "assumptions": sc.assumptions,
         "calibrated_to_detail": sc.calibrated_to,

@@ -384,30 +384,3 @@ def check_compiled_first_step(spans: pl.DataFrame, events: list[Event]) -> float
     for s0, e0 in compile_s.select("start", "end").iter_rows():
         assert train.filter((pl.col("start") < e0) & (pl.col("end") > s0)).height == 0
     return in_first
-
-
-def break_the_callback(monkeypatch: Any) -> None:
-    """The disk fails after a few records, and the timeline's per-step call has a bug."""
-    from ettcore.integrations.phase_clock import PhaseClock
-    from ettcore.integrations.recorder import Recorder
-
-    calls = {"n": 0}
-    real_emit = Recorder._emit
-
-    def flaky_emit(self, record):
-        calls["n"] += 1
-        if calls["n"] > 6:
-            raise OSError(28, "No space left on device")
-        return real_emit(self, record)
-
-    def broken_step(self, cursor):
-        raise RuntimeError("a bug in the callback")
-
-    monkeypatch.setattr(Recorder, "_emit", flaky_emit)
-    monkeypatch.setattr(PhaseClock, "step", broken_step)
-
-
-def recorder_warnings(caught: list) -> list:
-    from ettcore.integrations.recorder import RecorderWarning
-
-    return [w for w in caught if issubclass(w.category, RecorderWarning)]

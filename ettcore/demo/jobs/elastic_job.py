@@ -1,6 +1,6 @@
 """A tiny two-worker DDP job for ``torchrun`` (run by the tests through ``python -m ettcore.integrations.torchrun``).
 
-    ... -- --standalone --nproc-per-node 2 --max-restarts 1 tests/jobs/elastic_job.py --work W [--fail-at S]
+    ... -- --standalone --nproc-per-node 2 --max-restarts 1 ettcore/demo/jobs/elastic_job.py --work W [--fail-at S]
 
 Plain PyTorch (gloo, CPU): a linear model wrapped in DistributedDataParallel,
 a step padded to about 20 ms with a sleep, rank 0 saving a checkpoint every
@@ -17,19 +17,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 torch.set_num_threads(1)
 
-from ground_truth import EventLog  # noqa: E402
-
+from ettcore.demo.jobs.ground_truth import EventLog  # noqa: E402
 from ettcore.integrations.torchrun import record_worker  # noqa: E402
 
 STEP_PAD_S = 0.02

@@ -1,0 +1,76 @@
+"""The layout stays the architecture: import-linter's contracts (pyproject.toml) hold, and they can fail.
+
+``make test`` runs ``lint-imports`` on the tree; these tests run it too, on a copy of the package, once as it is
+(every contract kept) and once with a deliberate bad import (the bottom layer importing the CLI), which must break the
+layers contract.  A package module never reaches into ``tests/`` (no ``sys.path`` edits, no paths under tests).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ettcore.config import PACKAGE_DIR, PROJECT_ROOT
+
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+needs_import_linter = pytest.mark.skipif(not LINT_IMPORTS.is_file(), reason="import-linter is not installed (test extra)")
+
+
+def _copy(tmp_path: Path) -> Path:
+    """The package and pyproject.toml copied into ``tmp_path`` (import-linter reads the copy, not the installed tree)."""
+    shutil.copytree(PACKAGE_DIR, tmp_path / "ettcore", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def _lint(root: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=root, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@needs_import_linter
+def test_the_contracts_hold_and_a_bad_import_breaks_them(tmp_path):
+    root = _copy(tmp_path)
+    ok = _lint(root)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "0 broken" in ok.stdout
+    leaf = root / "ettcore" / "trace" / "writer.py"
+    leaf.write_text(leaf.read_text() + "\n\ndef _bad():\n    from ettcore.cli import main  # the bottom layer reaching the top\n")
+    bad = _lint(root)
+    assert bad.returncode != 0
+    assert "Layers: the CLI on top, the trace at the bottom BROKEN" in bad.stdout
+    assert "ettcore.trace.writer -> ettcore.cli" in bad.stdout
+
+
+@needs_import_linter
+def test_importers_importing_the_metric_break_their_contract(tmp_path):
+    root = _copy(tmp_path)
+    mod = root / "ettcore" / "importers" / "frames.py"
+    mod.write_text(mod.read_text() + "\n\ndef _bad():\n    from ettcore import metric  # an importer measuring\n")
+    bad = _lint(root)
+    assert bad.returncode != 0
+    assert "Importers and integrations never import presentation, the CLI or the metric BROKEN" in bad.stdout
+
+
+def test_no_package_module_reaches_into_tests():
+    """No module of ettcore edits sys.path or names a path under tests/ (the package must not depend on its tests)."""
+    offenders = []
+    for path in sorted(PACKAGE_DIR.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", None) == "sys":
+                offenders.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: sys.path")
+            if isinstance(node, ast.Constant) and node.value == "tests":
+                offenders.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: 'tests'")
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                offenders += [f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: import {n}" for n in names if n.split(".")[0] == "tests"]
+    assert offenders == []
