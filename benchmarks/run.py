@@ -215,7 +215,7 @@ def _ettcore(trace: Path, what: str, memory_limit: str) -> dict:
         out["trend_s"] = time.perf_counter() - t2
         out["days"] = tr_df.height
     out["metric_s"] = time.perf_counter() - t
-    out["batches"] = tr._cache.get("batches")
+    out["batches"] = tr.attribution.batches if tr.attribution else None
     return out
 
 

@@ -122,7 +122,7 @@ def test_batched_attribution_gives_the_same_answer(fleet, tmp_path, batches):
     want = everything(load_trace(fleet))
     limited = load_trace(fleet, memory_limit="40MB" if batches is None else None, temp_directory=tmp_path)
     metric.prepare(limited, batches=batches)
-    assert limited._cache["batches"] == (batches or metric.attribution_batches(limited)) > 1
+    assert limited.attribution.batches == (batches or metric.attribution_batches(limited)) > 1
     got = everything(limited)
     for name in want:
         assert_frame_equal(got[name], want[name], check_exact=True), name

@@ -45,16 +45,16 @@ class SparkMetric:
         self.conf = conf
 
     def on_spark(self, trace: Trace):
-        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept in ``trace._cache``).
+        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept as ``trace.spark_trace``).
 
         A trace read from a URI (:func:`open_trace`) is already on Spark: its own is used.
         """
         from ettcore.engines import spark
 
-        st = trace._cache.get("spark_trace")
+        st = trace.spark_trace
         if st is None:
             st = spark.open_trace(trace, spark.get_session(self.master, self.conf))
-            trace._cache["spark_trace"] = st
+            trace.spark_trace = st
         return st
 
     def job_summary(self, trace: Trace) -> pl.DataFrame:

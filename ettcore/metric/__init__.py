@@ -30,7 +30,7 @@ from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS
 from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
-from ettcore.trace.load import Trace, damaged_file, quote_ident
+from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident
 from ettcore.trace.queries import sql
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
@@ -139,8 +139,8 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
     trace already cut finer keeps its finer grid (every coarser bucket is a union of its cells).
     """
     grid = DAY_MS if grid_ms is None else int(grid_ms)
-    if trace._cache.get("prepared"):
-        if grid >= trace._cache["grid_ms"]:
+    if trace.attribution is not None:
+        if grid >= trace.attribution.grid_ms:
             return
         _regrid(trace, grid)
         return
@@ -165,7 +165,7 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
         if bad is None:
             raise
         raise InputError(Problem(bad, None, None, f"cannot read the data: {str(exc).splitlines()[0]}")) from None
-    trace._cache.update(prepared=True, batches=n, grid_ms=grid, job_metrics=False)
+    trace.attribution = Attribution(batches=n, grid_ms=grid)
 
 
 def job_metrics(trace: Trace) -> None:
@@ -174,16 +174,16 @@ def job_metrics(trace: Trace) -> None:
     Per-job results, groups and stalls read it; a trend does not, so :func:`prepare` leaves it to the first of them
     (2.9 s of a 1M-job trend otherwise)."""
     prepare(trace)
-    if not trace._cache.get("job_metrics"):
+    if not trace.attribution.job_metrics:
         trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
-        trace._cache["job_metrics"] = True
+        trace.attribution.job_metrics = True
 
 
 def _regrid(trace: Trace, grid: int) -> None:
     """Attribute again on a finer grid (the per-job results do not depend on the grid, so job_metrics stays)."""
     trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
-    _attribute(trace, trace._cache["batches"])
-    trace._cache["grid_ms"] = grid
+    _attribute(trace, trace.attribution.batches)
+    trace.attribution.grid_ms = grid
 
 
 def set_window(trace: Trace, since=None, until=None, exclude=None) -> None:
@@ -193,8 +193,7 @@ def set_window(trace: Trace, since=None, until=None, exclude=None) -> None:
     """
     trace.window = window.make_window(since, until, exclude)
     window.register(trace.con, trace.window)
-    trace._cache.pop("prepared", None)
-    trace._cache.pop("exclusion_summary", None)
+    trace.attribution = None
 
 
 def group_columns(trace: Trace) -> list[str]:

@@ -243,11 +243,22 @@ class CheckedTrace:
     window: Window = field(default_factory=Window)  # the measured part of time: --since/--until minus exclusion windows
     sources: list = field(default_factory=list, repr=False)
     metadata: dict = field(default_factory=dict)
-    _cache: dict = field(default_factory=dict, repr=False)
+    latest_ms: int | None = None  # the trace's latest instant (the default as-of), once computed
+    spark_trace: Any = field(default=None, repr=False)  # the trace opened on Spark (ettcore.engines), once opened
 
     @property
     def synthetic(self) -> bool:
         return bool(self.metadata.get("synthetic"))
+
+
+@dataclass
+class Attribution:
+    """What the metric has prepared on a trace's connection (:func:`ettcore.metric.prepare`): the per-instant
+    attribution in ``batches`` batches of jobs on a grid of ``grid_ms``, and whether the per-job table is made."""
+
+    batches: int
+    grid_ms: int
+    job_metrics: bool = False
 
 
 @dataclass(kw_only=True)
@@ -259,16 +270,19 @@ class Trace(CheckedTrace):
     spans: span_store.SpanStore | None = field(
         default=None, repr=False
     )  # the typed spans, read once (built on first need)
+    checks_known: bool = False  # the check cache knew this content passed every check (no span screen needed)
+    spans_keyed: bool = False  # the span store is keyed to the clean jobs (keyed_spans registered)
+    attribution: Attribution | None = field(default=None, repr=False)  # set by the metric; None: not prepared
 
     def span_store(self) -> span_store.SpanStore:
         """The trace's span store (:mod:`ettcore.trace.span_store`), built and keyed to the clean jobs on first need."""
         if self.spans is None:  # a trace whose checks are known (check cache) needs no screen
             self.spans = span_store.build(
-                self.con, self, self.temp_directory, screened=not self._cache.get("verdict_known")
+                self.con, self, self.temp_directory, screened=not self.checks_known
             )
-        if not self._cache.get("keyed"):
+        if not self.spans_keyed:
             span_store.register_keyed(self.con, excluded=bool(self.excluded_jobs))
-            self._cache["keyed"] = True
+            self.spans_keyed = True
         return self.spans
 
     def sql(self, query: str, params: dict | list | None = None) -> pl.DataFrame:
@@ -732,7 +746,7 @@ def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) 
         latest = known.get("latest_ms") if known else None
         if latest is None:
             trace.span_store()
-        trace.as_of_ms = trace._cache["latest_ms"] = _default_as_of(con) if latest is None else int(latest)
+        trace.as_of_ms = trace.latest_ms = _default_as_of(con) if latest is None else int(latest)
         cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
     else:
         cut_ms = trace.as_of_ms
@@ -835,7 +849,7 @@ def load_trace(
     try:
         if known is not None:  # this very content passed every check before
             checks.register_no_findings(con)
-            trace._cache["verdict_known"] = True
+            trace.checks_known = True
         else:
             # the spans are read and typed once, into the store; the span checks run only if its screen finds a row
             # they could reject (span_store.screen), and then on the rows as read, to name file, row and field
@@ -856,5 +870,5 @@ def load_trace(
         and check_cache.key(read_files, phase_map.rows()) == key
     ):
         # kept only if the files still hold what was hashed before the checks read them
-        check_cache.store(key, trace.accounting, trace._cache.get("latest_ms"))
+        check_cache.store(key, trace.accounting, trace.latest_ms)
     return trace

@@ -457,5 +457,5 @@ def open_uri(
 
         st = UriSparkTrace(spark=spark, trace=trace, verify=False, raw=raw, cut_ms=cut_ms)
         sp.register_trace(st)
-    trace._cache["spark_trace"] = st
+    trace.spark_trace = st
     return st
