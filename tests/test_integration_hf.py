@@ -32,11 +32,11 @@ pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[
 JOBS = Path(__file__).resolve().parent / "jobs"
 sys.path.insert(0, str(JOBS))
 
-from ground_truth import (
+from ground_truth import (  # noqa: E402
     break_the_callback,
     check_compiled_first_step,
     recorder_warnings,
-    restart_run,  # noqa: E402
+    restart_run,
     table,
 )
 

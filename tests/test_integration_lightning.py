@@ -27,11 +27,11 @@ pytest.importorskip("lightning", reason="needs the lightning extra: pip install 
 JOBS = Path(__file__).resolve().parent / "jobs"
 sys.path.insert(0, str(JOBS))
 
-from ground_truth import (
+from ground_truth import (  # noqa: E402
     break_the_callback,
     check_compiled_first_step,
     recorder_warnings,
-    restart_run,  # noqa: E402
+    restart_run,
     table,
 )
 
