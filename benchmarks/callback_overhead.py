@@ -295,7 +295,8 @@ def main(argv: list[str] | None = None) -> int:
             measured += 1
         if measured:
             print(
-                f"once per attempt: the callback's start (recorder file, exit watcher): {1e3 * start_up(Path(tmp)):.1f} ms"
+                "once per attempt: the callback's start (recorder file, exit watcher): "
+                f"{1e3 * start_up(Path(tmp)):.1f} ms"
             )
     if not measured:
         return 0

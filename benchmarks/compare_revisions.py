@@ -40,7 +40,8 @@ jobs = metric.job_summary(t); fleet = metric.fleet_summary(t); t2 = clock()
 trend = metric.trend(t, every="day"); t3 = clock()
 out = {"jobs": jobs.height, "ett_pct": fleet["ett_pct"][0], "buckets": trend.height}
 for i, kind in enumerate(("s", "cpu_s")):
-    out.update({f"load_{kind}": t1[i] - t0[i], f"summarize_{kind}": t2[i] - t1[i], f"trend_{kind}": t3[i] - t2[i], f"metric_{kind}": t3[i] - t1[i]})
+    out.update({f"load_{kind}": t1[i] - t0[i], f"summarize_{kind}": t2[i] - t1[i],
+                f"trend_{kind}": t3[i] - t2[i], f"metric_{kind}": t3[i] - t1[i]})
 print(json.dumps(out))
 """
 STEPS = ("load_s", "summarize_s", "trend_s", "metric_s", "load_cpu_s", "summarize_cpu_s", "trend_cpu_s", "metric_cpu_s")
@@ -83,7 +84,8 @@ steps = {
     "head": [("attribute_s", f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}"),
              ("job_summary_s", f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")],
     "base": [("attribute_s", f"CREATE OR REPLACE TEMP TABLE base_attributed_time AS {base('attributed_time')}"),
-             ("job_summary_s", f"CREATE OR REPLACE TEMP TABLE base_job_metrics AS {base('job_summary').replace('attributed_time', 'base_attributed_time')}")],
+             ("job_summary_s", "CREATE OR REPLACE TEMP TABLE base_job_metrics AS "
+              f"{base('job_summary').replace('attributed_time', 'base_attributed_time')}")],
 }
 out = {"base": [], "head": []}
 for r in range(rounds):
@@ -94,8 +96,10 @@ for r in range(rounds):
             t.con.execute(query)
             m[step], m[step[:-2] + "_cpu_s"] = time.perf_counter() - w, time.process_time() - c
         out[name].append(m)
-same = t.con.execute("SELECT count(*) FROM (SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM base_job_metrics "
-                     "EXCEPT SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM job_metrics)").fetchall()[0][0] == 0
+same = t.con.execute(
+    "SELECT count(*) FROM (SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM base_job_metrics "
+    "EXCEPT SELECT job_id, wall_s, productive_s, tts_s, ttr_total_s, nof FROM job_metrics)"
+).fetchall()[0][0] == 0
 print(json.dumps({"runs": out, "same": same}))
 """
 

@@ -88,10 +88,12 @@ def main(argv: list[str] | None = None) -> int:
         a_every = per_call_advance(d, 0.0)
         ph = per_call_phase(d)
         print(
-            f"advance(), progress line every 1 s : {a_default * 1e6:8.3f} us/step = {100 * a_default / STEP_S:.4f}% of a 10 ms step"
+            f"advance(), progress line every 1 s : {a_default * 1e6:8.3f} us/step = {100 * a_default / STEP_S:.4f}% of "
+            "a 10 ms step"
         )
         print(
-            f"advance(), progress line every step: {a_every * 1e6:8.3f} us/step = {100 * a_every / STEP_S:.4f}% of a 10 ms step"
+            f"advance(), progress line every step: {a_every * 1e6:8.3f} us/step = {100 * a_every / STEP_S:.4f}% of a "
+            "10 ms step"
         )
         print(
             f"phase() enter+exit (two lines)     : {ph * 1e6:8.3f} us/span = {100 * ph / STEP_S:.4f}% of a 10 ms step"

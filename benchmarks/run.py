@@ -28,8 +28,8 @@ Every measurement runs in its own child process: the child times its own work
 (``time.perf_counter``) and the parent reads the child's peak resident memory
 from ``os.wait4`` (``ru_maxrss``), so one measurement's memory never leaks into
 the next.  Linux starts a child's peak RSS at its parent's, so the parent stays
-small: it imports no data library and generates fleets in a child too.  The table goes to ``reports/benchmarks.md`` and a chart to
-``reports/benchmarks.png`` (``.html`` when PNG export is unavailable), the raw
+small: it imports no data library and generates fleets in a child too.  The table goes to ``reports/benchmarks.md`` and
+a chart to ``reports/benchmarks.png`` (``.html`` when PNG export is unavailable), the raw
 measurements to ``reports/benchmarks.json``.
 
 Ratios, not absolute times, are what the targets use, because the machine is
@@ -179,8 +179,8 @@ def _floor_read(trace: Path) -> dict:
     con = duckdb.connect()
     t = time.perf_counter()
     con.execute(
-        'SELECT count(job_id), count(attempt), count(phase), max(start), max("end"), sum(cursor_start), sum(cursor_end), '
-        "count(DISTINCT 1) FROM read_parquet($f)",
+        'SELECT count(job_id), count(attempt), count(phase), max(start), max("end"), sum(cursor_start), '
+        "sum(cursor_end), count(DISTINCT 1) FROM read_parquet($f)",
         {"f": parquet_glob(trace, "spans")},
     ).fetchall()
     con.execute(
@@ -194,7 +194,8 @@ def _floor_read(trace: Path) -> dict:
 
 
 def _ettcore(trace: Path, what: str, memory_limit: str) -> dict:
-    """Load (typing + checks), then summarize, trend, or both on the same prepared trace, under DuckDB's memory limit."""
+    """Load (typing + checks), then summarize, trend, or both on the same prepared trace,
+    under DuckDB's memory limit."""
     from ettcore import metric
     from ettcore.trace import load_trace
 
@@ -220,7 +221,8 @@ def _ettcore(trace: Path, what: str, memory_limit: str) -> dict:
 
 
 def _sample_jobs(trace: Path, n: int) -> tuple[list[dict], list[dict], list[dict], int]:
-    """Every k-th job (by job_id) of the trace, as plain dicts with integer-ms times; returns (jobs, attempts, spans, total jobs)."""
+    """Every k-th job (by job_id) of the trace, as plain dicts with integer-ms times; returns (jobs, attempts, spans,
+    total jobs)."""
     import duckdb
 
     con = duckdb.connect()
@@ -240,13 +242,14 @@ def _sample_jobs(trace: Path, n: int) -> tuple[list[dict], list[dict], list[dict
 
     jobs = rows("SELECT job_id, model, gpus FROM pick WHERE $f IS NOT NULL", "x")
     atts = rows(
-        'SELECT a.job_id, CAST(a.attempt AS BIGINT) AS attempt, epoch_ms(a.start) AS start, epoch_ms(a."end") AS "end", a.end_reason '
-        "FROM read_parquet($f) AS a SEMI JOIN pick USING (job_id)",
+        "SELECT a.job_id, CAST(a.attempt AS BIGINT) AS attempt, epoch_ms(a.start) AS start, "
+        'epoch_ms(a."end") AS "end", a.end_reason FROM read_parquet($f) AS a SEMI JOIN pick USING (job_id)',
         parquet_glob(trace, "attempts"),
     )
     spans = rows(
-        'SELECT s.job_id, CAST(s.attempt AS BIGINT) AS attempt, s.phase, epoch_ms(s.start) AS start, epoch_ms(s."end") AS "end", '
-        "s.cursor_start, s.cursor_end FROM read_parquet($f) AS s SEMI JOIN pick USING (job_id)",
+        "SELECT s.job_id, CAST(s.attempt AS BIGINT) AS attempt, s.phase, epoch_ms(s.start) AS start, "
+        'epoch_ms(s."end") AS "end", s.cursor_start, s.cursor_end FROM read_parquet($f) AS s SEMI JOIN pick '
+        "USING (job_id)",
         parquet_glob(trace, "spans"),
     )
     return jobs, atts, spans, total
@@ -589,7 +592,8 @@ def fmt(v, digits=2) -> str:
 
 
 def targets(results: list[dict]) -> list[str]:
-    """Issue 19's targets at the largest size run, as a table: the measured ratio, the target, met or the gap and its limit."""
+    """Issue 19's targets at the largest size run, as a table: the measured ratio, the target,
+    met or the gap and its limit."""
     done = [r for r in results if _sec(r.get("floor_read", {})) is not None]
     if not done:
         return ["no size finished"]
@@ -614,14 +618,16 @@ def targets(results: list[dict]) -> list[str]:
             else f"NOT MET: {target / value:.2f}x short"
         )
         rows.append(
-            f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | {'' if ok else limit} |"
+            f"| {what} | {value:,.2f}{unit} | {'<=' if at_most else '>='} {target:g}{unit} | {gap} | {pair} | "
+            f"{'' if ok else limit} |"
         )
 
     nb = (big.get("both", {}).get("result") or {}).get("batches") or 1
     limit1 = (
         "the attribution: one window over every event of a job (a span start, mostly), sorted per job, with a lead, "
-        f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); then the one typed read and write "
-        "of the spans at load (the span store), the checks (cold), the output of a million jobs and the interpreter"
+        f"two last values and a running maximum, about half of the command ({nb} batch(es) of jobs); "
+        "then the one typed read and write of the spans at load (the span store), the checks (cold), "
+        "the output of a million jobs and the interpreter"
     )
     said = False  # the limit is written out on the first row of target 1 not met, then referred to
     for key, label in (
@@ -715,16 +721,17 @@ def targets(results: list[dict]) -> list[str]:
     if floors:
         every = [fr, *floors, *([after] if after else [])]
         drift = (
-            f"The read floor (best of 3 each time) was {fr:.2f} s at the start of this size, {min(floors):.2f} to {max(floors):.2f} s "
-            "when measured again before each pair of command runs, and "
+            f"The read floor (best of 3 each time) was {fr:.2f} s at the start of this size, "
+            f"{min(floors):.2f} to {max(floors):.2f} s when measured again before each pair of command runs, and "
             + ("not measured" if after is None else f"{after:.2f} s")
             + " at the end: the machine's speed drifted by "
             f"{100 * (max(every) / min(every) - 1):.0f} % within the run."
         )
     return [
-        f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs each). The ratios depend on the "
-        "CPU, not only on the code: the floor is a columnar scan and the metric mostly sorts, so compare runs made on one machine. "
-        "*Measured* divides by the floor at the start of the size; *paired* is the median over the runs of each run over the floor "
+        f"Targets at {n:,} jobs (ratios within this one run; the commands: median of {big.get('repeat', '?')} runs "
+        "each). The ratios depend on the CPU, not only on the code: the floor is a columnar scan and the metric mostly "
+        "sorts, so compare runs made on one machine. *Measured* divides by the floor at the start of the size; "
+        "*paired* is the median over the runs of each run over the floor "
         "measured just before it, which a slow drift of the machine's speed during the run moves much less.",
         "",
         drift,
@@ -742,17 +749,20 @@ def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out:
         "Generated by `make bench` (`benchmarks/run.py`); do not edit by hand. "
         "**All fleets are synthetic** (scenario `fleet`, `ettcore.synthetic.generator`, seed "
         f"{args.seed}; Parquet in parts). Each measurement ran in its own process; times are that process's own "
-        "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); peak memory is "
-        "the process's peak resident set (`ru_maxrss` from `wait4`). Every ettcore measurement (in process and the `ett` "
-        f"commands) ran with DuckDB's memory limit at {args.memory_limit or 'its default budget (3 GB)'}: above it DuckDB spills, and a "
-        "trace whose spans do not fit in half of it is attributed in batches of jobs (`ettcore.metric.attribution_batches`).",
+        "`perf_counter` around the work (the `ett` commands: the whole command, interpreter start included); "
+        "peak memory is the process's peak resident set (`ru_maxrss` from `wait4`). Every ettcore measurement (in "
+        "process and the `ett` commands) ran with DuckDB's memory limit at "
+        f"{args.memory_limit or 'its default budget (3 GB)'}: above it DuckDB spills, and a "
+        "trace whose spans do not fit in half of it is attributed in batches of jobs "
+        "(`ettcore.metric.attribution_batches`).",
         "",
         "## Machine",
         "",
     ]
     L += [f"- {k}: {v}" for k, v in mach.items()]
     L += [
-        f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran at the same time)",
+        f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: "
+        "other work ran at the same time)",
         f"- run at {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
         "",
     ]
@@ -765,8 +775,9 @@ def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out:
         ]
         for row in rows_for(r):
             L.append(
-                f"| {row['what']} | {fmt(row.get('seconds'))} | {fmt(row.get('peak_mib'), 0)} | {fmt(row.get('s_per_m_spans'))} | "
-                f"{fmt(row.get('x_read_floor'), 1)} | {fmt(row.get('x_count_floor'), 1)} | {row.get('note', '')} |"
+                f"| {row['what']} | {fmt(row.get('seconds'))} | {fmt(row.get('peak_mib'), 0)} | "
+                f"{fmt(row.get('s_per_m_spans'))} | {fmt(row.get('x_read_floor'), 1)} | "
+                f"{fmt(row.get('x_count_floor'), 1)} | {row.get('note', '')} |"
             )
         L.append("")
     L += [
@@ -774,15 +785,16 @@ def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out:
         "",
         *targets(results),
         "",
-        "The reference and goodput rows time a subsample (every k-th job); their per-job time is compared with ettcore's "
-        "per-job time over the whole fleet, load and checks included (in process, check cache off). The goodput calculator "
-        f"sees each train span as one step every {args.goodput_step_s:g} s: the library's users record every step, and a "
-        "recommendation model's steps take about a second (faster steps would mean more records and a slower calculator); "
+        "The reference and goodput rows time a subsample (every k-th job); their per-job time is compared with "
+        "ettcore's per-job time over the whole fleet, load and checks included (in process, "
+        f"check cache off). The goodput calculator sees each train span as one step every {args.goodput_step_s:g} s: "
+        "the library's users record every step, and a recommendation model's steps take about a second (faster steps "
+        "would mean more records and a slower calculator); "
         "only `GoodputCalculator.get_job_goodput` is timed, not the recording.",
         "",
         "The `ett` commands run as a user runs them: no flag, so DuckDB's memory budget is the default (3 GB, "
-        "`ettcore.trace.memory`). *Cold* runs start with an empty check cache (`ETT_CACHE_DIR` a new folder): the data checks "
-        "run; *cached* runs follow a cold run on the same, unchanged files, so the checks are skipped "
+        "`ettcore.trace.memory`). *Cold* runs start with an empty check cache (`ETT_CACHE_DIR` a new folder): "
+        "the data checks run; *cached* runs follow a cold run on the same, unchanged files, so the checks are skipped "
         "(`ettcore.trace.check_cache`). Every other measurement runs with the cache off (`ETT_CHECK_CACHE=0`).",
         "",
     ]
@@ -845,7 +857,8 @@ def main(argv: list[str] | None = None) -> int:
         "--goodput-step-s",
         type=float,
         default=1.0,
-        help="seconds of training per recorded step for the goodput library (default 1: one step a second, as its users log)",
+        help="seconds of training per recorded step for the goodput library (default 1: one step a second, "
+        "as its users log)",
     )
     p.add_argument(
         "--repeat", type=int, default=3, help="runs of each `ett` command, cold and cached (the table gives the median)"

@@ -62,7 +62,8 @@ def _shape(p: Problem) -> tuple:
 
 def summarize_problems(problems: list[Problem], first: int = 5) -> list[str]:
     """Lines for people: each problem, except that beyond the ``first`` few of one kind (same file, field and message
-    apart from its values, see :func:`_shape`) the rest are one line with their count.  Row-less problems are never merged."""
+    apart from its values, see :func:`_shape`) the rest are one line with their count.  Row-less problems are never
+    merged."""
     counts: dict[tuple, int] = {}
     for p in problems:
         if p.row is not None:

@@ -51,8 +51,8 @@ def write_csv_trace(folder: Path, attempts: list[list], spans: list[list], jobs:
 def screen_guard(monkeypatch):
     """Every load in the test also runs the span checks the span store's screen skipped, and fails if they find a row.
 
-    The screen (:mod:`ettcore.trace.span_store`) lets a load leave the span checks out when no row is suspect; a screen that
-    missed a failing row would let bad data through silently.  Returns the list of (spans checked?, span findings).
+    The screen (:mod:`ettcore.trace.span_store`) lets a load leave the span checks out when no row is suspect; a screen
+    that missed a failing row would let bad data through silently.  Returns the list of (spans checked?, span findings).
     """
     from ettcore.trace import checks
     from ettcore.trace.queries import check_names

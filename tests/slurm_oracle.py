@@ -2,16 +2,17 @@
 
 Written apart from :mod:`ettcore.importers.slurm` (plain ``csv`` parsing, rows
 ordered by ``DBIndex`` as sacct stores them, not by the importer's time
-ordering) and compared with the imported trace through the metric:
+ordering) and compared with the imported trace through the metric (per field:
+from sacct; from the trace):
 
-| field | from sacct | from the trace |
-|---|---|---|
-| runs | allocation rows of the job with a Start | attempts |
-| wall | last row's End - first row's Submit | ``job_summary.wall_s`` |
-| queue per run | Start - Submit (first run), Start - previous End (later runs) | the queue span of attempt 0, gaps between attempts |
-| end states | State of each row, by the rule below | ``attempts.end_reason`` |
-| NoF (total, failure, preemption) | rows ending in an interruption | ``job_summary.nof``, ``nof_failure``, ``nof_preemption`` |
-| spans inside runs | each run's Start and End | every recorded span of the attempt |
+- runs: allocation rows of the job with a Start; attempts
+- wall: last row's End - first row's Submit; ``job_summary.wall_s``
+- queue per run: Start - Submit (first run), Start - previous End (later runs); the queue span of attempt 0, gaps
+  between attempts
+- end states: State of each row, by the rule below; ``attempts.end_reason``
+- NoF (total, failure, preemption): rows ending in an interruption; ``job_summary.nof``, ``nof_failure``,
+  ``nof_preemption``
+- spans inside runs: each run's Start and End; every recorded span of the attempt
 
 The rule for end states: COMPLETED completed; CANCELLED cancelled; PREEMPTED
 preemption; REQUEUED preemption unless its ExitCode's status is non-zero
@@ -39,7 +40,8 @@ class SacctJob:
 
     @property
     def runs(self) -> list[dict]:
-        # a run is a row with a Start on an allocated node (a job cancelled while waiting has Start = End, "None assigned")
+        # a run is a row with a Start on an allocated node (a job cancelled while waiting has Start = End,
+        # "None assigned")
         return [
             r for r in self.rows if r["Start"] not in ("Unknown", "None", "") and r.get("NodeList") != "None assigned"
         ]
@@ -170,7 +172,8 @@ def run_bounds(sacct_text: Path) -> dict[tuple[str, int], tuple[float, float | N
 def spans_outside(
     trace_dir: Path, sacct_text: Path, tolerance_s: float = 0.0, spans: pl.DataFrame | None = None
 ) -> list[str]:
-    """Spans (all but the queue spans) not inside their run's [Start - tol, End + tol]; ``spans`` defaults to the trace's."""
+    """Spans (all but the queue spans) not inside their run's [Start - tol, End + tol];
+    ``spans`` defaults to the trace's."""
     bounds = run_bounds(sacct_text)
     if spans is None:
         spans = pl.read_parquet(trace_dir / "spans.parquet")
@@ -186,7 +189,8 @@ def spans_outside(
         lo, hi = b[0] - tolerance_s, (b[1] if b[1] is not None else float("inf")) + tolerance_s
         if r["s"] < lo - 1e-6 or r["e"] > hi + 1e-6:
             bad.append(
-                f"{r['job_id']} attempt {r['attempt']} {r['phase']} [{r['s']:.3f}, {r['e']:.3f}] outside [{b[0]}, {b[1]}]"
+                f"{r['job_id']} attempt {r['attempt']} {r['phase']} [{r['s']:.3f}, {r['e']:.3f}] outside [{b[0]}, "
+                f"{b[1]}]"
             )
     return bad
 
@@ -198,7 +202,8 @@ def format_table(table: dict[str, tuple[int, int]]) -> str:
 
 
 def reference_input(trace_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The trace's tables as :mod:`ettcore.metric.reference` takes them (plain dicts, integer milliseconds), read by the loader."""
+    """The trace's tables as :mod:`ettcore.metric.reference` takes them (plain dicts, integer milliseconds),
+    read by the loader."""
     from ettcore.trace import load_trace
 
     t = load_trace(trace_dir)

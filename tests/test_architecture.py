@@ -19,11 +19,14 @@ import pytest
 from ettcore.config import PACKAGE_DIR, PROJECT_ROOT
 
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-needs_import_linter = pytest.mark.skipif(not LINT_IMPORTS.is_file(), reason="import-linter is not installed (test extra)")
+needs_import_linter = pytest.mark.skipif(
+    not LINT_IMPORTS.is_file(), reason="import-linter is not installed (test extra)"
+)
 
 
 def _copy(tmp_path: Path) -> Path:
-    """The package and pyproject.toml copied into ``tmp_path`` (import-linter reads the copy, not the installed tree)."""
+    """The package and pyproject.toml copied into ``tmp_path`` (import-linter reads the copy, not the installed
+    tree)."""
     shutil.copytree(PACKAGE_DIR, tmp_path / "ettcore", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
@@ -43,7 +46,8 @@ def test_the_contracts_hold_and_a_bad_import_breaks_them(tmp_path):
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "0 broken" in ok.stdout
     leaf = root / "ettcore" / "trace" / "writer.py"
-    leaf.write_text(leaf.read_text() + "\n\ndef _bad():\n    from ettcore.cli import main  # the bottom layer reaching the top\n")
+    bad_import = "\n\ndef _bad():\n    from ettcore.cli import main  # the bottom layer reaching the top\n"
+    leaf.write_text(leaf.read_text() + bad_import)
     bad = _lint(root)
     assert bad.returncode != 0
     assert "Layers: the CLI on top, the trace at the bottom BROKEN" in bad.stdout
@@ -72,5 +76,6 @@ def test_no_package_module_reaches_into_tests():
                 offenders.append(f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: 'tests'")
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-                offenders += [f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}: import {n}" for n in names if n.split(".")[0] == "tests"]
+                where = f"{path.relative_to(PROJECT_ROOT)}:{node.lineno}"
+                offenders += [f"{where}: import {n}" for n in names if n.split(".")[0] == "tests"]
     assert offenders == []

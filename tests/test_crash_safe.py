@@ -216,7 +216,7 @@ def test_atomic_path_error_keeps_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
 
-# ----------------------------------------------------------------------------- a real generator run killed at several moments
+# ----------------------------------------------------------------------- a real generator run killed at several moments
 
 GENERATE_CHILD = """
 import sys
@@ -295,7 +295,7 @@ def test_reader_skips_in_progress_part_folders(tmp_path):
     assert t.accounting["spans"]["read"] == 47
 
 
-# ----------------------------------------------------------------------------- an import killed between the trace and its report
+# -------------------------------------------------------------------- an import killed between the trace and its report
 
 IMPORT_CHILD = """
 import pathlib, time
@@ -320,7 +320,8 @@ write_import(target, frames, report)
 
 
 def test_killed_import_never_leaves_a_trace_without_its_report(tmp_path):
-    """`ett import` output is the trace *and* its import report: a kill while writing the report leaves neither or both."""
+    """`ett import` output is the trace *and* its import report: a kill while writing the report leaves neither or
+    both."""
     from ettcore.config import DATA_DIR
 
     log = DATA_DIR / "mlperf" / "v5.1" / "University-of-Florida" / "hpg.dgxb200x8.n1" / "dlrm_dcnv2" / "result_0.txt"
@@ -340,7 +341,7 @@ def test_killed_import_never_leaves_a_trace_without_its_report(tmp_path):
     _assert_only_hidden_leftovers(target.parent, target)
 
 
-# ----------------------------------------------------------------------------- `ett report` killed while a notebook runs
+# ---------------------------------------------------------------------------- `ett report` killed while a notebook runs
 
 REPORT_CHILD = """
 import time

@@ -21,7 +21,8 @@ def _sample_frames(sample_trace):
     t = load_trace(sample_trace)
     att = t.sql("SELECT job_id, attempt, start_ms, end_ms, end_reason FROM typed_attempts ORDER BY _row")
     spans = t.sql(
-        "SELECT job_id, attempt, phase, stage, start_ms, end_ms, cursor_start, cursor_end FROM typed_spans ORDER BY _row"
+        "SELECT job_id, attempt, phase, stage, start_ms, end_ms, cursor_start, cursor_end FROM typed_spans "
+        "ORDER BY _row"
     )
     jobs = t.sql("SELECT job_id, model, gpus, team FROM typed_jobs ORDER BY _row")
     return jobs, att, spans

@@ -157,7 +157,7 @@ def mlperf_mutation(draw, lines: list[str]) -> tuple[list[str] | bytes, set[int]
             ]
         )
     )
-    events = [i for i, l in enumerate(lines) if ":::MLLOG" in l and not l.lstrip().startswith("+")]
+    events = [i for i, line in enumerate(lines) if ":::MLLOG" in line and not line.lstrip().startswith("+")]
     picked = sorted(draw(st.lists(st.sampled_from(events), min_size=1, max_size=4, unique=True)))
     unreadable: set[int] = set()
     if kind == "corrupt_json":
@@ -243,7 +243,7 @@ def test_mlperf_corrupt_lines_are_counted_exactly(tmp_path):
     _, base = import_logs([path], systems_dir=SYSTEMS)
     base_rows = {r for n in base.files[0].notes if n.what == UNREADABLE_JSON_NOTE for r in n.rows}
     lines = path.read_text(encoding="utf-8").splitlines()
-    events = [i for i, l in enumerate(lines) if ":::MLLOG" in l and '"key": "eval_accuracy"' in l]
+    events = [i for i, line in enumerate(lines) if ":::MLLOG" in line and '"key": "eval_accuracy"' in line]
     assert events, "the chosen log has eval_accuracy lines"
     rng = random.Random(5)
     for i in events[:3]:
@@ -276,7 +276,8 @@ GP_JOB = "gp-fuzz"
 
 
 def goodput_entries() -> list[dict]:
-    """A SYNTHETIC recorder timeline: two attempts, start-up phases, steps, an evaluation, a checkpoint save, a job end."""
+    """A SYNTHETIC recorder timeline: two attempts, start-up phases, steps, an evaluation, a checkpoint save,
+    a job end."""
     e: list[dict] = []
     for a, t in ((0, T0), (1, T0 + 400)):
         e += [
@@ -353,7 +354,7 @@ def goodput_mutation(draw, entries: list[dict]) -> tuple[bytes, set[int]]:
             ] = 1.0
             lines[i] = json.dumps(d)
     elif kind == "wrap_payload":  # as exported from Cloud Logging
-        lines = [json.dumps({"jsonPayload": json.loads(l), "severity": "INFO"}) for l in lines]
+        lines = [json.dumps({"jsonPayload": json.loads(line), "severity": "INFO"}) for line in lines]
     elif kind == "delete":
         for i in reversed(picked):
             del lines[i]
@@ -423,7 +424,7 @@ def test_mlperf_out_of_range_times(tmp_path, key, time_ms):
     """A timing event in the year 2201 or 33658: a clear error or a trace the loader accepts, never a traceback."""
     path = _mlperf_copy(MLPERF_LOGS[0], tmp_path / "logs")
     lines = path.read_text(encoding="utf-8").splitlines()
-    hits = [i for i, l in enumerate(lines) if f'"key": "{key}"' in l]
+    hits = [i for i, line in enumerate(lines) if f'"key": "{key}"' in line]
     assert hits
     for i in hits:
         k = lines[i].index(":::MLLOG") + len(":::MLLOG")
@@ -438,7 +439,7 @@ def test_mlperf_log_cut_after_init_start(tmp_path):
     """A log that stops right after init_start: refused, or a job that shows up in the summary (not silently empty)."""
     path = _mlperf_copy(MLPERF_LOGS[0], tmp_path / "logs")
     lines = path.read_text(encoding="utf-8").splitlines()
-    cut = next(i for i, l in enumerate(lines) if '"key": "init_start"' in l)
+    cut = next(i for i, line in enumerate(lines) if '"key": "init_start"' in line)
     path.write_text("\n".join(lines[: cut + 1]) + "\n", encoding="utf-8")
     _check_outcome(lambda: import_logs([path], systems_dir=SYSTEMS), [path], tmp_path / "out", {path: cut + 1})
 
@@ -474,7 +475,8 @@ def test_goodput_out_of_range_values(tmp_path, key, value):
 
 @pytest.mark.parametrize("entry", log_corpus_entries(), ids=lambda e: e["case"])
 def test_bad_log_corpus(entry):
-    """Each hand-made bad log is refused naming the file, the line and field of tests/bad_inputs/README.md, with its message."""
+    """Each hand-made bad log is refused naming the file, the line and field of tests/bad_inputs/README.md,
+    with its message."""
     path = BAD_INPUTS / "logs" / entry["case"]
     with pytest.raises(TraceError) as info:
         if entry["importer"] == "mlperf":
@@ -488,7 +490,7 @@ def test_bad_log_corpus(entry):
     ]
 
 
-# ----------------------------------------------------------------------------- sacct exports (real, from data/slurm-fleet)
+# -------------------------------------------------------------------------- sacct exports (real, from data/slurm-fleet)
 
 SLURM_FLEET = DATA_DIR / "slurm-fleet"
 
@@ -537,7 +539,7 @@ def sacct_text_mutation(draw, lines: list[str]) -> tuple[bytes, set[int]]:
             lines[i] = lines[i][: rng.randint(0, len(lines[i]))]
     elif kind == "drop_column":
         k = draw(st.integers(0, len(head) - 1))
-        lines = ["|".join(f for j, f in enumerate(l.split("|")) if j != k) for l in lines]
+        lines = ["|".join(f for j, f in enumerate(line.split("|")) if j != k) for line in lines]
     elif kind == "extra_pipe":
         for i in picked:
             lines[i] += "|x"

@@ -301,7 +301,8 @@ def assert_accounting(trace, case: Case | None) -> None:
         expect_used = sum(1 for r in sure if r[j] not in excluded)
         unsure = len(table.rows) - len(sure)
         assert expect_used <= acc["used"] <= expect_used + unsure, (
-            f"{name}: {acc['used']} rows used, expected {expect_used} (+ up to {unsure} with unusual job ids); excluded {sorted(excluded)}"
+            f"{name}: {acc['used']} rows used, expected {expect_used} (+ up to {unsure} with unusual job ids); "
+            f"excluded {sorted(excluded)}"
         )
 
 
@@ -537,7 +538,8 @@ def structural(draw, case: Case) -> Case:
     elif kind == "extra_column":
         extra = draw(st.sampled_from(["notes", "x'); DROP TABLE spans; --", "*", "[a-z]", "Start", "phase_2"]))
         if extra.lower() in {c.lower() for c in t.columns}:
-            # a name that differs from a column only in case is ambiguous (SQL names are case-insensitive): may be refused
+            # a name that differs from a column only in case is ambiguous (SQL names are case-insensitive):
+            # may be refused
             case.neutral, case.whole_table = False, True
         t.columns.append(extra)
         for r in t.rows:
@@ -679,7 +681,7 @@ def test_damaged_file(sample_baseline, data, fmt):
             assert t.accounting[name]["read"] == 0
 
 
-# ----------------------------------------------------------------------------- 4. neutral rewrites give the same numbers
+# ---------------------------------------------------------------------------- 4. neutral rewrites give the same numbers
 
 
 @fuzz_settings(12)
@@ -782,7 +784,7 @@ def test_module_runs_as_ett():
     assert p.returncode == 0 and p.stdout.startswith("ett ")
 
 
-# ----------------------------------------------------------------------------- 6. the seed corpus of hand-made bad inputs
+# --------------------------------------------------------------------------- 6. the seed corpus of hand-made bad inputs
 
 BAD_INPUTS = Path(__file__).parent / "bad_inputs"
 
@@ -903,7 +905,8 @@ def test_huge_cursor_values_do_not_crash_the_metric(tmp_path):
 
 
 def test_zero_length_last_attempt_is_not_dropped_silently(tmp_path):
-    """A job whose only attempt has zero length: refused with a named row, or summarized (wall 0) - never just missing."""
+    """A job whose only attempt has zero length: refused with a named row,
+    or summarized (wall 0) - never just missing."""
     folder = _csv_trace(
         tmp_path / "t",
         [
@@ -979,7 +982,8 @@ def test_part_files_with_conflicting_nested_types(tmp_path):
     ],
 )
 def test_damaged_parquet_pages(tmp_path, table, offset, seed, junk):
-    """Bytes inserted into or flipped inside a Parquet file's data: a TraceError naming the file, never a DuckDB exception."""
+    """Bytes inserted into or flipped inside a Parquet file's data: a TraceError naming the file,
+    never a DuckDB exception."""
     folder = write_case(sample_case(), tmp_path / "t", "parquet")
     f = folder / f"{table}.parquet"
     raw = bytearray(f.read_bytes())

@@ -328,7 +328,8 @@ SCENARIOS = [
         sample_program,
         75.00,
         75.00,
-        "same definitions: steps from one step start to the next, the last step to job end; the 5 s before the first step is OTHER / unattributed",
+        "same definitions: steps from one step start to the next, the last step to job end; "
+        "the 5 s before the first step is OTHER / unattributed",
         checks={"productive_s": 15, "unattributed_s": 5},
     ),
     Scenario(
@@ -336,7 +337,8 @@ SCENARIOS = [
         slow_first_step,
         60.00,
         60.00,
-        "the library's PROGRAM_STARTUP (first step above the mean step) is the importer's `pt2_compile` (first step above the median step): 5 s",
+        "the library's PROGRAM_STARTUP (first step above the mean step) is the importer's `pt2_compile` (first step "
+        "above the median step): 5 s",
         checks={"pt2_compile_s": 5},
         lib_checks={"PROGRAM_STARTUP": 5},
     ),
@@ -345,7 +347,8 @@ SCENARIOS = [
         with_badput,
         25 / 54 * 100,
         25 / 54 * 100,
-        "custom badput is blocking work in both (20 s: `eval` spans cut the steps); per-step data loading overlaps the step, so it stays training",
+        "custom badput is blocking work in both (20 s: `eval` spans cut the steps); "
+        "per-step data loading overlaps the step, so it stays training",
         checks={
             "productive_s": 25,
             "wasted_training_s": 20,
@@ -360,8 +363,9 @@ SCENARIOS = [
         complete_restart,
         6 / 38 * 100,
         12 / 38 * 100,
-        "restart from step 0: the library wastes the first attempt's steps and counts their re-run as productive; ETT counts the first run and "
-        "calls the re-run replay. Measured mid-replay, ETT is higher; once the restart passes step 4 they agree (as in the partial restart)",
+        "restart from step 0: the library wastes the first attempt's steps and counts their re-run as productive; "
+        "ETT counts the first run and calls the re-run replay. Measured mid-replay, ETT is higher; "
+        "once the restart passes step 4 they agree (as in the partial restart)",
         running_for=38,
         checks={"productive_s": 12, "nof": 1},
     ),
@@ -370,7 +374,8 @@ SCENARIOS = [
         partial_restart,
         12 / 41 * 100,
         12 / 41 * 100,
-        "the library wastes the lost steps 2-3 of the first segment, ETT their replay in the restart: equal steps, equal totals",
+        "the library wastes the lost steps 2-3 of the first segment, ETT their replay in the restart: equal steps, "
+        "equal totals",
         running_for=41,
         checks={"productive_s": 12, "wasted_training_s": 6, "nof": 1},
     ),
@@ -388,8 +393,8 @@ SCENARIOS = [
         anomalous_step,
         90.00,
         90.00,
-        "a disruption handled inside a step (no restart, no repeated step) is invisible to both: the 33 s step counts as training "
-        "(the library's own expected 30 % is commented out: bug b/400837154)",
+        "a disruption handled inside a step (no restart, no repeated step) is invisible to both: "
+        "the 33 s step counts as training (the library's own expected 30 % is commented out: bug b/400837154)",
         checks={"productive_s": 45},
         pathways=True,
     ),
@@ -425,8 +430,8 @@ SCENARIOS = [
         async_data_loading,
         25 / 30 * 100,
         25 / 30 * 100,
-        "loading inside a step: the library lists DATA_LOADING_ASYNC (10 s) beside its goodput without subtracting it; in the trace it overlaps "
-        "a train span, so it is productive",
+        "loading inside a step: the library lists DATA_LOADING_ASYNC (10 s) beside its goodput without subtracting it; "
+        "in the trace it overlaps a train span, so it is productive",
         checks={"productive_s": 25},
         lib_checks={"DATA_LOADING_ASYNC": 10},
     ),
@@ -445,8 +450,9 @@ SCENARIOS = [
         restart_with_slow_first_steps,
         15 / 49 * 100,
         15 / 49 * 100,
-        "PROGRAM_STARTUP = `pt2_compile` (10 s); WASTED_PROGRESS_FROM_DISRUPTION (lost steps, 6 s) = replay (`wasted_training`, 6 s); "
-        "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION = `scheduling` (8 s); NoF 1 in both",
+        "PROGRAM_STARTUP = `pt2_compile` (10 s); WASTED_PROGRESS_FROM_DISRUPTION (lost steps, "
+        "6 s) = replay (`wasted_training`, 6 s); INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION = `scheduling` (8 s); "
+        "NoF 1 in both",
         checks={"pt2_compile_s": 10, "wasted_training_s": 6, "scheduling_s": 8, "nof": 1},
         lib_checks={
             "PROGRAM_STARTUP": 10,
@@ -459,7 +465,8 @@ SCENARIOS = [
         restart_with_slow_first_steps,
         12 / 22 * 100,
         12 / 22 * 100,
-        "the library's interval ends at its last entry (step 4's start, 22 s); ETT as of 25 s ends where attempt 0 ended (its last "
+        "the library's interval ends at its last entry (step 4's start, 22 s); "
+        "ETT as of 25 s ends where attempt 0 ended (its last "
         "recorded instant, 22 s: the restart at 30 is after the as-of); PROGRAM_STARTUP = `pt2_compile` (5 s)",
         query=interval_query,
         as_of=25,
@@ -479,8 +486,9 @@ SCENARIOS = [
         checkpoint_badput,
         9 / 49 * 100,
         15 / 49 * 100,
-        "the library subtracts the save's 6 s blocking time without placing it (its start is 10 s after the epoch); the importer cannot place "
-        "either record: both dropped with a note, their 8 s listed in the report as time not in the trace",
+        "the library subtracts the save's 6 s blocking time without placing it (its start is 10 s after the epoch); "
+        "the importer cannot place either record: both dropped with a note, their 8 s listed in the report as time not "
+        "in the trace",
         checks={"productive_s": 15},
         lib_checks={"UNPRODUCTIVE_CHECKPOINT_SAVE_TIME": 6, "UNPRODUCTIVE_CHECKPOINT_RESTORE_TIME": 2},
     ),
@@ -497,8 +505,8 @@ SCENARIOS = [
         disruption_and_caching,
         15 / 26 * 100,
         15 / 26 * 100,
-        "WASTED_PROGRESS (3 s) = replay; INFRASTRUCTURE_RECOVERY (8 s) = `scheduling`; the second question reads only the new entries "
-        "(`MemoryLogger` honours the incremental read)",
+        "WASTED_PROGRESS (3 s) = replay; INFRASTRUCTURE_RECOVERY (8 s) = `scheduling`; "
+        "the second question reads only the new entries (`MemoryLogger` honours the incremental read)",
         checks={"productive_s": 15, "wasted_training_s": 3, "scheduling_s": 8},
         lib_checks={"WASTED_PROGRESS_FROM_DISRUPTION": 3, "INFRASTRUCTURE_RECOVERY_FROM_DISRUPTION": 8},
     ),

@@ -73,7 +73,8 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
     def fleet(order):
         con = duckdb.connect()
         con.execute("SET threads = 1")  # one thread sums in table order
-        frame = pl.DataFrame([[r[c] for c in cols] for r in order], schema=cols, orient="row")
+        # the SQL below reads `frame` by name (DuckDB replacement scan)
+        frame = pl.DataFrame([[r[c] for c in cols] for r in order], schema=cols, orient="row")  # noqa: F841
         con.execute("CREATE TABLE job_metrics AS SELECT * FROM frame")
         con.execute("CREATE VIEW job_groups AS SELECT job_id, 'fleet' AS group_key FROM job_metrics")
         return con.execute(sql("metric/group_summary")).fetchall()

@@ -10,15 +10,20 @@ blocked for these tests), then
 
 The timelines are synthetic (made up for the test; the traces say
 ``"synthetic": true``).  Seconds from the job's start, expected values worked
-out by hand in each case's docstring.  Where the two agree and why they differ:
+out by hand in each case's docstring.  Where the two agree and why they differ
+(per case: goodput (library), ETT%; why):
 
-| case | goodput (library) | ETT% | why |
-|---|---|---|---|
-| clean run, eval + checkpoint save in the loop | 44.78 | 44.78 | same definitions: start-up, blocking events, the last step to job end |
-| slow first step | 41.67 | 41.67 | the library moves first-step time above the mean step into PROGRAM_STARTUP (12 s); the importer makes the first-step time above the median step a `pt2_compile` span (12 s) |
-| restart repeating steps, same speed | 34.62 | 34.62 | the library wastes the *lost* steps of the failed attempt, ETT the *replayed* steps of the next; equal when they take equal time |
-| restart repeating steps, faster replay | 29.17 | 32.50 | same, unequal: the difference is the lost steps' time minus the replay's (12 s - 8 s) |
-| restart that does not repeat a step | 71.43 | 25.71 | the library sees no disruption (it detects one only by a repeated step number) and counts the whole outage inside "step 4" as productive; the trace has a new attempt (a job start) and counts it as recovery |
+- clean run, eval + checkpoint save in the loop: 44.78, 44.78; same definitions: start-up, blocking events, the last
+  step to job end
+- slow first step: 41.67, 41.67; the library moves first-step time above the mean step into PROGRAM_STARTUP (12 s);
+  the importer makes the first-step time above the median step a `pt2_compile` span (12 s)
+- restart repeating steps, same speed: 34.62, 34.62; the library wastes the *lost* steps of the failed attempt, ETT
+  the *replayed* steps of the next; equal when they take equal time
+- restart repeating steps, faster replay: 29.17, 32.50; same, unequal: the difference is the lost steps' time minus
+  the replay's (12 s - 8 s)
+- restart that does not repeat a step: 71.43, 25.71; the library sees no disruption (it detects one only by a
+  repeated step number) and counts the whole outage inside "step 4" as productive; the trace has a new attempt (a job
+  start) and counts it as recovery
 """
 
 from __future__ import annotations
@@ -261,7 +266,8 @@ def test_cli_import_goodput_and_running_job(tmp_path):
 def test_bad_entries_name_file_row_and_field(tmp_path):
     src = tmp_path / "bad.jsonl"
     src.write_text(
-        '{"job_name": "a", "job_start_time": 1700001000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": 1700001010.0}\n'
+        '{"job_name": "a", "job_start_time": 1700001000.0}\n{"job_name": "a", "step_count": "x", "step_start_time": '
+        "1700001010.0}\n"
     )
     with pytest.raises(TraceError) as exc:
         import_entries(src)

@@ -94,8 +94,8 @@ def test_every_bundled_log_is_imported_with_provenance(imported):
 
 @pytest.mark.parametrize("path", LOGS, ids=job_id_of)
 def test_summarize_agrees_with_the_logs_own_intervals(path, summary):
-    """wall = run_stop - init_start, plus the time the log shows the job working after run_stop (its last block, epoch or
-    eval event: the shutdown tail); TTS between run_start and the first logged training start; productive within the
+    """wall = run_stop - init_start, plus the time the log shows the job working after run_stop (its last block, epoch
+    or eval event: the shutdown tail); TTS between run_start and the first logged training start; productive within the
     timed run."""
     job = summary[job_id_of(path)]
     ev = raw_events(path)
@@ -530,8 +530,9 @@ def test_log_outside_the_layout_with_systems_folder(tmp_path):
 
 
 def test_log_in_the_results_repository_layout(tmp_path):
-    """training_results_v5.1/<submitter>/results/<system>/<benchmark>/result_0.txt with <submitter>/systems/<system>.json,
-    as the MLCommons repositories hold them: imported without --systems; round, submitter and system from the path."""
+    """training_results_v5.1/<submitter>/results/<system>/<benchmark>/result_0.txt with
+    <submitter>/systems/<system>.json, as the MLCommons repositories hold them: imported without --systems; round,
+    submitter and system from the path."""
     root = tmp_path / "training_results_v5.1/University-of-Florida"
     log = _copy_log(UF, root / "results/hpg.dgxb200x8.n1/dlrm_dcnv2/result_0.txt")
     (root / "systems").mkdir()

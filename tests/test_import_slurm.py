@@ -430,7 +430,8 @@ def _record(tmp_path: Path, monkeypatch, restart: int | None, spans: list[tuple]
 
 
 def test_join_keeps_clips_and_drops(tmp_path, monkeypatch):
-    """Job 2: run 0 [T+5, T+50] crashed (RequeueExit), run 1 [T+70, T+150] completed; the recorder's spans by attempt."""
+    """Job 2: run 0 [T+5, T+50] crashed (RequeueExit), run 1 [T+70, T+150] completed;
+    the recorder's spans by attempt."""
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     _record(tmp_path, monkeypatch, None, [("hardware_setup", T + 5.2, T + 8), ("train", T + 10, T + 50.5, 0, 81)])
     _record(

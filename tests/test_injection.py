@@ -471,7 +471,8 @@ def test_import_goodput_hostile_job_name_and_gpus(tmp_path, capsys):
 
 
 def test_opportunities_options_validated(capsys):
-    """`ett opportunities`: a hostile --comparable is refused naming it; non-finite --cut/--days are refused by argparse."""
+    """`ett opportunities`: a hostile --comparable is refused naming it;
+    non-finite --cut/--days are refused by argparse."""
     capsys.readouterr()
     assert main(["opportunities", str(SAMPLE_TRACE), "--comparable", HOSTILE[0]]) == 2
     err = capsys.readouterr().err

@@ -112,7 +112,8 @@ def test_train_spans_are_written_every_progress_interval_at_a_step_end(tmp_path:
         clk.at(0.4 * k)
         tl.step(k)
     train = [r for r in _rows(tmp_path / "run") if r[0] == "train"]
-    # written at the first step end at least 1 s after the previous piece: 1.2 s (step 3), 2.4 s (step 6), 3.6 s (step 9)
+    # written at the first step end at least 1 s after the previous piece: 1.2 s (step 3), 2.4 s (step 6),
+    # 3.6 s (step 9)
     assert [(r[2], r[3], r[4], r[5]) for r in train] == [(0.0, 1.2, 0, 3), (1.2, 2.4, 3, 6), (2.4, 3.6, 6, 9)]
 
 

@@ -1,5 +1,5 @@
-"""The default memory budget (ettcore.trace.memory): a fixed budget unless --memory-limit or ETT_MEMORY_LIMIT says otherwise,
-never DuckDB's 80 % of the machine."""
+"""The default memory budget (ettcore.trace.memory): a fixed budget unless --memory-limit or ETT_MEMORY_LIMIT says
+otherwise, never DuckDB's 80 % of the machine."""
 
 from __future__ import annotations
 

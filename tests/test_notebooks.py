@@ -48,13 +48,15 @@ def _headlines(card: dict) -> dict[str, object]:
 def check_trace_overview(card: dict) -> None:
     h = _headlines(card)
     # data/sample: worked-example (128 GPUs, 50 of 120 min productive, spec section 7), sample-preempted
-    # (8 GPUs, 145/300), sample-running (16 GPUs, 330/360 up to the as-of time), sample-startup-failure (4 GPUs, 60/104).
+    # (8 GPUs, 145/300), sample-running (16 GPUs, 330/360 up to the as-of time), sample-startup-failure (4 GPUs,
+    # 60/104).
     fleet = 100 * (128 * 50 + 8 * 145 + 16 * 330 + 4 * 60) / (128 * 120 + 8 * 300 + 16 * 360 + 4 * 104)
     assert h["fleet ETT% (GPU-time weighted)"] == approx(fleet, abs=0.01)
     assert h["jobs"] == 4
     assert h["ETT% of worked-example"] == approx(100 * 50 / 120, abs=0.01)  # the spec's 41.67
-    # every train span of a sample job advances at that job's own pace (worked-example 10 units a minute, sample-preempted
-    # 100), and the other two jobs have one span each: no span is slower than its job's pace, so no stall
+    # every train span of a sample job advances at that job's own pace (worked-example 10 units a minute,
+    # sample-preempted 100), and the other two jobs have one span each: no span is slower than its job's pace,
+    # so no stall
     assert h["stalls"] == 0
     assert card["synthetic"] is True
 
@@ -307,7 +309,8 @@ def test_notebook_reproduces_committed_copy_and_paper(nb_path: Path, tmp_path: P
     regenerated = report.dumps(report.canonical(executed))
     committed = nb_path.read_text(encoding="utf-8")
     assert regenerated == committed, (
-        f"{nb_path.name} differs from its re-execution; run `ett report --update-notebooks {nb_path.stem}` and review the diff"
+        f"{nb_path.name} differs from its re-execution; run `ett report --update-notebooks {nb_path.stem}` and review "
+        "the diff"
     )
     card = json.loads((tmp_path / f"{nb_path.stem}.scorecard.json").read_text(encoding="utf-8"))
     PAPER_NUMBERS[nb_path.stem](card)

@@ -98,7 +98,8 @@ def test_label_escaping():
 
 @needs_promtool
 def test_promtool_refuses_what_breaks_the_rules():
-    """The check is not vacuous: promtool fails a non-base unit, a counter without _total and a line cut by a raw newline."""
+    """The check is not vacuous: promtool fails a non-base unit, a counter without _total and a line cut by a raw
+    newline."""
     assert promtool_check("# HELP a_ms x\n# TYPE a_ms gauge\na_ms 1\n").returncode != 0
     bad = 'ett_job_wall_seconds{job_id="a\nb"} 1\n'
     assert promtool_check("# HELP ett_job_wall_seconds x\n# TYPE ett_job_wall_seconds gauge\n" + bad).returncode != 0

@@ -46,7 +46,8 @@ def _jsonl_trace(folder, attempts, spans, header_case=str):
 
 
 def test_byte_order_mark_is_read_as_utf8_in_csv_and_jsonl(tmp_path, good_rows):
-    """A spreadsheet's "CSV UTF-8" (and a JSONL file saved the same way) starts with EF BB BF: same numbers as without."""
+    """A spreadsheet's "CSV UTF-8" (and a JSONL file saved the same way) starts with EF BB BF:
+    same numbers as without."""
     plain = _summary(write_csv_trace(tmp_path / "plain", *good_rows, jobs=[["j1", "m", 8]]))
     csv_bom = write_csv_trace(tmp_path / "csv", *good_rows, jobs=[["j1", "m", 8]])
     for f in csv_bom.glob("*.csv"):

@@ -401,7 +401,8 @@ _NETWORK = re.compile(r"""<(?:script|link|img|iframe)\b[^>]*\b(?:src|href)\s*=\s
 
 @pytest.fixture(scope="module")
 def built_report(tmp_path_factory) -> Path:
-    """``ett report 01-trace-overview 04-trainer-init 13-live-job --out DIR`` through the CLI entry point of this module."""
+    """``ett report 01-trace-overview 04-trainer-init 13-live-job --out DIR`` through the CLI entry point of this
+    module."""
     import argparse
 
     from ettcore.cli import report as report_command

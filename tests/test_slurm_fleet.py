@@ -35,7 +35,7 @@ def imports(tmp_path_factory):
 
 
 def test_both_forms_give_the_same_trace(imports):
-    (a, ra, _), (b, rb, _) = imports["sacct.txt"], imports["sacct.json"]
+    (a, _, _), (b, _, _) = imports["sacct.txt"], imports["sacct.json"]
     assert a.attempts.height == 66 and a.jobs.height == 46
     assert a.attempts.equals(b.attempts)
     assert a.spans.equals(b.spans)

@@ -129,7 +129,8 @@ def _running(env: dict, jid: str, seconds: int) -> bool | None:
 
 
 def _wait(cond, what: str, timeout: float = 600.0, env: dict | None = None, work: Path | None = None) -> None:
-    """Poll ``cond`` (``None``: it can no longer come true); on a failure say what Slurm shows (queue, accounting, output)."""
+    """Poll ``cond`` (``None``: it can no longer come true); on a failure say what Slurm shows (queue, accounting,
+    output)."""
     t = time.time()
     while not (ok := cond()):
         if ok is None or time.time() - t > timeout:

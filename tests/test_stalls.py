@@ -1,8 +1,9 @@
 """Stalls (issue 17): train spans whose data cursor stood still longer than a threshold; reporting only.
 
-The SQL (``ettcore.metric.stalls``) is compared with the plain-Python reference (:func:`ettcore.metric.reference.reference_stalls`)
-on random traces (SYNTHETIC; flat cursors and uneven paces are common there) with random windows and thresholds,
-and pinned on a hand-made job with one hang.  The metric's own figures must not change with the threshold.
+The SQL (``ettcore.metric.stalls``) is compared with the plain-Python reference
+(:func:`ettcore.metric.reference.reference_stalls`) on random traces (SYNTHETIC; flat cursors and uneven paces are
+common there) with random windows and thresholds, and pinned on a hand-made job with one hang.  The metric's own figures
+must not change with the threshold.
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ MIN = 60_000
 
 
 def _hang_trace() -> dict:
-    """One job: five train spans at 100 cursor units a minute, then one of 11 minutes that advances 100 (a 10-minute hang)."""
+    """One job: five train spans at 100 cursor units a minute, then one of 11 minutes that advances 100 (a 10-minute
+    hang)."""
     spans, c, t = [], 0, B
     for minutes, units in [(1, 100), (1, 100), (1, 100), (1, 100), (11, 100), (1, 100)]:
         spans.append(
@@ -107,7 +109,9 @@ def test_stalls_equal_reference(trace_window, stall_after):
         exclusions=window["exclusions"],
     )
     event(
-        f"stalls in the reference: {min(3, sum(len(w['stalls']) for w in want.values()))}{'+' * (sum(len(w['stalls']) for w in want.values()) >= 3)}"
+        "stalls in the reference: "
+        f"{min(3, sum(len(w['stalls']) for w in want.values()))}"
+        f"{'+' * (sum(len(w['stalls']) for w in want.values()) >= 3)}"
     )
     with tempfile.TemporaryDirectory(prefix="ett-stall-") as tmp:
         t = load_trace(

@@ -126,7 +126,8 @@ def test_corrupt_jsonl_line(tmp_path):
     folder = tmp_path / "t"
     folder.mkdir()
     (folder / "attempts.jsonl").write_text(
-        '{"job_id":"a","attempt":0,"start":1700000000,"end":1700000100,"end_reason":"completed"}\n{"job_id": "b", "attem\n'
+        '{"job_id":"a","attempt":0,"start":1700000000,"end":1700000100,"end_reason":"completed"}\n{"job_id": "b", '
+        '"attem\n'
     )
     (folder / "spans.jsonl").write_text("")
     with pytest.raises(TraceError) as info:
@@ -190,8 +191,8 @@ def test_two_job_ids_with_one_job_key_are_refused(tmp_path, good_rows):
     not two jobs merged.  No real collision can be found, so the check is fed a metric_jobs table that has one."""
     trace = load_trace(write_csv_trace(tmp_path / "t", *good_rows))
     trace.con.execute(
-        "CREATE OR REPLACE TEMP TABLE metric_jobs AS SELECT * FROM (VALUES (7::UBIGINT, 'job-a'), (7::UBIGINT, 'job-b'), "
-        "(8::UBIGINT, 'job-c')) AS t(job_key, job_id)"
+        "CREATE OR REPLACE TEMP TABLE metric_jobs AS SELECT * FROM (VALUES (7::UBIGINT, 'job-a'), (7::UBIGINT, "
+        "'job-b'), (8::UBIGINT, 'job-c')) AS t(job_key, job_id)"
     )
     with pytest.raises(TraceError) as info:
         metric.check_job_keys(trace.con, "somewhere")

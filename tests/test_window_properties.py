@@ -122,7 +122,8 @@ def compare_rolling(got, want: list[dict], d: Diffs, tol: float, tag: str) -> No
     rows = list(got.iter_rows(named=True))
     d.check(
         [_ms(r["bucket_start"]) for r in rows] == [w["bucket_start_ms"] for w in want],
-        f"{tag}: SQL buckets {[_ms(r['bucket_start']) for r in rows]} != reference {[w['bucket_start_ms'] for w in want]}",
+        f"{tag}: SQL buckets {[_ms(r['bucket_start']) for r in rows]} != reference "
+        f"{[w['bucket_start_ms'] for w in want]}",
     )
     for g, w in zip(rows, want):
         at = f"{tag} {g['bucket_start']}"
@@ -146,7 +147,8 @@ def test_window_equals_reference(trace_window, every, rolling):
     """Every figure over a random window with random exclusions, to the millisecond; the rolling trend too."""
     trace, window = trace_window
     event(
-        f"window: since {'open' if window['since'] is None else 'set'}, until {'open' if window['until'] is None else 'set'}"
+        f"window: since {'open' if window['since'] is None else 'set'}, until "
+        f"{'open' if window['until'] is None else 'set'}"
     )
     event(f"exclusions: {len(window['exclusions'])}")
     event("with an explicit as-of" if window["as_of"] is not None else "default as-of")

@@ -46,9 +46,9 @@ def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = T
         p.add_argument(
             "--memory-limit",
             metavar="SIZE",
-            help="cap DuckDB's memory (e.g. 8GB; default: $ETT_MEMORY_LIMIT, else 3GB or 80%% of the machine where less); "
-            "a trace too large for it is attributed in batches of jobs and other work spills to disk, with the same "
-            "answers (not used for a URI)",
+            help="cap DuckDB's memory (e.g. 8GB; default: $ETT_MEMORY_LIMIT, else 3GB or 80%% of the machine where "
+            "less); a trace too large for it is attributed in batches of jobs and other work spills to disk, "
+            "with the same answers (not used for a URI)",
         )
         p.add_argument(
             "--temp-directory",
@@ -95,8 +95,8 @@ def open_checked(args: argparse.Namespace) -> Trace:
     if any(trace.not_started.values()):
         n = trace.not_started
         print(
-            f"ett: as of {_iso_ms(trace.as_of_ms)}: {n['jobs']} job(s), {n['attempts']} attempt(s) and {n['spans']} span(s)"
-            " start at or after it and are not measured",
+            f"ett: as of {_iso_ms(trace.as_of_ms)}: {n['jobs']} job(s), {n['attempts']} attempt(s) and {n['spans']} "
+            "span(s) start at or after it and are not measured",
             file=sys.stderr,
         )
     return trace
@@ -133,7 +133,8 @@ def print_window(trace: Trace, m: Any, out=None) -> None:
     w = trace.window
     if w.since_ms is not None or w.until_ms is not None:
         print(
-            f"Measured from {_iso_ms(w.since_ms) or 'the start'} to {_iso_ms(w.until_ms) or 'the end'} (each job's time clipped to it).",
+            f"Measured from {_iso_ms(w.since_ms) or 'the start'} to {_iso_ms(w.until_ms) or 'the end'} (each job's "
+            "time clipped to it).",
             file=out,
         )
     if w.exclusions:

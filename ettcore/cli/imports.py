@@ -1,4 +1,5 @@
-"""``ett import mlperf|goodput|slurm ... --out TRACE``: other tools' logs in, a trace folder out (:mod:`ettcore.importers`)."""
+"""``ett import mlperf|goodput|slurm ... --out TRACE``: other tools' logs in,
+a trace folder out (:mod:`ettcore.importers`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def _summary(what: str, out: Path, report) -> None:
         for k in ("dropped", "merged", "inferred", "corrected", "clipped", "warning")
     }
     print(
-        f"imported {what} into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; see {Path(out) / 'import_report.md'})"
+        f"imported {what} into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; "
+        f"see {Path(out) / 'import_report.md'})"
     )
     for line in report.warnings():
         print(f"ett: warning: {line}", file=sys.stderr)
@@ -100,8 +102,9 @@ def _run_slurm(args: argparse.Namespace) -> int:
     out = write_import(args.out, frames, report, fmt=args.format)
     counts = {k: sum(f.counts()[k] for f in report.files) for k in ("dropped", "clipped", "inferred", "corrected")}
     print(
-        f"imported {frames.jobs.height} Slurm job(s), {frames.attempts.height} attempt(s), {frames.spans.height} span(s) "
-        f"into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; see {Path(out) / 'import_report.md'})"
+        f"imported {frames.jobs.height} Slurm job(s), {frames.attempts.height} attempt(s), "
+        f"{frames.spans.height} span(s) into {out} ({', '.join(f'{k} {v}' for k, v in counts.items())}; "
+        f"see {Path(out) / 'import_report.md'})"
     )
     if args.recorder is None:
         print(
@@ -135,7 +138,8 @@ def register(subparsers) -> None:
         metavar="N|LOG=N",
         action="append",
         default=None,
-        help="accelerators of every log (N), or of one log (LOG=N, repeatable): replaces the log's SYSJSON and the system description",
+        help="accelerators of every log (N), or of one log (LOG=N, repeatable): "
+        "replaces the log's SYSJSON and the system description",
     )
     m.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     m.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")

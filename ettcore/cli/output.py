@@ -128,7 +128,8 @@ def _utf8_buffer(out):
 def write_summary_json(
     head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (), extra: Sequence[str] = ()
 ) -> None:
-    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested), then ``tail``'s keys.
+    """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested),
+    then ``tail``'s keys.
 
     The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (:func:`_utf8_buffer`)."""
     out = out or sys.stdout
@@ -152,7 +153,8 @@ def write_summary_json(
 
 
 def group_records(groups: pl.DataFrame, key: str | None, extra: Sequence[str] = ()) -> list[dict]:
-    """Fleet or group rows as ``summarize --json`` writes them (``extra``: ``("excluded_s",)`` adds ``excluded_gpu_h``)."""
+    """Fleet or group rows as ``summarize --json`` writes them (``extra``:
+    ``("excluded_s",)`` adds ``excluded_gpu_h``)."""
     out = []
     for r in groups.iter_rows(named=True):
         rec = {key: jsonable(r[key])} if key else {}

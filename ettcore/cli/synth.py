@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     secs = (datetime.now(timezone.utc) - t).total_seconds()
     print(
-        f"wrote {out} (synthetic, scenario {sc.name}, {args.jobs or sc.default_jobs} jobs, seed {args.seed}) in {secs:.1f} s"
+        f"wrote {out} (synthetic, scenario {sc.name}, {args.jobs or sc.default_jobs} jobs, "
+        f"seed {args.seed}) in {secs:.1f} s"
     )
     return 0
 

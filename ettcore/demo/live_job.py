@@ -212,7 +212,8 @@ def run_pair(
             "started_utc": started.isoformat(),
             "elapsed_s": time.time() - t0,
             "machine": meta["machine"],
-            "note": "measured on the project's 2-core CPU development machine; the training data is synthetic, the timings are real",
+            "note": "measured on the project's 2-core CPU development machine; the training data is synthetic, "
+            "the timings are real",
             "recorder_notes": conv.note_lines(out_dir),
             "runs": runs,
             "measurements": measurements(out_dir / "trace"),

@@ -72,7 +72,8 @@ def run_job(
     python: str = sys.executable,
     attempt_timeout_s: float = 900.0,
 ) -> dict[str, Any]:
-    """Run every attempt of one job until one completes; return the ground truth (also in ``work/ground_truth.json``)."""
+    """Run every attempt of one job until one completes; return the ground truth (also in
+    ``work/ground_truth.json``)."""
     work = Path(work)
     if work.exists():
         shutil.rmtree(work)

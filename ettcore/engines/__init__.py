@@ -38,7 +38,8 @@ DEFAULT_MASTER = "local[*]"
 
 
 class SparkMetric:
-    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's trace."""
+    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's
+    trace."""
 
     def __init__(self, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None):
         self.master = master
@@ -180,7 +181,8 @@ def job_summary(
     skip_invalid: bool = False,
     spark_conf: dict[str, str] | None = None,
 ) -> pl.DataFrame:
-    """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark; see :func:`ettcore.metric.job_summary`) on ``engine``."""
+    """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark;
+    see :func:`ettcore.metric.job_summary`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
     return metric_for(engine, spark_master, spark_conf).job_summary(trace)
 

@@ -1,4 +1,5 @@
-"""The metric in the Prometheus text exposition format, for node_exporter's textfile collector (``ett export prometheus``).
+"""The metric in the Prometheus text exposition format, for node_exporter's textfile collector
+(``ett export prometheus``).
 
 Every figure comes from :mod:`ettcore.metric` (and :mod:`ettcore.metric.stalls`) on one loaded trace, measured over the
 trace's window (``--as-of``, ``--since``, ``--until``, ``--exclude``).  Base units only, as Prometheus' naming rules
@@ -66,7 +67,8 @@ def escape_help(text: str) -> str:
 
 
 def number(value: Any) -> str:
-    """A sample value: integers as such, floats in Python's shortest round-trip form, NaN and infinities spelled as Go reads them."""
+    """A sample value: integers as such, floats in Python's shortest round-trip form,
+    NaN and infinities spelled as Go reads them."""
     if value is None:
         return "NaN"
     if isinstance(value, bool):
@@ -111,7 +113,8 @@ def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[
     yield from family(f"ett_{level}_jobs", f"Jobs measured, of {what}.", [(lab(r), r["jobs"]) for r in rows])
     yield from family(
         f"ett_{level}_effective_training_ratio",
-        f"Effective training time of {what}: sum(gpus x productive) / sum(gpus x wall), GPU-time weighted (ETT% / 100).",
+        f"Effective training time of {what}: sum(gpus x productive) / sum(gpus x wall), "
+        "GPU-time weighted (ETT% / 100).",
         [(lab(r), None if r["ett_pct"] is None else r["ett_pct"] / 100) for r in rows],
     )
     yield from family(

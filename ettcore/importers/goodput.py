@@ -442,9 +442,9 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             fr.note(
                 "inferred",
                 f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
-                "an in-process restart from a checkpoint, which the library counts as a disruption: taken as an interruption; "
-                f"attempt {k} ends as a failure at the repeated step's start and attempt {k + 1} begins there, with no re-queue "
-                "time (the hardware was kept)",
+                "an in-process restart from a checkpoint, which the library counts as a disruption: "
+                f"taken as an interruption; attempt {k} ends as a failure at the repeated step's start and attempt "
+                f"{k + 1} begins there, with no re-queue time (the hardware was kept)",
                 [row],
             )
         elif k in end_of and (nxt is None or end_of[k] <= nxt):
@@ -551,8 +551,9 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         fr.note(
             "inferred",
             f"{job} attempt {k}: first step's time above the typical step -> pt2_compile ({extra:.3f} s)",
-            "the first step took longer than the attempt's typical (median) step: the difference is taken as compilation, "
-            "measured from the step times (the library's PROGRAM_STARTUP badput)",
+            "the first step took longer than the attempt's typical (median) step: "
+            "the difference is taken as compilation, measured from the step times (the library's PROGRAM_STARTUP "
+            "badput)",
         )
     return attempts, spans
 

@@ -594,14 +594,12 @@ def import_log(
     parts = _path_parts(path)
     benchmark = _first_value(ev_all, "submission_benchmark")
     if parts is None:
-        parts_src = "log"
         rnd, submitter, system = (
             None,
             _first_value(ev_all, "submission_org"),
             _first_value(ev_all, "submission_platform"),
         )
     else:
-        parts_src = "path"
         rnd, submitter, system = parts["round"], parts["submitter"], parts["system"]
         if benchmark is None:
             benchmark = parts["benchmark"]
@@ -614,7 +612,8 @@ def import_log(
                 src,
                 None,
                 "submission_benchmark",
-                "no benchmark: the log has no submission_benchmark and the path is not <round>/<submitter>/<system>/<benchmark>/result_N.txt",
+                "no benchmark: the log has no submission_benchmark and the path is not "
+                "<round>/<submitter>/<system>/<benchmark>/result_N.txt",
             )
         )
     benchmark = str(benchmark)
@@ -654,7 +653,8 @@ def import_log(
         fr.note(
             "info",
             "timing event dated earlier than the line before it",
-            "lines are out of time order (several writers, or written late and back-dated); events are ordered by timestamp",
+            "lines are out of time order (several writers, or written late and back-dated); "
+            "events are ordered by timestamp",
             back,
         )
     timing = _merge_copies(timing, fr)
@@ -853,14 +853,16 @@ def import_log(
         fr.note(
             "inferred",
             "evaluation inside a training interval: blocking",
-            "it evaluates a point after the interval's start (or gives no position), so training paused: the train span is cut around it",
+            "it evaluates a point after the interval's start (or gives no position), so training paused: "
+            "the train span is cut around it",
             count=n_block,
         )
     if n_conc:
         fr.note(
             "inferred",
             "evaluation inside a training interval: concurrent",
-            "it evaluates a point training had already passed, so training went on; the overlap stays productive (trace spec, section 5)",
+            "it evaluates a point training had already passed, so training went on; "
+            "the overlap stays productive (trace spec, section 5)",
             count=n_conc,
         )
     for k, tv in enumerate(train):
@@ -934,8 +936,8 @@ def import_log(
     evals = f"{n_logged_evals} logged intervals ({n_block} blocking overlaps, {n_conc} concurrent overlaps)"
     if results:
         evals += (
-            f"; {results} results (eval_accuracy) without eval_start/eval_stop: {len(bounded)} bounded by training stops, "
-            f"{results - len(bounded)} inside training (counted as training)"
+            f"; {results} results (eval_accuracy) without eval_start/eval_stop: "
+            f"{len(bounded)} bounded by training stops, {results - len(bounded)} inside training (counted as training)"
         )
     fr.facts.update(
         {
@@ -997,7 +999,10 @@ def _how(iv: Interval, what: str) -> str:
         return iv.how
     if iv.start_ev is not None and iv.stop_ev is not None:
         return EXPLICIT
-    return f"{what} with an inferred {'start (the previous stop or run_start)' if iv.start_ev is None else 'stop (the next start or the run end)'}"
+    return (
+        f"{what} with an inferred "
+        f"{'start (the previous stop or run_start)' if iv.start_ev is None else 'stop (the next start or the run end)'}"
+    )
 
 
 def _after_stop(
@@ -1094,15 +1099,16 @@ def _evaluations_without_intervals(
         fr.note(
             "inferred",
             "evaluation without eval_start/eval_stop, bounded",
-            "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the result",
+            "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the "
+            "result",
             [iv.rows[0] for iv in bounded],
         )
     if inside:
         fr.note(
             "warning",
             "evaluation results (eval_accuracy) without eval_start/eval_stop inside training",
-            "the log does not say how long these evaluations took, and no training stop bounds them: their time counts as "
-            "training, so this run's ETT% is an upper bound",
+            "the log does not say how long these evaluations took, and no training stop bounds them: "
+            "their time counts as training, so this run's ETT% is an upper bound",
             inside,
         )
     return len(accs), bounded

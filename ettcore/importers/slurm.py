@@ -276,7 +276,8 @@ def _state(value: Any, src: str, row: int, fld: str) -> str:
 
 
 def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
-    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``); typed counts summed if alone."""
+    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``);
+    typed counts summed if alone."""
     untyped, typed = None, 0
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
@@ -655,7 +656,8 @@ def read_sacct(path: str | Path, fr: FileReport, timezone: str = "UTC") -> list[
 
 
 def user_label(user: str | None, keep: bool) -> str | None:
-    """The user as a label: the name with ``keep``, else ``u-`` and 12 hex digits of its SHA-256 (stable, not reversible)."""
+    """The user as a label: the name with ``keep``, else ``u-`` and 12 hex digits of its SHA-256 (stable,
+    not reversible)."""
     if user is None or keep:
         return user
     return "u-" + hashlib.sha256(user.encode("utf-8")).hexdigest()[:12]

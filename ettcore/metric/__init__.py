@@ -48,7 +48,8 @@ def attribution_batches(trace: Trace) -> int:
 def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop the temporary table or view ``name`` (one of this module's), whichever it is now."""
     kind = con.execute(
-        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() WHERE table_name = $n",
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() "
+        "WHERE table_name = $n",
         {"n": name},
     ).fetchall()
     if kind:
@@ -95,7 +96,8 @@ def _attribute_in_batches(trace: Trace, batches: int) -> None:
 def check_job_keys(con: duckdb.DuckDBPyConnection, where: str) -> None:
     """Refuse a trace in which two job ids share a job key (the 64-bit ``hash(job_id)`` the metric sorts and joins on).
 
-    At a million jobs the chance is about 3e-8; when it happens the two jobs' numbers would be merged, so it is an error.
+    At a million jobs the chance is about 3e-8; when it happens the two jobs' numbers would be merged,
+    so it is an error.
     """
     dup = con.execute(
         "SELECT min(job_id), max(job_id) FROM metric_jobs GROUP BY job_key HAVING count(*) > 1 ORDER BY 1 LIMIT 1"
@@ -330,8 +332,9 @@ def trend(trace: Trace, every: str = "day", window: str | timedelta | None = Non
 
     Calendar buckets (``every`` day, week or month): ``fleet_trend``, one row a bucket with measured time or an
     interruption.  ``every="hour"`` or a fixed duration that divides a day (``"5m"``, ``"15m"``), or a trailing
-    ``window`` (``"24h"``, ``"7d"``, a timedelta) with such buckets or days: ``fleet_rolling``, one row a bucket from the first to the last, each over the window ending with it
-    (columns ``bucket_start``, ``window_start``, ``window_end``, then the same figures).
+    ``window`` (``"24h"``, ``"7d"``, a timedelta) with such buckets or days: ``fleet_rolling``, one row a bucket from
+    the first to the last, each over the window ending with it (columns ``bucket_start``, ``window_start``,
+    ``window_end``, then the same figures).
     """
     window_ms = trend_window(every, window)
     if window_ms is None:

@@ -360,7 +360,8 @@ def is_counted(t: int, since: int | None, until: int | None, excluded: Iterable[
 
 
 def job_row(job_id: str, row: dict | None) -> dict[str, Any]:
-    """A job as exclusion filters see it: ``job_id``, ``model`` (default the id), ``gpus`` (default 1) and its labels."""
+    """A job as exclusion filters see it: ``job_id``, ``model`` (default the id),
+    ``gpus`` (default 1) and its labels."""
     row = dict(row or {})
     row["job_id"] = job_id
     row["model"] = row.get("model") if row.get("model") is not None else job_id
@@ -369,7 +370,8 @@ def job_row(job_id: str, row: dict | None) -> dict[str, Any]:
 
 
 def applies(exclusion: dict, job: dict) -> bool:
-    """Whether an exclusion applies to a job (see :func:`job_row`): same id if one is given, same label text if given."""
+    """Whether an exclusion applies to a job (see :func:`job_row`): same id if one is given,
+    same label text if given."""
     if exclusion.get("job") is not None and exclusion["job"] != job["job_id"]:
         return False
     if exclusion.get("label") is not None:

@@ -37,7 +37,6 @@ __all__ = [
     "lost_by_component",
     "window_days",
     "rank_opportunities",
-    "register",
 ]
 
 REPEATED: frozenset[str] = frozenset({"scheduling", "hardware_setup", "trainer_init", "pt2_compile"})

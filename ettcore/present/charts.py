@@ -150,7 +150,8 @@ def _time_axis(span_ms: int, relative: bool, unit_ms: float, unit: str) -> dict:
 def gantt(
     tl, *, synthetic: bool, relative: bool = False, chart_title: str | None = None, width: int = 760
 ) -> alt.VConcatChart:
-    """Timeline of one or more jobs from the metric's own per-instant attribution (:class:`ettcore.metric.intervals.Timeline`).
+    """Timeline of one or more jobs from the metric's own per-instant attribution
+    (:class:`ettcore.metric.intervals.Timeline`).
 
     Per job three lanes: its attempts (end reason written on each, interruptions marked), the Level-1 bucket of
     every instant, and the Level-2 component of every instant (queue, replay and unattributed time included).

@@ -290,18 +290,20 @@ def nav_html(info: PageInfo, where: str = "top") -> str:
     """Links to the index and to the previous and next report."""
     e = html.escape
     prev = (
-        f'<a class="ett-nav-prev" rel="prev" href="{e(info.prev[0])}.html">&larr; {e(info.prev[0][:2])} {e(info.prev[1])}</a>'
+        f'<a class="ett-nav-prev" rel="prev" href="{e(info.prev[0])}.html">&larr; '
+        f"{e(info.prev[0][:2])} {e(info.prev[1])}</a>"
         if info.prev
         else "<span></span>"
     )
     nxt = (
-        f'<a class="ett-nav-next" rel="next" href="{e(info.next[0])}.html">{e(info.next[0][:2])} {e(info.next[1])} &rarr;</a>'
+        f'<a class="ett-nav-next" rel="next" href="{e(info.next[0])}.html">{e(info.next[0][:2])} {e(info.next[1])} '
+        "&rarr;</a>"
         if info.next
         else "<span></span>"
     )
     return (
-        f'<nav class="ett-nav {where}">{prev}<a class="ett-nav-index" href="index.html">All reports and the scorecard</a>'
-        f"{nxt}</nav>"
+        f'<nav class="ett-nav {where}">{prev}<a class="ett-nav-index" href="index.html">All reports and the '
+        f"scorecard</a>{nxt}</nav>"
     )
 
 
@@ -422,7 +424,8 @@ class Result:
 
 
 def page_info(nb_path: Path, out: Path, nav: dict | None) -> PageInfo:
-    """The page chrome of a report: title and data class from the notebook's saved scorecard, neighbours from ``nav``."""
+    """The page chrome of a report: title and data class from the notebook's saved scorecard,
+    neighbours from ``nav``."""
     card_path = out / f"{nb_path.stem}{SCORECARD_SUFFIX}"
     card = json.loads(card_path.read_text(encoding="utf-8")) if card_path.exists() else {}
     title = f"{nb_path.stem[:2]} {notebook_title(nb_path)}"
@@ -643,7 +646,8 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
 </script>
 <style>
 body {{ font-family: sans-serif; margin: 2em; max-width: 84em; color: #222; }}
-h3 {{ margin-top: 1.4em; }} .pass {{ color: #2e7d32; font-weight: bold; }} .fail {{ color: #c62828; font-weight: bold; }}
+h3 {{ margin-top: 1.4em; }} .pass {{ color: #2e7d32; font-weight: bold; }} \
+.fail {{ color: #c62828; font-weight: bold; }}
 {PAGE_CSS}
 </style></head><body>
 <h1>Effective Training Time (ETT%) reports</h1>
@@ -655,7 +659,8 @@ REAL measured runs; the data column below says the same.</div>
 <p id="evidence-summary">Of {board["published_rows"]} published figures, {board["checked_rows"]} are checked:
 {counts}, and <b id="count-identity">{board["identity_rows"]}</b> identities (arithmetic of other published figures,
 counted in no class); {len(board["not_reproduced"])} are not checked (listed at the end). Each figure counts once,
-under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks pass{f" ({failed} FAIL)" if failed else ""}.</p>
+under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks \
+pass{f" ({failed} FAIL)" if failed else ""}.</p>
 <p id="calibrated-meaning">{e(board["calibrated_meaning"])}</p>
 {chart}
 {reports}

@@ -91,10 +91,10 @@ NOT_REPRODUCED: dict[str, str] = {
     "bench_models": "a count of the paper's benchmark set, not a measurement; the benchmark scenario is built with it",
     "stream_warmup": "a measured range that only enters the suite as a scenario assumption, not as a result",
     "sharding_phase": "an input of the assumed Model D stage graph (ettcore.startup), not a result",
-    "compile_cold": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "
-    "(05-compilation shows the endpoints as published)",
-    "compile_warm": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or bundled "
-    "(05-compilation shows the endpoints as published)",
+    "compile_cold": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or "
+    "bundled (05-compilation shows the endpoints as published)",
+    "compile_warm": "Table III is a controlled ablation on a scaled-down model; no compile logs of it are public or "
+    "bundled (05-compilation shows the endpoints as published)",
     "ckpt_blog_example": "hypothetical inputs of the blog's example; 06-checkpointing uses them as its defaults, "
     "so there is nothing to reproduce",
     "shutdown_saving": "IV-D's 'about 30 minutes per job' does not say over which jobs; the benchmark scenario's "

@@ -119,10 +119,10 @@ def _draw_group(
     ak = _within(aj, natt)
     last = ak == nint[aj]
     na = len(aj)
-    I, b = interval[aj], block[aj]
+    period, b = interval[aj], block[aj]
     prev = np.where(ak > 0, ioff[aj] + ak - 1, 0)
     high = np.where(ak > 0, ipos[prev] if len(ipos) else 0, 0)
-    a = np.where(high > 0, ((high - 1) // I) * I, 0)  # last checkpoint strictly below the high-water mark
+    a = np.where(high > 0, ((high - 1) // period) * period, 0)  # last checkpoint strictly below the high-water mark
     cur = np.where(~last, ioff[aj] + ak, 0)
     rsn = np.where(last, 2, irsn[cur] if len(irsn) else 2).astype(np.int8)
     kind = np.where(last, 0, ikind[cur] if len(ikind) else 0).astype(np.int32)
@@ -161,7 +161,7 @@ def _draw_group(
     if budget is not None:
         # Everything but the last loop, then P from the budget (see the module docstring).
         e_nl = np.where(last, 0, ipos[cur] if len(ipos) else 0)
-        loop_nl = np.where(last, 0, (e_nl - a) + b * np.maximum(0, (e_nl - 1) // I - a // I))
+        loop_nl = np.where(last, 0, (e_nl - a) + b * np.maximum(0, (e_nl - 1) // period - a // period))
         fixed = np.bincount(aj, weights=startup + loop_nl + hang + gap + shut + pub, minlength=n).astype(np.int64)
         li = np.flatnonzero(last)
         Il, bl, al = interval, block, a[li]
@@ -181,7 +181,7 @@ def _draw_group(
                 )
             )
     e = np.where(last, progress[aj], ipos[cur] if len(ipos) else 0)
-    nsave = np.maximum(0, (e - 1) // I - a // I)
+    nsave = np.maximum(0, (e - 1) // period - a // period)
     loop = (e - a) + b * nsave
     dur = startup + loop + np.where(last, shut + pub, hang)
     seg = dur + np.where(last, 0, gap)
@@ -205,9 +205,9 @@ def _draw_group(
     nseg = nsave + 1
     ta = np.repeat(np.arange(na), nseg)
     tj = _within(ta, nseg)
-    m0 = a[ta] // I[ta]
-    p0 = np.where(tj == 0, a[ta], (m0 + tj) * I[ta])
-    p1 = np.where(tj < nsave[ta], (m0 + tj + 1) * I[ta], e[ta])
+    m0 = a[ta] // period[ta]
+    p0 = np.where(tj == 0, a[ta], (m0 + tj) * period[ta])
+    p1 = np.where(tj < nsave[ta], (m0 + tj + 1) * period[ta], e[ta])
     t0 = att_start[ta] + startup[ta] + (p0 - a[ta]) + tj * b[ta]
     t1 = t0 + (p1 - p0)
     r = rate[aj[ta]] / 1000.0

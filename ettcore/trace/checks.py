@@ -27,7 +27,8 @@ def findings(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: bool 
     """
     names = [n for n in check_names() if (has_jobs or not n.startswith("jobs_")) and (spans or not is_span_check(n))]
     union = "\nUNION ALL\n".join(
-        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS \"check\" FROM ({sql('checks/' + n)})"
+        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS \"check\" "
+        f"FROM ({sql('checks/' + n)})"
         for n in names
     )
     return con.sql(f"SELECT * FROM ({union}) ORDER BY _file, _row, field, message").pl()
@@ -53,8 +54,8 @@ def run_checks(con: duckdb.DuckDBPyConnection, has_jobs: bool = True, spans: boo
 def register_no_findings(con: duckdb.DuckDBPyConnection) -> None:
     """``ett_findings`` without rows, for a trace whose clean verdict is known (:mod:`ettcore.trace.check_cache`)."""
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, job_id VARCHAR, "
-        'message VARCHAR, "check" VARCHAR)'
+        "CREATE OR REPLACE TEMP TABLE ett_findings (table_name VARCHAR, _file VARCHAR, _row BIGINT, field VARCHAR, "
+        'job_id VARCHAR, message VARCHAR, "check" VARCHAR)'
     )
 
 
@@ -70,7 +71,8 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
         # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
         anti = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if problems else ""
         con.execute(
-            f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS NOT NULL"
+            f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS "
+            "NOT NULL"
         )
 
 

@@ -476,7 +476,8 @@ def _register_raw(con: duckdb.DuckDBPyConnection, src: Source) -> list[tuple[str
         tables = {
             r[0]
             for r in con.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main'"
+                "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+                "AND schema_name = 'main'"
             ).fetchall()
         }
         if src.table not in tables:
@@ -584,8 +585,8 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
     else:
         d = f"TRY_CAST({q} AS DOUBLE)"
         ms = (
-            f"CASE WHEN {d} IS NOT NULL THEN (CASE WHEN isfinite({d}) AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END) "
-            f"ELSE epoch_ms(TRY_CAST(trim({q}) AS TIMESTAMPTZ)) END"
+            f"CASE WHEN {d} IS NOT NULL THEN (CASE WHEN isfinite({d}) AND abs({d}) < 1e13 "
+            f"THEN CAST(round({d} * 1000) AS BIGINT) END) ELSE epoch_ms(TRY_CAST(trim({q}) AS TIMESTAMPTZ)) END"
         )
     return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
 
@@ -767,12 +768,14 @@ def _count_not_started(con: duckdb.DuckDBPyConnection, trace: Trace) -> None:
     """Rows and jobs that start at or after an explicit as-of (the cut): not measured, and said so."""
     trace.not_started = {
         table: con.execute(
-            f"SELECT count(*) FROM {'clean_attempts' if table == 'attempts' else 'keyed_spans'} AS t, ett_params AS p WHERE t.start_ms >= p.cut_ms"
+            f"SELECT count(*) FROM {'clean_attempts' if table == 'attempts' else 'keyed_spans'} AS t, ett_params AS p "
+            "WHERE t.start_ms >= p.cut_ms"
         ).fetchall()[0][0]
         for table in ("attempts", "spans")
     }
     trace.not_started["jobs"] = con.execute(
-        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
+        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id "
+        "HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
     ).fetchall()[0][0]
 
 

@@ -37,7 +37,8 @@ _UNITS = {
 
 
 def size_bytes(text: str) -> float | None:
-    """A size as DuckDB writes or reads one (``'3GB'``, ``'2.7 GiB'``, ``'500 MB'``) in bytes; None when it is not one."""
+    """A size as DuckDB writes or reads one (``'3GB'``, ``'2.7 GiB'``, ``'500 MB'``) in bytes;
+    None when it is not one."""
     m = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", str(text))
     if not m or m.group(2).upper() not in _UNITS:
         return None

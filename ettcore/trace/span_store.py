@@ -91,8 +91,8 @@ def build(
     folder = Path(tempfile.mkdtemp(prefix="ett-spans-", dir=_usable(spill_dir)))
     finalizer = weakref.finalize(owner, shutil.rmtree, folder, True)
     try:
-        # n is written as a number: as a bound parameter, DuckDB plans the partitioned write slower (13.4 s for 10.7 s at
-        # 45 M spans), and so does RETURN_STATS (the parts' statistics are read from their footers below instead)
+        # n is written as a number: as a bound parameter, DuckDB plans the partitioned write slower (13.4 s for 10.7 s
+        # at 45 M spans), and so does RETURN_STATS (the parts' statistics are read from their footers below instead)
         con.execute(
             f"COPY (SELECT *, coalesce(job_key % {int(n)}, 0) AS batch FROM ({query})) TO {_literal(folder / 'parts')} "
             "(FORMAT parquet, PARTITION_BY (batch), COMPRESSION uncompressed)"
@@ -110,7 +110,8 @@ def build(
     parts = [str(f) for f in sorted((folder / "parts").glob("*/*.parquet"))]
     flagged = (
         con.execute(
-            "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, 'true') <> 'false'",
+            "SELECT count(*) FROM parquet_metadata($f) WHERE path_in_schema = 'suspect' AND coalesce(stats_max_value, "
+            "'true') <> 'false'",
             {"f": parts},
         ).fetchall()[0][0]
         if parts and screened
@@ -153,7 +154,8 @@ def register_keyed(con: duckdb.DuckDBPyConnection, excluded: bool, source: str =
     )
     if excluded:
         con.execute(
-            "CREATE TEMP TABLE IF NOT EXISTS ett_excluded_keys AS SELECT DISTINCT hash(job_id) AS job_key FROM ett_excluded_jobs"
+            "CREATE TEMP TABLE IF NOT EXISTS ett_excluded_keys AS SELECT DISTINCT hash(job_id) AS job_key "
+            "FROM ett_excluded_jobs"
         )
         anti = "ANTI JOIN ett_excluded_keys AS x ON x.job_key = s.job_key "
     else:

@@ -39,7 +39,8 @@ _REQUIRED = ("start", "end", "reason")
 
 @dataclass(frozen=True)
 class Exclusion:
-    """One exclusion window ``[start_ms, end_ms)``: why, and which jobs it applies to (all when both filters are empty)."""
+    """One exclusion window ``[start_ms, end_ms)``: why, and which jobs it applies to (all when both filters are
+    empty)."""
 
     start_ms: int
     end_ms: int
@@ -186,7 +187,8 @@ def _rows_of(path: Path) -> list[tuple[int, dict[str, Any]]]:
 
 
 def read_exclusions(path: str | Path) -> tuple[Exclusion, ...]:
-    """Every exclusion of a CSV or JSON file (fields start, end, reason, optional job and label); all problems at once."""
+    """Every exclusion of a CSV or JSON file (fields start, end, reason, optional job and label);
+    all problems at once."""
     path = Path(path)
     out: list[Exclusion] = []
     problems: list[Problem] = []
@@ -201,7 +203,8 @@ def read_exclusions(path: str | Path) -> tuple[Exclusion, ...]:
 
 
 def make_window(since: Any = None, until: Any = None, exclude: Any = None) -> Window:
-    """A :class:`Window` from user values: times as for ``--since``/``--until``, ``exclude`` a file path or Exclusions."""
+    """A :class:`Window` from user values: times as for ``--since``/``--until``,
+    ``exclude`` a file path or Exclusions."""
     since_ms = None if since is None else parse_instant(since, "--since", "since")
     until_ms = None if until is None else parse_instant(until, "--until", "until")
     if since_ms is not None and until_ms is not None and until_ms <= since_ms:
@@ -228,7 +231,8 @@ EXCLUSION_COLUMNS = (
 
 
 def exclusion_rows(window: Window) -> list[tuple]:
-    """The rows of ``ett_exclusions`` (columns :data:`EXCLUSION_COLUMNS`): one an exclusion, numbered from 0 in file order."""
+    """The rows of ``ett_exclusions`` (columns :data:`EXCLUSION_COLUMNS`): one an exclusion,
+    numbered from 0 in file order."""
     return [(i, x.start_ms, x.end_ms, x.reason, x.job_id, x.label_text()) for i, x in enumerate(window.exclusions)]
 
 

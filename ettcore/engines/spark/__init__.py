@@ -113,7 +113,8 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
 
     running = SparkSession.getActiveSession()
     if running is not None and running.sparkContext.master == master:
-        # a session started elsewhere: the metric needs UTC; other settings are applied where Spark allows it at run time
+        # a session started elsewhere: the metric needs UTC; other settings are applied where Spark allows it at run
+        # time
         running.conf.set("spark.sql.session.timeZone", "UTC")
         for k, v in (conf or {}).items():
             if running.conf.isModifiable(k):
@@ -204,7 +205,8 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
                 paths[0],
                 None,
                 None,
-                "the Spark engine reads Parquet, CSV or JSONL traces, not DuckDB database files; export the tables to Parquet",
+                "the Spark engine reads Parquet, CSV or JSONL traces, not DuckDB database files; "
+                "export the tables to Parquet",
             )
         )
     return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
@@ -424,7 +426,8 @@ def forget_active(spark: "SparkSession") -> None:
 
 
 def _register_from_duckdb(st: SparkTrace) -> None:
-    """``raw_*``, ``typed_*``, ``clean_*``, ``ett_params``, ``ett_phases`` of a DuckDB-checked trace; then the fingerprint."""
+    """``raw_*``, ``typed_*``, ``clean_*``, ``ett_params``, ``ett_phases`` of a DuckDB-checked trace;
+    then the fingerprint."""
     spark, trace = st.spark, st.trace
     sources = {s.table: s for s in discover(Path(trace.path))}
     for table in TABLES:
@@ -456,7 +459,8 @@ def register_clean(spark: "SparkSession", excluded_jobs: list[str]) -> None:
     excluded.createOrReplaceTempView("ett_excluded_jobs")
     for table in TABLES:
         spark.sql(
-            f"SELECT t.* FROM typed_{table} AS t LEFT ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id WHERE t.job_id IS NOT NULL"
+            f"SELECT t.* FROM typed_{table} AS t LEFT ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id "
+            "WHERE t.job_id IS NOT NULL"
         ).createOrReplaceTempView(f"clean_{table}")
 
 
@@ -484,7 +488,8 @@ def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None
 
 
 def register_exclusion_jobs(st: SparkTrace) -> None:
-    """``ett_exclusion_jobs``: for each exclusion, the keys of the jobs it applies to (label columns checked, values bound)."""
+    """``ett_exclusion_jobs``: for each exclusion, the keys of the jobs it applies to (label columns checked,
+    values bound)."""
     window = st.trace.window
     check_labels(window, group_columns(st.trace))
     parts = []
@@ -539,12 +544,13 @@ def register_metric_views(st: SparkTrace) -> None:
                         str(st.trace.path),
                         None,
                         "job_id",
-                        f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); rename one of them",
+                        f"job ids {dup[0][0]!r} and {dup[0][1]!r} have the same 64-bit job key (hash); "
+                        "rename one of them",
                     )
                 )
 
 
-# ----------------------------------------------------------------------------- the metric (same frames as ettcore.metric)
+# --------------------------------------------------------------------------- the metric (same frames as ettcore.metric)
 
 
 def job_summary(st: SparkTrace) -> pl.DataFrame:

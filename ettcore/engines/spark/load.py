@@ -9,8 +9,8 @@ Spark here, with the same rules and the same results:
    calls): ``jobs`` (optional), ``attempts`` and ``spans``, each
    ``<table>.parquet`` or a folder ``<table>/`` of Parquet part files (nested
    folders such as ``day=2026-01-05/`` are read, their values are not columns, as
-   for a local trace; hidden and ``_``-prefixed paths are skipped); ``trace.json`` optional.  Only Parquet is read from a URI: CSV,
-   JSONL and DuckDB files are refused with an error saying so.
+   for a local trace; hidden and ``_``-prefixed paths are skipped); ``trace.json`` optional.  Only Parquet is read from
+   a URI: CSV, JSONL and DuckDB files are refused with an error saying so.
 2. ``raw_<table>`` views with ``_file`` (the file's URI as Spark's
    ``_metadata.file_path`` gives it, percent-encoded: ``file:/data/my%20trace/spans.parquet``)
    and ``_row`` (1-based row within the file, as DuckDB numbers Parquet rows),
@@ -118,7 +118,10 @@ def _filesystem(spark: "SparkSession", uri: str) -> tuple[Any, Any]:
         hint = ""
         if scheme in _CONNECTORS:
             package = _CONNECTORS[scheme].format(v=jvm.org.apache.hadoop.util.VersionInfo.getVersion())
-            hint = f"; add the Hadoop connector for {scheme}:// to Spark (e.g. spark.jars.packages={package}) and its credentials"
+            hint = (
+                f"; add the Hadoop connector for {scheme}:// to Spark (e.g. spark.jars.packages={package}) and its "
+                "credentials"
+            )
         raise InputError(
             Problem(uri, None, None, f"Spark cannot open this URI: {_java_error(exc)[:300]}{hint}")
         ) from None
@@ -129,7 +132,8 @@ def _hidden(relative: str) -> bool:
 
 
 def _parquet_files(fs: Any, folder: Any) -> list[str]:
-    """The ``.parquet`` files under ``folder`` (recursively), skipping hidden and ``_`` paths like :func:`ettcore.trace.discover`."""
+    """The ``.parquet`` files under ``folder`` (recursively), skipping hidden and ``_`` paths
+    like :func:`ettcore.trace.discover`."""
     base = folder.toUri().getPath().rstrip("/") + "/"
     files = []
     it = fs.listFiles(folder, True)
@@ -159,7 +163,8 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
                     uri,
                     None,
                     None,
-                    "a trace given as a URI must be a folder of Parquet tables (a DuckDB file is read from a local path only)",
+                    "a trace given as a URI must be a folder of Parquet tables (a DuckDB file is read from a local "
+                    "path only)",
                 )
             )
         entries = {s.getPath().getName(): s for s in fs.listStatus(root)}
@@ -202,7 +207,8 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
                     None,
                     None,
                     f"a trace read from a URI must be Parquet ({table}.parquet or {table}/); "
-                    f"{kind.upper()} is read from local paths only: convert the table to Parquet or copy the trace locally",
+                    f"{kind.upper()} is read from local paths only: convert the table to Parquet or copy the trace "
+                    "locally",
                 )
             )
         if kind == "parquet":
@@ -257,7 +263,10 @@ def _read(spark: "SparkSession", src: UriSource) -> "DataFrame":
             raise
         why = _java_error(exc)
         if "CANNOT_MERGE_SCHEMAS" in why:  # DuckDB unifies differing plain types; Spark refuses them
-            why = "its part files give a column different types (e.g. bigint in one, string in another); write them with one schema"
+            why = (
+                "its part files give a column different types (e.g. bigint in one, string in another); "
+                "write them with one schema"
+            )
         raise InputError(Problem(where, None, None, f"Spark cannot read table '{src.table}': {why[:300]}")) from None
     _refuse_reserved(where, names)
     if "_metadata" in (n.lower() for n in names):
@@ -285,7 +294,8 @@ def findings_query(has_jobs: bool) -> str:
     """Every check of ``ettcore/sql/checks/`` in Spark SQL, as one UNION ALL ordered like the DuckDB findings."""
     names = [n for n in check_names() if has_jobs or not n.startswith("jobs_")]
     union = "\nUNION ALL\n".join(
-        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS `check` FROM ({spark_sql('checks/' + n)}) AS c{i}"
+        f"SELECT table_name, _file, CAST(_row AS BIGINT) AS _row, field, job_id, message, '{n}' AS `check` "
+        f"FROM ({spark_sql('checks/' + n)}) AS c{i}"
         for i, n in enumerate(names)
     )
     return f"SELECT * FROM ({union}) AS f ORDER BY _file, _row, field, message"
@@ -325,7 +335,8 @@ SELECT (SELECT count(*) FROM clean_attempts AS t CROSS JOIN ett_params AS p WHER
 
 
 def _accounting_query() -> str:
-    """Per table and reason (NULL: used), the count of typed rows; reasons as :func:`ettcore.trace.checks.accounting` gives them."""
+    """Per table and reason (NULL: used), the count of typed rows;
+    reasons as :func:`ettcore.trace.checks.accounting` gives them."""
     parts = []
     for table in TABLES:
         parts.append(
@@ -365,7 +376,8 @@ def accounting(spark: "SparkSession", problems: list[Problem]) -> dict:
 
 @dataclass
 class UriTrace(CheckedTrace):
-    """What the ``ett`` command reads of a :class:`~ettcore.trace.Trace`, for a trace read and checked by Spark (``path``: the URI)."""
+    """What the ``ett`` command reads of a :class:`~ettcore.trace.Trace`,
+    for a trace read and checked by Spark (``path``: the URI)."""
 
 
 @dataclass
@@ -433,7 +445,8 @@ def open_uri(
             window=window,
         )
 
-        # the checks and the accounting read each typed table many times: parse the files once, keep the result meanwhile
+        # the checks and the accounting read each typed table many times: parse the files once,
+        # keep the result meanwhile
         typed = [spark.table(f"typed_{t}").persist() for t in TABLES]
         for t, df in zip(TABLES, typed):
             df.createOrReplaceTempView(f"typed_{t}")
