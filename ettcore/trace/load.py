@@ -277,9 +277,7 @@ class Trace(CheckedTrace):
     def span_store(self) -> span_store.SpanStore:
         """The trace's span store (:mod:`ettcore.trace.span_store`), built and keyed to the clean jobs on first need."""
         if self.spans is None:  # a trace whose checks are known (check cache) needs no screen
-            self.spans = span_store.build(
-                self.con, self, self.temp_directory, screened=not self.checks_known
-            )
+            self.spans = span_store.build(self.con, self, self.temp_directory, screened=not self.checks_known)
         if not self.spans_keyed:
             span_store.register_keyed(self.con, excluded=bool(self.excluded_jobs))
             self.spans_keyed = True
