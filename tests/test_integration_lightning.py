@@ -70,7 +70,7 @@ def test_a_compiled_modules_first_step_is_measured_as_pt2_compile(tmp_path: Path
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import lightning as L
     import torch
-    from lightning_job import EventLog, Regressor
+    from ettcore.demo.jobs.lightning_job import EventLog, Regressor
     from torch.utils.data import DataLoader, TensorDataset
 
     from ettcore.integrations.lightning import ETTCallback
