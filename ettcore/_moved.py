@@ -2,8 +2,8 @@
 
 ``import ettcore.scorecard`` (or ``from ettcore.scorecard import Scorecard``) still works: the finder below gives
 the module at its new path, ``ettcore.present.scorecard``, and warns with a :class:`DeprecationWarning` naming it.
-The same module object is returned, so state and monkeypatching are shared.  Names that moved inside a module
-(the in-job recorder's converter) are served by :data:`MOVED_NAMES`.
+The old path gives the very module object, so state and monkeypatching are shared.  Names that left a module (the
+in-job recorder's converter, the integrations' ``Timeline``) are served, with a warning, by :data:`MOVED_NAMES`.
 """
 
 from __future__ import annotations
@@ -58,32 +58,34 @@ def _warn(old: str, new: str) -> None:
     warnings.warn(f"{old} moved to {new}; import it from there", DeprecationWarning, stacklevel=3)
 
 
-class _Alias(ModuleType):
-    """The old path's module: every attribute read from the new module, moved names from where they went."""
+def _moved_name_getter(old: str, module: ModuleType):
+    """A module ``__getattr__`` (PEP 562) that serves the names which left ``old`` from where they went, warning."""
 
-    def __init__(self, old: str, new: ModuleType):
-        super().__init__(old, new.__doc__)
-        self._old, self._new = old, new
+    def __getattr__(name: str):
+        target = MOVED_NAMES.get((old, name))
+        if target is None:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        new_name = RENAMED.get((old, name), name)
+        _warn(f"{old}.{name}", f"{target}.{new_name}")
+        return getattr(importlib.import_module(target), new_name)
 
-    def __getattr__(self, name: str):
-        target = MOVED_NAMES.get((self._old, name))
-        if target is not None:
-            _warn(f"{self._old}.{name}", f"{target}.{RENAMED.get((self._old, name), name)}")
-            return getattr(importlib.import_module(target), RENAMED.get((self._old, name), name))
-        return getattr(self._new, name)
-
-    def __dir__(self):
-        return dir(self._new)
+    return __getattr__
 
 
 class _Loader(importlib.abc.Loader):
+    """Gives the module at its new path itself (so setting an attribute through the old path patches the real
+    module), keeping the module's own ``__spec__``."""
+
     def create_module(self, spec):
-        new = MOVED_MODULES[spec.name]
-        _warn(spec.name, new)
-        return _Alias(spec.name, importlib.import_module(new))
+        _warn(spec.name, MOVED_MODULES[spec.name])
+        module = importlib.import_module(MOVED_MODULES[spec.name])
+        self._own_spec = module.__spec__
+        if any(old == spec.name for old, _ in MOVED_NAMES) and "__getattr__" not in module.__dict__:
+            module.__getattr__ = _moved_name_getter(spec.name, module)
+        return module
 
     def exec_module(self, module):
-        return None
+        module.__spec__ = self._own_spec  # the import system set the old path's spec: put the module's own back
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):

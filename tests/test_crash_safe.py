@@ -88,7 +88,7 @@ WRITE_TRACE_CHILD = """
 import sys, time
 from pathlib import Path
 import polars as pl
-from ettcore import trace_writer
+from ettcore.trace import writer as trace_writer
 
 target, ready, fmt = Path({target!r}), Path({ready!r}), {fmt!r}
 frames = {{n: pl.read_csv(Path({sample!r}) / f"{{n}}.csv") for n in ("jobs", "attempts", "spans")}}
@@ -347,7 +347,7 @@ REPORT_CHILD = """
 import time
 from pathlib import Path
 import papermill
-from ettcore import report
+from ettcore.present import report
 
 ready = Path({ready!r})
 

@@ -67,9 +67,9 @@ def test_torch_compile_makes_the_first_step_pt2_compile(tmp_path: Path) -> None:
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from ettcore.demo.jobs.hf_job import Tokens, tiny_gpt2
     from transformers import Trainer, TrainingArguments
 
+    from ettcore.demo.jobs.hf_job import Tokens, tiny_gpt2
     from ettcore.integrations.huggingface import ETTCallback
 
     break_the_callback(monkeypatch)

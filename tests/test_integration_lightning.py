@@ -70,9 +70,9 @@ def test_a_compiled_modules_first_step_is_measured_as_pt2_compile(tmp_path: Path
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import lightning as L
     import torch
-    from ettcore.demo.jobs.lightning_job import EventLog, Regressor
     from torch.utils.data import DataLoader, TensorDataset
 
+    from ettcore.demo.jobs.lightning_job import EventLog, Regressor
     from ettcore.integrations.lightning import ETTCallback
 
     break_the_callback(monkeypatch)
