@@ -183,7 +183,6 @@ def open_uri(session, path: Path, **kw):
 @needs_spark
 @spark_group
 def test_sample_by_uri_same_as_duckdb(session, sample_parquet):
-    from ettcore.engines import spark as sp
 
     duck = load_trace(SAMPLE_TRACE)  # DuckDB on the bundled CSV folder
     st = open_uri(session, sample_parquet)
@@ -212,7 +211,6 @@ MARK = "Zq9MARK"  # a marker no SQL text of the project contains
 @spark_group
 def test_partitioned_parquet_by_uri_same_as_duckdb(session, tmp_path, monkeypatch):
     """Hive-partitioned part files with Parquet types; hostile job ids, label name and folder name stay data."""
-    from ettcore.engines import spark as sp
 
     frames = _typed_sample()
     ids = {j: f"{j}'); DROP VIEW clean_spans; --{MARK}" for j in frames["jobs"]["job_id"]}
@@ -280,7 +278,6 @@ def test_bad_rows_named_like_duckdb(session, bad_trace):
 @needs_spark
 @spark_group
 def test_bad_rows_skipped_like_duckdb(session, bad_trace):
-    from ettcore.engines import spark as sp
 
     duck = load_trace(bad_trace, skip_invalid=True)
     st = open_uri(session, bad_trace, skip_invalid=True)
@@ -376,7 +373,6 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
 def test_column_names_without_case_and_a_missing_column_by_uri(session, tmp_path):
     """Headers as `Start`, `End`, `Job_ID`: Spark reads them as the DuckDB loader does (same numbers); a trace whose
     spans lack `phase` is one problem naming the table and the column, as for a local path."""
-    from ettcore.engines import spark as sp
 
     f = _typed_sample()
     upper = {t: df.rename({c: c.title() for c in df.columns if c != "team"}) for t, df in f.items()}
