@@ -116,11 +116,11 @@ def compare(trace, session, by: str | None = None, every: str = "day") -> pl.Dat
     st = sp.open_trace(trace, session)
     jobs = metric.job_summary(trace)
     assert jobs.height > 0
-    assert_same(jobs, sp.job_summary(st))
-    assert_same(metric.fleet_summary(trace), sp.fleet_summary(st))
+    assert_same(jobs, metric.job_summary(st))
+    assert_same(metric.fleet_summary(trace), metric.fleet_summary(st))
     if by is not None:
-        assert_same(metric.fleet_summary(trace, by=by), sp.fleet_summary(st, by=by))
-    assert_same(metric.trend(trace, every), sp.trend(st, every))
+        assert_same(metric.fleet_summary(trace, by=by), metric.fleet_summary(st, by=by))
+    assert_same(metric.trend(trace, every), metric.trend(st, every))
     return jobs
 
 
@@ -143,8 +143,8 @@ def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
     st = sp.open_trace(trace, session)
     duck = metric.job_summary(trace)
     assert "running" in duck["status"].to_list()
-    assert_same(duck, sp.job_summary(st))
-    assert_same(metric.l2_matrix(trace), sp.l2_matrix(st))
+    assert_same(duck, metric.job_summary(st))
+    assert_same(metric.l2_matrix(trace), metric.l2_matrix(st))
 
     assert sp.fingerprint_differences(st) == []
     session.sql("SELECT * FROM clean_attempts WHERE attempt > 0").createOrReplaceTempView("clean_attempts")
@@ -192,11 +192,11 @@ def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
     st = sp.open_trace(trace, session)
     jobs = metric.job_summary(trace)
     assert jobs["excluded_s"].sum() > 0
-    assert_same(jobs, sp.job_summary(st))
-    assert_same(metric.fleet_summary(trace, by="team"), sp.fleet_summary(st, by="team"))
-    assert_same(metric.l2_matrix(trace), sp.l2_matrix(st))
-    assert_same(metric.exclusion_summary(trace), sp.exclusion_summary(st))
-    assert_same(metric.trend(trace, "day"), sp.trend(st, "day"))
-    assert_same(metric.trend(trace, "day", window="48h"), sp.trend(st, "day", window="48h"))
-    assert_same(metric.trend(trace, "hour", window="6h"), sp.trend(st, "hour", window="6h"))
-    assert_same(metric.job_summary(trace), sp.job_summary(st))  # the hourly grid changes no per-job figure
+    assert_same(jobs, metric.job_summary(st))
+    assert_same(metric.fleet_summary(trace, by="team"), metric.fleet_summary(st, by="team"))
+    assert_same(metric.l2_matrix(trace), metric.l2_matrix(st))
+    assert_same(metric.exclusion_summary(trace), metric.exclusion_summary(st))
+    assert_same(metric.trend(trace, "day"), metric.trend(st, "day"))
+    assert_same(metric.trend(trace, "day", window="48h"), metric.trend(st, "day", window="48h"))
+    assert_same(metric.trend(trace, "hour", window="6h"), metric.trend(st, "hour", window="6h"))
+    assert_same(metric.job_summary(trace), metric.job_summary(st))  # the hourly grid changes no per-job figure

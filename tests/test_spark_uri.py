@@ -183,7 +183,6 @@ def open_uri(session, path: Path, **kw):
 @needs_spark
 @spark_group
 def test_sample_by_uri_same_as_duckdb(session, sample_parquet):
-    from ettcore.engines import spark as sp
 
     duck = load_trace(SAMPLE_TRACE)  # DuckDB on the bundled CSV folder
     st = open_uri(session, sample_parquet)
@@ -197,9 +196,9 @@ def test_sample_by_uri_same_as_duckdb(session, sample_parquet):
     )
     jobs = metric.job_summary(duck)
     assert jobs.height == 4
-    assert_same(jobs, sp.job_summary(st))
-    assert_same(metric.fleet_summary(duck), sp.fleet_summary(st))
-    assert_same(metric.trend(duck, "day"), sp.trend(st, "day"))
+    assert_same(jobs, metric.job_summary(st))
+    assert_same(metric.fleet_summary(duck), metric.fleet_summary(st))
+    assert_same(metric.trend(duck, "day"), metric.trend(st, "day"))
 
 
 # ----------------------------------------------------------------------------- (b) partitioned Parquet
@@ -212,7 +211,6 @@ MARK = "Zq9MARK"  # a marker no SQL text of the project contains
 @spark_group
 def test_partitioned_parquet_by_uri_same_as_duckdb(session, tmp_path, monkeypatch):
     """Hive-partitioned part files with Parquet types; hostile job ids, label name and folder name stay data."""
-    from ettcore.engines import spark as sp
 
     frames = _typed_sample()
     ids = {j: f"{j}'); DROP VIEW clean_spans; --{MARK}" for j in frames["jobs"]["job_id"]}
@@ -226,12 +224,12 @@ def test_partitioned_parquet_by_uri_same_as_duckdb(session, tmp_path, monkeypatc
     real_sql = session.sql
     monkeypatch.setattr(session, "sql", lambda q, *a, **kw: statements.append(q) or real_sql(q, *a, **kw))
     st = open_uri(session, folder)
-    jobs = sp.job_summary(st)
+    jobs = metric.job_summary(st)
     assert [len(s.files) for s in st.trace.sources] == [len(s.files) for s in duck.sources]
     assert (st.trace.as_of_ms, st.trace.accounting) == (duck.as_of_ms, duck.accounting)
     assert_same(metric.job_summary(duck), jobs)
     assert sorted(jobs["job_id"]) == sorted(ids.values())
-    assert_same(metric.fleet_summary(duck), sp.fleet_summary(st))
+    assert_same(metric.fleet_summary(duck), metric.fleet_summary(st))
     assert statements and not [q for q in statements if MARK in q]  # no value or path reached SQL text
 
 
@@ -280,7 +278,6 @@ def test_bad_rows_named_like_duckdb(session, bad_trace):
 @needs_spark
 @spark_group
 def test_bad_rows_skipped_like_duckdb(session, bad_trace):
-    from ettcore.engines import spark as sp
 
     duck = load_trace(bad_trace, skip_invalid=True)
     st = open_uri(session, bad_trace, skip_invalid=True)
@@ -288,8 +285,8 @@ def test_bad_rows_skipped_like_duckdb(session, bad_trace):
     assert st.trace.excluded_jobs == duck.excluded_jobs
     assert st.trace.accounting == duck.accounting
     assert problems_key(st.trace.problems) == problems_key(duck.problems)
-    assert_same(metric.job_summary(duck), sp.job_summary(st))
-    assert_same(metric.fleet_summary(duck), sp.fleet_summary(st))
+    assert_same(metric.job_summary(duck), metric.job_summary(st))
+    assert_same(metric.fleet_summary(duck), metric.fleet_summary(st))
 
 
 # ----------------------------------------------------------------------------- (d) input errors
@@ -376,13 +373,12 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
 def test_column_names_without_case_and_a_missing_column_by_uri(session, tmp_path):
     """Headers as `Start`, `End`, `Job_ID`: Spark reads them as the DuckDB loader does (same numbers); a trace whose
     spans lack `phase` is one problem naming the table and the column, as for a local path."""
-    from ettcore.engines import spark as sp
 
     f = _typed_sample()
     upper = {t: df.rename({c: c.title() for c in df.columns if c != "team"}) for t, df in f.items()}
     folder = write_trace(tmp_path / "title", jobs=upper["jobs"], attempts=upper["attempts"], spans=upper["spans"])
     duck = load_trace(folder)
-    assert_same(metric.job_summary(duck), sp.job_summary(open_uri(session, folder)))
+    assert_same(metric.job_summary(duck), metric.job_summary(open_uri(session, folder)))
     missing = write_trace(tmp_path / "nophase", jobs=f["jobs"], attempts=f["attempts"], spans=f["spans"].drop("phase"))
     with pytest.raises(TraceError) as local:
         load_trace(missing)

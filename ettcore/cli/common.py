@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from ettcore import engines
+from ettcore import engines, metric
 from ettcore.cli.output import exclusion_records, format_table
 from ettcore.errors import summarize_problems
 from ettcore.trace.instants import iso as _iso_ms
@@ -116,18 +116,18 @@ def skip_report(trace: Trace) -> str:
     return "\n".join(lines)
 
 
-def window_head(trace: Trace, m: Any) -> dict[str, Any]:
+def window_head(trace: Trace) -> dict[str, Any]:
     """The ``window`` and ``exclusions`` keys of a JSON output: present only when a window or an exclusion is set."""
     w = trace.window
     if w.whole:
         return {}
     head: dict[str, Any] = {"window": {"since": _iso_ms(w.since_ms), "until": _iso_ms(w.until_ms)}}
     if w.exclusions:
-        head["exclusions"] = exclusion_records(m.exclusion_summary(trace))
+        head["exclusions"] = exclusion_records(metric.exclusion_summary(trace))
     return head
 
 
-def print_window(trace: Trace, m: Any, out=None) -> None:
+def print_window(trace: Trace, out=None) -> None:
     """The measured window and the exclusion windows, as lines of text (nothing for the default whole trace)."""
     out = out or sys.stdout
     w = trace.window
@@ -138,7 +138,7 @@ def print_window(trace: Trace, m: Any, out=None) -> None:
             file=out,
         )
     if w.exclusions:
-        ex = m.exclusion_summary(trace)
+        ex = metric.exclusion_summary(trace)
         print(f"Exclusion windows (left out of wall time, every bucket and NoF; {ex.height}):", file=out)
         print(
             format_table(

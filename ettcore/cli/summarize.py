@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from ettcore import engines
+from ettcore import metric
 from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window, window_head
 from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_summary_json, write_table
 from ettcore.phases import ALL_COMPONENTS
@@ -16,17 +16,16 @@ from ettcore.trace.instants import iso as _iso_ms
 
 def run(args: argparse.Namespace) -> int:
     trace = open_checked(args)
-    m = engines.metric_for(args.engine, args.spark_master)
-    jobs = m.job_summary(trace)
-    fleet = m.fleet_summary(trace)
-    groups = m.fleet_summary(trace, by=args.by) if args.by else None
+    jobs = metric.job_summary(trace)
+    fleet = metric.fleet_summary(trace)
+    groups = metric.fleet_summary(trace, by=args.by) if args.by else None
     extra = ("excluded_s",) if trace.window.exclusions else ()
     if args.json:
         head = {
             "trace": str(args.trace),
             "synthetic": trace.synthetic,
             "as_of": _iso_ms(trace.as_of_ms),
-            **window_head(trace, m),
+            **window_head(trace),
         }
         tail: dict[str, Any] = {
             "fleet": group_records(fleet, None, extra)[0] if fleet.height else None,
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if trace.synthetic:
             print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
-        print_window(trace, m)
+        print_window(trace)
         cols = [
             "job_id",
             "model",

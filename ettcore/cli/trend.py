@@ -9,17 +9,16 @@ from typing import Any
 
 import polars as pl
 
-from ettcore import engines
+from ettcore import metric
 from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window
 from ettcore.cli.output import format_table, jsonable
 
 
 def run(args: argparse.Namespace) -> int:
     trace = open_checked(args)
-    m = engines.metric_for(args.engine, args.spark_master)
-    df = m.trend(trace, every=args.every, window=args.window)
+    df = metric.trend(trace, every=args.every, window=args.window)
     if args.json or args.csv:
-        print_window(trace, m, out=sys.stderr)  # the output itself stays one list / one table
+        print_window(trace, out=sys.stderr)  # the output itself stays one list / one table
     if args.json:
         print(json.dumps([{k: jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)], indent=2))
     elif args.csv:
@@ -27,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         if trace.synthetic:
             print("SYNTHETIC trace")
-        print_window(trace, m)
+        print_window(trace)
         print(format_table(df, df.columns, digits=2))
     return 0
 

@@ -15,10 +15,9 @@ metric (:mod:`ettcore.engines.spark.load`).  Only Parquet traces are read from a
 URI.  Object stores need their Hadoop connector and credentials in the Spark
 configuration (``spark_conf``, ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS``).
 
-For the ``ett`` command: :func:`add_engine_args` adds ``--engine`` and
-``--spark-master``; :func:`open_trace` loads a path or URI on the right engine;
-:func:`metric_for` gives an object with the same ``job_summary(trace)``,
-``fleet_summary(trace, by)`` and ``trend(trace, every)`` as :mod:`ettcore.metric`.
+:func:`open_trace` loads a path or URI on the right engine (the ``ett`` command's ``--engine`` and
+``--spark-master``), and every function of :mod:`ettcore.metric`, written once over the engine interface
+(:class:`ettcore.metric.Engine`), runs on what it returns.
 """
 
 from __future__ import annotations
@@ -31,67 +30,10 @@ import polars as pl
 
 from ettcore import metric
 from ettcore.errors import InputError, Problem
-from ettcore.trace.load import Trace, is_uri, load_trace
+from ettcore.trace.load import is_uri, load_trace
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_MASTER = "local[*]"
-
-
-class SparkMetric:
-    """The functions of :mod:`ettcore.metric`, computed on Spark for a DuckDB-checked :class:`Trace` or a URI's
-    trace."""
-
-    def __init__(self, master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None):
-        self.master = master
-        self.conf = conf
-
-    def on_spark(self, trace: Trace):
-        """The trace's :class:`~ettcore.engines.spark.SparkTrace` (opened once, kept as ``trace.spark_trace``).
-
-        A trace read from a URI (:func:`open_trace`) is already on Spark: its own is used.
-        """
-        from ettcore.engines import spark
-
-        st = trace.spark_trace
-        if st is None:
-            st = spark.open_trace(trace, spark.get_session(self.master, self.conf))
-            trace.spark_trace = st
-        return st
-
-    def job_summary(self, trace: Trace) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.job_summary(self.on_spark(trace))
-
-    def fleet_summary(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.fleet_summary(self.on_spark(trace), by)
-
-    def trend(self, trace: Trace, every: str = "day", window: Any = None) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.trend(self.on_spark(trace), every, window)
-
-    def l2_matrix(self, trace: Trace) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.l2_matrix(self.on_spark(trace))
-
-    def phase_busy(self, trace: Trace) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.phase_busy(self.on_spark(trace))
-
-    def exclusion_summary(self, trace: Trace) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.exclusion_summary(self.on_spark(trace))
-
-    def owner_gpu_hours(self, trace: Trace, by: str | None = None) -> pl.DataFrame:
-        from ettcore.engines import spark
-
-        return spark.owner_gpu_hours(self.on_spark(trace), by)
 
 
 def _check_engine(engine: str) -> None:
@@ -99,14 +41,6 @@ def _check_engine(engine: str) -> None:
         raise InputError(
             Problem("--engine", None, "engine", f"unknown engine {engine!r}; choose one of: {', '.join(ENGINES)}")
         )
-
-
-def metric_for(
-    engine: str = "duckdb", spark_master: str = DEFAULT_MASTER, spark_conf: dict[str, str] | None = None
-) -> Any:
-    """:mod:`ettcore.metric` itself for DuckDB; a :class:`SparkMetric` with the same functions for Spark."""
-    _check_engine(engine)
-    return metric if engine == "duckdb" else SparkMetric(spark_master, spark_conf)
 
 
 def open_trace(
@@ -123,20 +57,22 @@ def open_trace(
     until: Any = None,
     exclude: Any = None,
 ) -> Any:
-    """Load and check the trace at ``path`` for ``engine``.
+    """Load and check the trace at ``path`` and open it on ``engine``: the trace every function of
+    :mod:`ettcore.metric` takes.
 
-    A local path: :func:`ettcore.trace.load_trace` (DuckDB), for either engine.
+    A local path: :func:`ettcore.trace.load_trace` (DuckDB) reads and checks it, for either engine; with
+    ``engine="spark"`` the checked trace is then opened on Spark (:func:`ettcore.engines.spark.open_trace`: Spark
+    reads the same files, and its clean tables' fingerprint must equal DuckDB's).
     A URI (``scheme://...``): read and checked by Spark
     (:func:`ettcore.engines.spark.load.open_uri`; ``memory_limit`` and
     ``temp_directory`` are DuckDB settings and do not apply); ``since``, ``until`` and ``exclude`` set the
     measured window (:mod:`ettcore.trace.window`) on either engine; the result is a
-    :class:`~ettcore.engines.spark.load.UriTrace`, which :func:`metric_for` ``("spark")``
-    computes on.  A URI with ``engine="duckdb"`` is refused with a
+    :class:`~ettcore.engines.spark.load.UriSparkTrace`.  A URI with ``engine="duckdb"`` is refused with a
     :class:`InputError` saying to use the Spark engine.
     """
     _check_engine(engine)
     if not is_uri(path):
-        return load_trace(
+        trace = load_trace(
             path,
             mapping=mapping,
             as_of=as_of,
@@ -147,6 +83,11 @@ def open_trace(
             until=until,
             exclude=exclude,
         )
+        if engine == "duckdb":
+            return trace
+        from ettcore.engines import spark
+
+        return spark.open_trace(trace, spark.get_session(spark_master, spark_conf))
     if engine != "spark":
         raise InputError(
             Problem(
@@ -169,7 +110,7 @@ def open_trace(
         since=since,
         until=until,
         exclude=exclude,
-    ).trace
+    )
 
 
 def job_summary(
@@ -184,7 +125,7 @@ def job_summary(
     """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark;
     see :func:`ettcore.metric.job_summary`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
-    return metric_for(engine, spark_master, spark_conf).job_summary(trace)
+    return metric.job_summary(trace)
 
 
 def fleet_summary(
@@ -199,7 +140,7 @@ def fleet_summary(
 ) -> pl.DataFrame:
     """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
-    return metric_for(engine, spark_master, spark_conf).fleet_summary(trace, by)
+    return metric.fleet_summary(trace, by)
 
 
 def trend(
@@ -214,7 +155,7 @@ def trend(
 ) -> pl.DataFrame:
     """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
     trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
-    return metric_for(engine, spark_master, spark_conf).trend(trace, every)
+    return metric.trend(trace, every)
 
 
 def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
@@ -282,8 +223,8 @@ def benchmark_engines(
     d_trend = timed("duckdb_trend_s", lambda: metric.trend(trace, every))
     session = timed("spark_session_s", lambda: sp.get_session(spark_master, spark_conf))
     st = timed("spark_open_s", lambda: sp.open_trace(trace, session))
-    s_jobs, s_fleet = timed("spark_summary_s", lambda: (sp.job_summary(st), sp.fleet_summary(st)))
-    s_trend = timed("spark_trend_s", lambda: sp.trend(st, every))
+    s_jobs, s_fleet = timed("spark_summary_s", lambda: (metric.job_summary(st), metric.fleet_summary(st)))
+    s_trend = timed("spark_trend_s", lambda: metric.trend(st, every))
 
     out["jobs"] = d_jobs.height
     out["spark_over_duckdb"] = (out["spark_open_s"] + out["spark_summary_s"] + out["spark_trend_s"]) / (

@@ -21,7 +21,9 @@ choose a window and exclusion windows (:mod:`ettcore.trace.window`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any, Protocol
 
 import duckdb
 import polars as pl
@@ -286,48 +288,113 @@ def _set_groups(trace: Trace, by: str | None) -> None:
     trace.con.execute(f"CREATE OR REPLACE TEMP VIEW job_groups AS SELECT job_id, {expr} AS group_key FROM metric_jobs")
 
 
-def job_summary(trace: Trace) -> pl.DataFrame:
+# ----------------------------------------------------------------------------- the engines
+
+
+class Engine(Protocol):
+    """What the metric asks of the engine that holds a trace's views; each function below is written once over it.
+
+    :class:`DuckDBEngine` (in process, the default) and the Spark engine
+    (:class:`ettcore.engines.spark.SparkTrace`) run the same queries of ``ettcore/sql/metric/`` and give the same
+    frames.
+    """
+
+    def prepare(self, grid_ms: int | None = None, per_job: bool = False) -> None:
+        """The metric's views and the per-instant attribution, on a grid of ``grid_ms`` at least as fine; with
+        ``per_job``, the per-job table (``job_metrics``) too."""
+
+    def per_job(self) -> pl.DataFrame:
+        """``job_summary.sql``'s rows (one a job) in job id order."""
+
+    def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
+        """One query of ``ettcore/sql/`` (``metric/<name>``) on the prepared views, parameters bound."""
+
+    def set_groups(self, by: str | None) -> None:
+        """Point the ``job_groups`` view at one column (checked against the trace's columns) or the whole fleet."""
+
+
+@dataclass(frozen=True)
+class DuckDBEngine:
+    """The DuckDB engine: the trace's own connection (:class:`ettcore.trace.Trace`), prepared by :func:`prepare`."""
+
+    trace: Trace
+
+    def prepare(self, grid_ms: int | None = None, per_job: bool = False) -> None:
+        prepare(self.trace, grid_ms=grid_ms)
+        if per_job:
+            job_metrics(self.trace)
+
+    def per_job(self) -> pl.DataFrame:
+        job_metrics(self.trace)
+        # job_metrics was written in job_id order (job_summary.sql ends with ORDER BY), and DuckDB returns a table's
+        # rows in the order they were inserted (preserve_insertion_order, on by default): no second sort of a
+        # million ids
+        return self.trace.sql("SELECT * FROM job_metrics")
+
+    def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
+        return self.trace.sql(sql(name), params)
+
+    def set_groups(self, by: str | None) -> None:
+        _set_groups(self.trace, by)
+
+
+def engine_of(trace: Any) -> Engine:
+    """The engine that holds ``trace``'s views: DuckDB for a loaded :class:`Trace`, else the trace opened on another
+    engine (:func:`ettcore.engines.open_trace` with ``engine="spark"``), which is its own engine."""
+    if isinstance(trace, Trace):
+        return DuckDBEngine(trace)
+    if all(callable(getattr(trace, m, None)) for m in ("prepare", "per_job", "run", "set_groups")):
+        return trace
+    raise TypeError(f"not a trace the metric can run on: {type(trace).__name__}")
+
+
+# ----------------------------------------------------------------------------- the metric, once for every engine
+
+
+def job_summary(trace: Any) -> pl.DataFrame:
     """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
-    job_metrics(trace)
-    # job_metrics was written in job_id order (job_summary.sql ends with ORDER BY), and DuckDB returns a table's rows
-    # in the order they were inserted (preserve_insertion_order, on by default): no second sort of a million ids
-    return trace.sql("SELECT * FROM job_metrics")
+    return engine_of(trace).per_job()
 
 
-def l2_matrix(trace: Trace) -> pl.DataFrame:
+def l2_matrix(trace: Any) -> pl.DataFrame:
     """Long frame ``job_id, bucket, phase, component, owner, seconds``; sums to each job's wall."""
-    prepare(trace)
-    return trace.sql(sql("metric/job_l2_matrix"))
+    e = engine_of(trace)
+    e.prepare()
+    return e.run("metric/job_l2_matrix")
 
 
-def phase_busy(trace: Trace) -> pl.DataFrame:
+def phase_busy(trace: Any) -> pl.DataFrame:
     """Busy seconds per job and phase (overlapping spans counted twice)."""
-    prepare(trace)
-    return trace.sql(sql("metric/phase_busy"))
+    e = engine_of(trace)
+    e.prepare()
+    return e.run("metric/phase_busy")
 
 
-def fleet_summary(trace: Trace, by: str | None = None) -> pl.DataFrame:
+def fleet_summary(trace: Any, by: str | None = None) -> pl.DataFrame:
     """One row for the fleet, or one row a group when ``by`` names a column of ``jobs``."""
-    job_metrics(trace)
-    _set_groups(trace, by)
-    return name_groups(trace.sql(sql("metric/group_summary")), by)
+    e = engine_of(trace)
+    e.prepare(per_job=True)
+    e.set_groups(by)
+    return name_groups(e.run("metric/group_summary"), by)
 
 
-def owner_gpu_hours(trace: Trace, by: str | None = None) -> pl.DataFrame:
+def owner_gpu_hours(trace: Any, by: str | None = None) -> pl.DataFrame:
     """GPU-hours lost per component and owner (per group when ``by`` is given)."""
-    prepare(trace)
-    _set_groups(trace, by)
-    return name_groups(trace.sql(sql("metric/owner_gpu_hours")), by)
+    e = engine_of(trace)
+    e.prepare()
+    e.set_groups(by)
+    return name_groups(e.run("metric/owner_gpu_hours"), by)
 
 
-def exclusion_summary(trace: Trace) -> pl.DataFrame:
+def exclusion_summary(trace: Any) -> pl.DataFrame:
     """One row an exclusion window (file order): its filter, and the jobs, wall and productive GPU-hours and
     interruptions it took out of the measurement (inside the analysis window; overlapping exclusions count in each)."""
-    prepare(trace)
-    return trace.sql(sql("metric/exclusion_summary"))
+    e = engine_of(trace)
+    e.prepare()
+    return e.run("metric/exclusion_summary")
 
 
-def trend(trace: Trace, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
+def trend(trace: Any, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
     """GPU-time-weighted ETT% and component GPU-hours per UTC bucket, prorated per instant.
 
     Calendar buckets (``every`` day, week or month): ``fleet_trend``, one row a bucket with measured time or an
@@ -336,10 +403,11 @@ def trend(trace: Trace, every: str = "day", window: str | timedelta | None = Non
     the first to the last, each over the window ending with it (columns ``bucket_start``, ``window_start``,
     ``window_end``, then the same figures).
     """
+    e = engine_of(trace)
     window_ms = trend_window(every, window)
     if window_ms is None:
-        prepare(trace)
-        return trace.sql(sql("metric/fleet_trend"), {"every": every})
+        e.prepare()
+        return e.run("metric/fleet_trend", {"every": every})
     step = bucket_ms(every)
-    prepare(trace, grid_ms=step)
-    return trace.sql(sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})
+    e.prepare(grid_ms=step)
+    return e.run("metric/fleet_rolling", {"every_ms": step, "window_ms": window_ms})

@@ -58,7 +58,7 @@ import polars as pl
 
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
 from ettcore.errors import InputError, Problem
-from ettcore.metric import bucket_ms, check_by, group_columns, name_groups, trend_window
+from ettcore.metric import check_by, group_columns
 from ettcore.trace.instants import DAY_MS, TS_MAX_MS, TS_MIN_MS
 from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
 from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
@@ -383,6 +383,37 @@ class SparkTrace:
             _ensure_registered(self)
             return to_polars(self.spark.sql(query, args=args) if args else self.spark.sql(query))
 
+    # the engine interface of ettcore.metric (ettcore.metric.Engine): the metric's functions run on it unchanged
+
+    def prepare(self, grid_ms: int | None = None, per_job: bool = False) -> None:
+        """Every view is registered when the trace is opened (the per-job one included); a finer grid (an hourly
+        trend) attributes again, as the DuckDB engine does."""
+        if grid_ms is not None and grid_ms < self.grid_ms:
+            self.grid_ms = grid_ms
+            with input_errors(self.trace.path):
+                register_trace(self)
+
+    def per_job(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM job_metrics ORDER BY job_id")
+
+    def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
+        return self.sql(spark_sql(name), params)
+
+    def set_groups(self, by: str | None) -> None:
+        if by is None:
+            expr = "'fleet'"
+        else:
+            check_by(self.trace, by)
+            expr = f"CAST({_q(by)} AS STRING)"
+        _ensure_registered(self)
+        self.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
+
+    def __getattr__(self, name: str) -> Any:
+        """What the trace says of itself (window, accounting, labels, metadata, ...) is the checked trace's."""
+        if name.startswith("__") or name in ("spark", "trace"):
+            raise AttributeError(name)
+        return getattr(self.trace, name)
+
 
 def to_polars(df: "DataFrame") -> pl.DataFrame:
     """A Spark result as the Polars frame DuckDB would give: zone-aware timestamps become zone-less UTC."""
@@ -548,60 +579,3 @@ def register_metric_views(st: SparkTrace) -> None:
                         "rename one of them",
                     )
                 )
-
-
-# --------------------------------------------------------------------------- the metric (same frames as ettcore.metric)
-
-
-def job_summary(st: SparkTrace) -> pl.DataFrame:
-    """One row a job, as :func:`ettcore.metric.job_summary`."""
-    return st.sql("SELECT * FROM job_metrics ORDER BY job_id")
-
-
-def l2_matrix(st: SparkTrace) -> pl.DataFrame:
-    """The long Level 2 matrix, as :func:`ettcore.metric.l2_matrix`."""
-    return st.sql(spark_sql("metric/job_l2_matrix"))
-
-
-def phase_busy(st: SparkTrace) -> pl.DataFrame:
-    """Busy seconds per job and phase, as :func:`ettcore.metric.phase_busy`."""
-    return st.sql(spark_sql("metric/phase_busy"))
-
-
-def _set_groups(st: SparkTrace, by: str | None) -> None:
-    if by is None:
-        expr = "'fleet'"
-    else:
-        check_by(st.trace, by)
-        expr = f"CAST({_q(by)} AS STRING)"
-    _ensure_registered(st)
-    st.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
-
-
-def fleet_summary(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
-    """One row for the fleet or a group, as :func:`ettcore.metric.fleet_summary`."""
-    _set_groups(st, by)
-    return name_groups(st.sql(spark_sql("metric/group_summary")), by)
-
-
-def owner_gpu_hours(st: SparkTrace, by: str | None = None) -> pl.DataFrame:
-    """GPU-hours lost per component and owner, as :func:`ettcore.metric.owner_gpu_hours`."""
-    _set_groups(st, by)
-    return name_groups(st.sql(spark_sql("metric/owner_gpu_hours")), by)
-
-
-def exclusion_summary(st: SparkTrace) -> pl.DataFrame:
-    """One row an exclusion window, as :func:`ettcore.metric.exclusion_summary`."""
-    return st.sql(spark_sql("metric/exclusion_summary"))
-
-
-def trend(st: SparkTrace, every: str = "day", window: Any = None) -> pl.DataFrame:
-    """Fleet ETT% per UTC bucket (calendar, or rolling over a trailing window), as :func:`ettcore.metric.trend`."""
-    window_ms = trend_window(every, window)
-    if window_ms is None:
-        return st.sql(spark_sql("metric/fleet_trend"), {"every": every})
-    step = bucket_ms(every)
-    if step < st.grid_ms:  # a finer grid: attribute again (as ettcore.metric.prepare does)
-        st.grid_ms = step
-        register_trace(st)
-    return st.sql(spark_sql("metric/fleet_rolling"), {"every_ms": step, "window_ms": window_ms})
