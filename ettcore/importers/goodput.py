@@ -60,7 +60,7 @@ import datetime
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ettcore.errors import InputError, Problem
@@ -284,79 +284,113 @@ def _pair_in_time(events: list[tuple[float, str, int]]) -> tuple[list[tuple[floa
     return out, lone_starts, lone_ends
 
 
-def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tuple[list[dict], list[dict]]:
-    """Attempts and spans (epoch seconds) of one job from its entries, in any order."""
+@dataclass
+class _JobEntries:
+    """Parse stage: one job's entries as typed events (epoch seconds), each with the line it came from."""
+
+    starts: list[tuple[float, int]]  # (time, row) of each job_start_time, in time order
+    ends: list[tuple[float, int]] = field(default_factory=list)  # (time, row) of each job_end_time
+    steps: list[tuple[float, int, int]] = field(default_factory=list)  # (time, step, row)
+    pair_events: dict[str, list[tuple[float, str, int]]] = field(default_factory=dict)  # kind -> (time, edge, row)
+    kind_of: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # kind -> (phase, stage)
+    raw_spans: list[tuple[str, str | None, float, float, int]] = field(
+        default_factory=list
+    )  # phase, stage, t0, t1, row
+    bad_ckpt: list[tuple[int, str, float | None]] = field(default_factory=list)  # (row, why, duration): not placeable
+    unknown: list[int] = field(default_factory=list)  # rows with no recorder field
+
+    def read(self, e: Entry, src: str) -> None:
+        """Take the fields of one entry (a bad value is an input error naming its row and field)."""
+        d = e.data
+        used = JOB_START in d
+        if JOB_END in d:
+            self.ends.append((_num(e, JOB_END, src), e.row))
+            used = True
+        if STEP_START in d:
+            self.steps.append(_step(e, src))
+            used = True
+        used = self._read_interval_edge(e, src) or used
+        if d.get("event_type") in ("save", "restore", "emergency_restore"):
+            self._read_checkpoint(e)
+            used = True
+        if not used:
+            self.unknown.append(e.row)
+
+    def _read_interval_edge(self, e: Entry, src: str) -> bool:
+        """The start or end of an interval (TPU initialisation, training preparation, data loading, a custom badput
+        event) the entry gives, if any."""
+        d = e.data
+        used = False
+        for (ks, ke), (phase, stage) in PAIRS.items():
+            key, edge = (ks, "start") if ks in d else (ke, "end")
+            if key in d:
+                self.pair_events.setdefault(ks, []).append((_num(e, key, src), edge, e.row))
+                self.kind_of[ks] = (phase, stage)
+                used = True
+                break
+        if CUSTOM_START in d or CUSTOM_END in d:
+            ctype = str(d.get(CUSTOM_TYPE, "unknown")).lower()
+            key, edge = (CUSTOM_START, "start") if CUSTOM_START in d else (CUSTOM_END, "end")
+            self.pair_events.setdefault(f"custom:{ctype}", []).append((_num(e, key, src), edge, e.row))
+            self.kind_of[f"custom:{ctype}"] = ("eval", ctype)
+            used = True
+        return used
+
+    def _read_checkpoint(self, e: Entry) -> None:
+        """An orbax checkpoint record: a span, or (with its duration, if it has one) one that cannot be placed."""
+        got = _checkpoint(e)
+        if not isinstance(got, str):
+            self.raw_spans.append((*got, e.row))
+            return
+        d = e.data
+        dur = next(
+            (
+                d.get(k[1])
+                for k in (CKPT_SAVE, CKPT_SAVE_FALLBACK, CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
+                if isinstance(d.get(k[1]), (int, float))
+                and not isinstance(d.get(k[1]), bool)
+                and math.isfinite(d.get(k[1]))
+            ),
+            None,
+        )
+        self.bad_ckpt.append((e.row, got, dur))
+
+
+def _step(e: Entry, src: str) -> tuple[float, int, int]:
+    """(time, step, row) of a step entry; a step number that is not an integer is an input error."""
+    t = _num(e, STEP_START, src)
+    sc = e.data.get(STEP_COUNT)
+    if (
+        isinstance(sc, bool)
+        or not isinstance(sc, (int, float))
+        or not math.isfinite(sc)
+        or abs(sc) >= 2**53
+        or sc != int(sc)
+    ):
+        raise InputError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
+    return t, int(sc), e.row
+
+
+def _parse_job(job: str, entries: list[Entry], src: str) -> _JobEntries:
+    """Parse stage: one job's entries (any order) as typed events; a job without a job start is an input error."""
     starts = sorted(((_num(e, JOB_START, src), e.row) for e in entries if JOB_START in e.data))
     if not starts:
         raise InputError(
             Problem(src, entries[0].row, JOB_START, f"job {job!r} has no job_start_time entry: its start is unknown")
         )
-
-    ends: list[tuple[float, int]] = []
-    steps: list[tuple[float, int, int]] = []  # (time, step, row)
-    pair_events: dict[str, list[tuple[float, str, int]]] = {}
-    kind_of: dict[str, tuple[str, str | None]] = {}
-    raw_spans: list[tuple[str, str | None, float, float, int]] = []
-    points: list[tuple[float, int]] = []  # every instant a row places on the timeline
-    unknown: list[int] = []
-    bad_ckpt: list[tuple[int, str, float | None]] = []
-
+    parsed = _JobEntries(starts)
     for e in entries:
-        d = e.data
-        used = JOB_START in d
-        if JOB_END in d:
-            ends.append((_num(e, JOB_END, src), e.row))
-            used = True
-        if STEP_START in d:
-            t = _num(e, STEP_START, src)
-            sc = d.get(STEP_COUNT)
-            if (
-                isinstance(sc, bool)
-                or not isinstance(sc, (int, float))
-                or not math.isfinite(sc)
-                or abs(sc) >= 2**53
-                or sc != int(sc)
-            ):
-                raise InputError(Problem(src, e.row, STEP_COUNT, f"must be an integer step number, got {sc!r}"))
-            steps.append((t, int(sc), e.row))
-            used = True
-        for (ks, ke), (phase, stage) in PAIRS.items():
-            for key, edge in ((ks, "start"), (ke, "end")):
-                if key in d:
-                    pair_events.setdefault(ks, []).append((_num(e, key, src), edge, e.row))
-                    kind_of[ks] = (phase, stage)
-                    used = True
-                    break
-            else:
-                continue
-            break
-        if CUSTOM_START in d or CUSTOM_END in d:
-            ctype = str(d.get(CUSTOM_TYPE, "unknown")).lower()
-            key, edge = (CUSTOM_START, "start") if CUSTOM_START in d else (CUSTOM_END, "end")
-            pair_events.setdefault(f"custom:{ctype}", []).append((_num(e, key, src), edge, e.row))
-            kind_of[f"custom:{ctype}"] = ("eval", ctype)
-            used = True
-        if d.get("event_type") in ("save", "restore", "emergency_restore"):
-            got = _checkpoint(e)
-            if isinstance(got, str):
-                dur = next(
-                    (
-                        d.get(k[1])
-                        for k in (CKPT_SAVE, CKPT_SAVE_FALLBACK, CKPT_RESTORE, CKPT_RESTORE_FALLBACK)
-                        if isinstance(d.get(k[1]), (int, float))
-                        and not isinstance(d.get(k[1]), bool)
-                        and math.isfinite(d.get(k[1]))
-                    ),
-                    None,
-                )
-                bad_ckpt.append((e.row, got, dur))
-            else:
-                raw_spans.append((*got, e.row))
-            used = True
-        if not used:
-            unknown.append(e.row)
+        parsed.read(e, src)
+    return parsed
 
-    twice = [row for evs in [steps, *pair_events.values()] for row in _repeats(evs)]
+
+def _pair_events(
+    job: str, parsed: _JobEntries, fr: FileReport
+) -> tuple[list[tuple[float, int, int]], list[tuple[str, str | None, float, float, int]]]:
+    """Parse stage: events logged twice read once, starts and ends paired in time order.  Returns (steps, raw spans:
+    (phase, stage, start, end, row)); what was merged or dropped (lone edges, checkpoint records that cannot be
+    placed, entries with no recorder field) is noted in ``fr``."""
+    twice = [row for evs in [parsed.steps, *parsed.pair_events.values()] for row in _repeats(evs)]
     if twice:
         fr.note(
             "merged",
@@ -364,121 +398,151 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             "one event delivered twice: read once",
             twice,
         )
-    steps = _once(steps)
-    for key, evs in pair_events.items():
+    raw_spans = list(parsed.raw_spans)
+    for key, evs in parsed.pair_events.items():
         intervals, lone_s, lone_e = _pair_in_time(_once(evs))
-        phase, stage = kind_of[key]
+        phase, stage = parsed.kind_of[key]
         raw_spans += [(phase, stage, t0, t1, row) for t0, t1, row in intervals]
-        if lone_s:
-            fr.note(
-                "dropped",
-                f"'{key}' start without an end",
-                "no later end to pair it with: the interval's length is unknown",
-                lone_s,
-            )
-        if lone_e:
-            fr.note(
-                "dropped",
-                f"'{key}' end without a start",
-                "no earlier start to pair it with: the interval's length is unknown",
-                lone_e,
-            )
-    for row, why, dur in bad_ckpt:
+        for what, other, rows in (
+            ("start without an end", "later end", lone_s),
+            ("end without a start", "earlier start", lone_e),
+        ):
+            if rows:
+                fr.note(
+                    "dropped", f"'{key}' {what}", f"no {other} to pair it with: the interval's length is unknown", rows
+                )
+    for row, why, dur in parsed.bad_ckpt:
         fr.note("dropped", "checkpoint record that cannot be placed", why, [row])
         fr.outside(job, "dropped", f"checkpoint record (line {row}) not placed on the timeline", dur, [row])
-    if unknown:
+    if parsed.unknown:
         fr.note(
             "dropped",
             f"entry of job {job!r} with no recorder field",
             "not a goodput recorder or checkpoint entry",
-            unknown,
+            parsed.unknown,
         )
+    return _once(parsed.steps), raw_spans
 
-    # attempts: each job start, and each step number that does not grow inside one (an in-process restart)
+
+@dataclass
+class _Cuts:
+    """Build stage: the instants one job's attempts begin at (each job start, each step rollback) and the rollbacks
+    (time, step before, step logged again, row)."""
+
+    at: list[float]
+    rollbacks: list[tuple[float, int, int, int]]
+    start_rows: dict[float, int]  # the line of each job start
+
+    def attempt_of(self, t: float) -> int:
+        """The attempt instant ``t`` falls in (-1: before the first)."""
+        return bisect.bisect_right(self.at, t) - 1
+
+
+def _attempt_cuts(starts: list[tuple[float, int]], steps: list[tuple[float, int, int]]) -> _Cuts:
+    """Build stage: attempts begin at each job start and at each step number that does not grow inside one (an
+    in-process restart)."""
     bounds = [t for t, _ in starts]
-    rollbacks: list[tuple[float, int, int, int]] = []  # (time, step before, step logged again, row)
-    steps.sort()
+    rollbacks: list[tuple[float, int, int, int]] = []
     for k, b in enumerate(bounds):
         nxt = bounds[k + 1] if k + 1 < len(bounds) else math.inf
         inside = [x for x in steps if b <= x[0] < nxt]
         for prev, cur in zip(inside, inside[1:]):
             if cur[1] <= prev[1]:
                 rollbacks.append((cur[0], prev[1], cur[1], cur[2]))
-    rollback_at = {t for t, *_ in rollbacks}
-    cuts = sorted(set(bounds) | rollback_at)
+    at = sorted(set(bounds) | {t for t, *_ in rollbacks})
+    return _Cuts(at, rollbacks, {t: row for t, row in starts})
 
-    def attempt_of(t: float) -> int:
-        return bisect.bisect_right(cuts, t) - 1
 
-    for t, row in ends:
-        points.append((t, row))
-    for t, _, row in steps:
-        points.append((t, row))
+def _attempt_end(
+    job: str, k: int, start: float, nxt: float | None, cuts: _Cuts, end_of: dict, last_seen: dict, fr: FileReport
+) -> tuple[float | None, str]:
+    """Build stage: (end, end reason) of attempt ``k`` (``nxt``: the next attempt's start), the inference noted."""
+    if nxt is not None and nxt not in cuts.start_rows and any(r[0] == nxt for r in cuts.rollbacks):
+        _, s_prev, s_again, row = next(r for r in cuts.rollbacks if r[0] == nxt)
+        fr.note(
+            "inferred",
+            f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
+            "an in-process restart from a checkpoint, which the library counts as a disruption: taken as an "
+            f"interruption; attempt {k} ends as a failure at the repeated step's start and attempt {k + 1} begins "
+            "there, with no re-queue time (the hardware was kept)",
+            [row],
+        )
+        return nxt, "failure"
+    if k in end_of and (nxt is None or end_of[k] <= nxt):
+        if nxt is not None:
+            fr.note(
+                "inferred",
+                f"{job} attempt {k} end reason",
+                "job_end_time recorded and another job_start follows: a planned stop, 'cancelled'",
+            )
+        return end_of[k], ("completed" if nxt is None else "cancelled")
+    rows = [cuts.start_rows[start]] if start in cuts.start_rows else None
+    if nxt is not None:
+        fr.note(
+            "inferred",
+            f"{job} attempt {k} end",
+            "no job_end_time before the next job_start_time: ended at its last recorded instant, "
+            "as a failure (the entries cannot tell a failure from a preemption)",
+            rows,
+        )
+        return min(max(last_seen.get(k, start), start), nxt), "failure"
+    fr.note("inferred", f"{job} attempt {k} end", "no job_end_time: still running (end left empty)", rows)
+    return None, "running"
+
+
+def _attempts(
+    job: str,
+    ends: list[tuple[float, int]],
+    steps: list[tuple[float, int, int]],
+    raw_spans: list[tuple[str, str | None, float, float, int]],
+    cuts: _Cuts,
+    fr: FileReport,
+) -> list[dict]:
+    """Build stage: the attempt rows of one job; entries dated before its first start are dropped with a note."""
+    points = list(ends) + [(t, row) for t, _, row in steps]  # every instant a row places on the timeline
     for _, _, t0, t1, row in raw_spans:
         points += [(t0, row), (t1, row)]
-    before = sorted({row for t, row in points if attempt_of(t) < 0})
+    before = sorted({row for t, row in points if cuts.attempt_of(t) < 0})
     if before:
         fr.note(
             "dropped", f"entry of job {job!r} dated before its first job_start_time", "belongs to no attempt", before
         )
     last_seen: dict[int, float] = {}
     for t, _ in points:
-        k = attempt_of(t)
+        k = cuts.attempt_of(t)
         if k >= 0:
             last_seen[k] = max(last_seen.get(k, -math.inf), t)
     end_of: dict[int, float] = {}
     for t, _ in ends:
-        k = attempt_of(t)
+        k = cuts.attempt_of(t)
         if k >= 0:
             end_of[k] = max(end_of.get(k, -math.inf), t)
-    start_rows = {t: row for t, row in starts}
-
     attempts: list[dict] = []
-    for k, start in enumerate(cuts):
-        nxt = cuts[k + 1] if k + 1 < len(cuts) else None
-        if nxt is not None and nxt in rollback_at and nxt not in start_rows:
-            t, s_prev, s_again, row = next(r for r in rollbacks if r[0] == nxt)
-            end, reason = nxt, "failure"
-            fr.note(
-                "inferred",
-                f"{job}: step rollback at step {s_again} (after step {s_prev}) with no new job start",
-                "an in-process restart from a checkpoint, which the library counts as a disruption: "
-                f"taken as an interruption; attempt {k} ends as a failure at the repeated step's start and attempt "
-                f"{k + 1} begins there, with no re-queue time (the hardware was kept)",
-                [row],
-            )
-        elif k in end_of and (nxt is None or end_of[k] <= nxt):
-            end, reason = end_of[k], ("completed" if nxt is None else "cancelled")
-            if nxt is not None:
-                fr.note(
-                    "inferred",
-                    f"{job} attempt {k} end reason",
-                    "job_end_time recorded and another job_start follows: a planned stop, 'cancelled'",
-                )
-        elif nxt is not None:
-            end = min(max(last_seen.get(k, start), start), nxt)
-            reason = "failure"
-            fr.note(
-                "inferred",
-                f"{job} attempt {k} end",
-                "no job_end_time before the next job_start_time: ended at its last recorded instant, "
-                "as a failure (the entries cannot tell a failure from a preemption)",
-                [start_rows[start]] if start in start_rows else None,
-            )
-        else:
-            end, reason = None, "running"
-            fr.note(
-                "inferred",
-                f"{job} attempt {k} end",
-                "no job_end_time: still running (end left empty)",
-                [start_rows[start]] if start in start_rows else None,
-            )
+    for k, start in enumerate(cuts.at):
+        nxt = cuts.at[k + 1] if k + 1 < len(cuts.at) else None
+        end, reason = _attempt_end(job, k, start, nxt, cuts, end_of, last_seen, fr)
         attempts.append(dict(job_id=job, attempt=k, start=start, end=end, end_reason=reason))
+    return attempts
 
+
+def _span(job: str, k: int, phase: str, stage: str | None, start: float, end: float, how: str = EXPLICIT) -> dict:
+    """A span row without a cursor (:meth:`TraceFrames.from_rows` leaves it null); ``how``: where it came from."""
+    return dict(job_id=job, attempt=k, phase=phase, stage=stage, start=start, end=end, how=how)
+
+
+def _placed_spans(
+    job: str,
+    raw_spans: list[tuple[str, str | None, float, float, int]],
+    attempts: list[dict],
+    cuts: _Cuts,
+    fr: FileReport,
+) -> list[dict]:
+    """Build stage: the paired intervals and checkpoint records as spans of the attempt they start in, cut at its
+    end (noted); those before the first attempt are left out (noted by :func:`_attempts`)."""
     spans: list[dict] = []
     clipped = []
     for phase, stage, t0, t1, row in raw_spans:
-        k = attempt_of(t0)
+        k = cuts.attempt_of(t0)
         if k < 0:
             continue
         a = attempts[k]
@@ -487,58 +551,54 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
             clipped.append(row)
             t1 = hi
         if t1 > t0:
-            spans.append(
-                dict(
-                    job_id=job,
-                    attempt=k,
-                    phase=phase,
-                    stage=stage,
-                    start=t0,
-                    end=t1,
-                    cursor_start=None,
-                    cursor_end=None,
-                    how=EXPLICIT,
-                )
-            )
+            spans.append(_span(job, k, phase, stage, t0, t1))
     if clipped:
         fr.note("clipped", f"{job}: interval running past its attempt's end", "cut at the attempt's end", clipped)
+    return spans
 
+
+def _step_pieces(
+    a: dict, steps: list[tuple[float, int, int]], blocks: list[tuple[float, float]]
+) -> tuple[list[list[tuple[float, float]]], list[tuple[float, float]], list[int]]:
+    """Build stage, one attempt's steps: each step's training time (the parts outside blocking spans) and cursor
+    (step -> next step); and the rows of steps whose end is unknown (the last step of an attempt that did not end
+    with a job_end_time)."""
+    pieces: list[list[tuple[float, float]]] = []
+    cursors: list[tuple[float, float]] = []
+    unfinished: list[int] = []
+    for i, (t, sc, row) in enumerate(steps):
+        if i + 1 < len(steps):
+            t_next, s_next = steps[i + 1][0], steps[i + 1][1]
+        elif a["end"] is not None and a["end_reason"] in ("completed", "cancelled"):
+            t_next, s_next = a["end"], sc + 1
+        else:
+            unfinished.append(row)
+            continue
+        pieces.append(_train_time(t, t_next, blocks))
+        cursors.append((float(sc), float(s_next)))
+    return pieces, cursors, unfinished
+
+
+def _step_spans(
+    job: str, steps: list[tuple[float, int, int]], attempts: list[dict], placed: list[dict], cuts: _Cuts, fr: FileReport
+) -> list[dict]:
+    """Build stage: the ``train`` spans of every attempt's steps, cut around its blocking spans (``placed``), and
+    the first step's time above the typical step as ``pt2_compile``; both inferences noted."""
+    spans: list[dict] = []
     unfinished, compiled = [], []
     for k, a in enumerate(attempts):
-        st = [x for x in steps if attempt_of(x[0]) == k]
-        blocks = [(sp["start"], sp["end"]) for sp in spans if sp["attempt"] == k and sp["phase"] in BLOCKING_PHASES]
-        pieces: list[list[tuple[float, float]]] = []
-        cursors: list[tuple[float, float]] = []
-        for i, (t, sc, row) in enumerate(st):
-            if i + 1 < len(st):
-                t_next, s_next = st[i + 1][0], st[i + 1][1]
-            elif a["end"] is not None and a["end_reason"] in ("completed", "cancelled"):
-                t_next, s_next = a["end"], sc + 1
-            else:
-                unfinished.append(row)
-                continue
-            pieces.append(_train_time(t, t_next, blocks))
-            cursors.append((float(sc), float(s_next)))
+        st = [x for x in steps if cuts.attempt_of(x[0]) == k]
+        blocks = [(sp["start"], sp["end"]) for sp in placed if sp["attempt"] == k and sp["phase"] in BLOCKING_PHASES]
+        pieces, cursors, lost = _step_pieces(a, st, blocks)
+        unfinished += lost
         extra = _compile_time(pieces)
         if extra > 0:
             compiled.append((k, extra))
         for i, (ps, (c0, c1)) in enumerate(zip(pieces, cursors)):
             if i == 0 and extra > 0:
                 ps, compile_parts = _take(ps, extra)
-                spans += [
-                    dict(
-                        job_id=job,
-                        attempt=k,
-                        phase="pt2_compile",
-                        stage="first step above the typical step",
-                        start=x,
-                        end=y,
-                        cursor_start=None,
-                        cursor_end=None,
-                        how=COMPILE_HOW,
-                    )
-                    for x, y in compile_parts
-                ]
+                stage = "first step above the typical step"
+                spans += [_span(job, k, "pt2_compile", stage, x, y, COMPILE_HOW) for x, y in compile_parts]
             spans += _train_spans(job, k, ps, c0, c1)
     if unfinished:
         fr.note(
@@ -551,10 +611,25 @@ def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tup
         fr.note(
             "inferred",
             f"{job} attempt {k}: first step's time above the typical step -> pt2_compile ({extra:.3f} s)",
-            "the first step took longer than the attempt's typical (median) step: "
-            "the difference is taken as compilation, measured from the step times (the library's PROGRAM_STARTUP "
-            "badput)",
+            "the first step took longer than the attempt's typical (median) step: the difference is taken as "
+            "compilation, measured from the step times (the library's PROGRAM_STARTUP badput)",
         )
+    return spans
+
+
+def _import_job(job: str, entries: list[Entry], src: str, fr: FileReport) -> tuple[list[dict], list[dict]]:
+    """Attempts and spans (epoch seconds) of one job from its entries, in any order.
+
+    Parse (:func:`_parse_job`, :func:`_pair_events`), then build (:func:`_attempt_cuts`, :func:`_attempts`,
+    :func:`_placed_spans`, :func:`_step_spans`); every stage notes what it dropped, merged, inferred or clipped in
+    ``fr``, the file's note collector.
+    """
+    parsed = _parse_job(job, entries, src)
+    steps, raw_spans = _pair_events(job, parsed, fr)
+    cuts = _attempt_cuts(parsed.starts, steps)
+    attempts = _attempts(job, parsed.ends, steps, raw_spans, cuts, fr)
+    spans = _placed_spans(job, raw_spans, attempts, cuts, fr)
+    spans += _step_spans(job, steps, attempts, spans, cuts, fr)
     return attempts, spans
 
 
@@ -626,20 +701,9 @@ def _train_spans(job: str, k: int, pieces: list[tuple[float, float]], c0: float,
     return out
 
 
-def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> tuple[TraceFrames, ImportReport]:
-    """Import a recorder's entries (JSON lines or a JSON array, any order): one job a ``job_name``.
-
-    ``gpus`` is given to every job (the entries do not record it).  Set
-    ``synthetic`` when the entries were generated rather than recorded from
-    a real job; it is written to ``trace.json``.
-    """
-    path = Path(path)
-    src = str(path)
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
-        raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
-    report = ImportReport("goodput")
-    fr = report.add_file(src)
-    entries = read_entries(path)
+def _entries_by_job(entries: list[Entry], src: str, fr: FileReport) -> dict[str, list[Entry]]:
+    """Parse stage: the entries of each job (``job_name``), jobs in name order.  Entries without a name go to the
+    file's only job (noted); in a file of several jobs they are an input error."""
     names = sorted({e.data[JOB_NAME] for e in entries if isinstance(e.data.get(JOB_NAME), str)})
     by_job: dict[str, list[Entry]] = {n: [] for n in names}
     nameless = [e for e in entries if not isinstance(e.data.get(JOB_NAME), str)]
@@ -665,17 +729,40 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
             )
     if not names:
         raise InputError(Problem(src, None, JOB_NAME, "no entry names its job (job_name)"))
+    return by_job
+
+
+def _note_file(fr: FileReport, attempts: list[dict], spans: list[dict], jobs: int, entries: int, gpus: int) -> None:
+    """Note stage: the time accounting of every job, the file's facts, and the GPUs when none were given."""
+    fr.account(attempts, spans)
+    fr.facts.update({"jobs": jobs, "attempts": len(attempts), "entries": entries})
+    if gpus == 1:
+        fr.note("inferred", "gpus", "the entries do not record accelerators; every job has gpus = 1 (use --gpus)")
+
+
+def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> tuple[TraceFrames, ImportReport]:
+    """Import a recorder's entries (JSON lines or a JSON array, any order): one job a ``job_name``.
+
+    ``gpus`` is given to every job (the entries do not record it).  Set
+    ``synthetic`` when the entries were generated rather than recorded from
+    a real job; it is written to ``trace.json``.
+    """
+    path = Path(path)
+    src = str(path)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
+    report = ImportReport("goodput")
+    fr = report.add_file(src)
+    entries = read_entries(path)
+    by_job = _entries_by_job(entries, src, fr)
     attempts, spans, jobs = [], [], []
-    for job in names:
-        a, s = _import_job(job, by_job[job], src, fr)
+    for job, mine in by_job.items():
+        a, s = _import_job(job, mine, src, fr)
         attempts.extend(a)
         spans.extend(s)
         jobs.append(dict(job_id=job, model=job, gpus=gpus, source_file=path.name, synthetic=synthetic))
         fr.job_ids.append(job)
-    fr.account(attempts, spans)
-    fr.facts.update({"jobs": len(names), "attempts": len(attempts), "entries": len(entries)})
-    if gpus == 1:
-        fr.note("inferred", "gpus", "the entries do not record accelerators; every job has gpus = 1 (use --gpus)")
+    _note_file(fr, attempts, spans, len(jobs), len(entries), gpus)
     metadata = {
         "synthetic": synthetic,
         "source": "ml-goodput-measurement recorder entries",

@@ -110,15 +110,41 @@ class FileReport:
 
 @dataclass
 class ImportReport:
-    """The report of one import run: the importer, its sources and one :class:`FileReport` a file."""
+    """The report of one import run: the importer, its sources and one :class:`FileReport` a file.
+
+    It is the import's note collector: each stage of an importer (parse, build, note) notes through the
+    :class:`FileReport` of the file concerned (:meth:`file`).  A note about single rows that may recur over many
+    jobs and files (a clock skew, a correction) is tallied with :meth:`tally` as it is met and written by
+    :meth:`write_tallies` as one note per kind, what and file.
+    """
 
     importer: str
     files: list[FileReport] = field(default_factory=list)
+    _tallies: dict = field(default_factory=dict, repr=False)  # (kind, what) -> [(file, row, job id)], first met first
 
     def add_file(self, file: str) -> FileReport:
         fr = FileReport(file)
         self.files.append(fr)
         return fr
+
+    def file(self, file: str) -> FileReport:
+        """The :class:`FileReport` of ``file`` (the last one added under that name)."""
+        return next(fr for fr in reversed(self.files) if fr.file == file)
+
+    def tally(self, kind: str, what: str, file: str, row: int, job_id: str) -> None:
+        """Count a note about line ``row`` of ``file`` (a record of job ``job_id``), to be written by
+        :meth:`write_tallies`."""
+        self._tallies.setdefault((kind, what), []).append((file, row, job_id))
+
+    def write_tallies(self) -> None:
+        """Write the tallied notes: one per (kind, what), in the order first met, and file (sorted), with its lines
+        and, as the why, its first ten jobs (sorted)."""
+        for (kind, what), where in self._tallies.items():
+            for file in sorted({f for f, _, _ in where}):
+                rows = [row for f, row, _ in where if f == file]
+                jobs = sorted({job for f, _, job in where if f == file})[:10]
+                self.file(file).note(kind, what, f"job(s) {', '.join(jobs)}", rows)
+        self._tallies.clear()
 
     def as_dict(self) -> dict:
         return {

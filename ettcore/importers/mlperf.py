@@ -80,10 +80,10 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 import polars as pl
 
@@ -472,8 +472,9 @@ def _cursor_unit(train: list[Interval]) -> str:
     return "ordinal"
 
 
-def _cursors(train: list[Interval], unit: str, fr: FileReport) -> list[tuple[float, float]]:
-    """(cursor_start, cursor_end) per training interval in ``unit``; falls back to ordinals if not strictly growing."""
+def _cursors(train: list[Interval], unit: str, fr: FileReport) -> tuple[list[tuple[float, float]], str]:
+    """Build stage: (cursor_start, cursor_end) per training interval in ``unit``, and the unit used: ordinals when
+    ``unit`` does not grow strictly (noted)."""
     cur: list[tuple[float, float]] = []
     if unit == "samples":
         cur = [
@@ -518,8 +519,7 @@ def _cursors(train: list[Interval], unit: str, fr: FileReport) -> list[tuple[flo
         unit = "ordinal"
     if unit == "ordinal":
         cur = [(float(k), float(k + 1)) for k in range(len(train))]
-    fr.facts["cursor_unit"] = unit
-    return cur
+    return cur, unit
 
 
 def _eval_position(iv: Interval, unit: str) -> float | None:
@@ -581,24 +581,31 @@ def _split_train(
     return out
 
 
-def import_log(
-    path: str | Path, systems_dir: str | Path | None, fr: FileReport, gpus_override: int | None = None
-) -> tuple[dict, list[dict], dict]:
-    """Import one result log: returns (attempt row, span rows, jobs row) with times in epoch seconds."""
-    path = Path(path)
-    src = str(path)
-    log = read_mllog(path, fr)
-    ev_all = log.events
+@dataclass
+class _Submission:
+    """Parse stage: where a log comes from (round, submitter, system: the path's, else the log's) and its benchmark."""
 
-    # submission facts
+    round: str | None
+    submitter: object
+    system: object
+    benchmark: str
+    parts: dict[str, str] | None  # the path's parts (None: not one of the results repositories' layouts)
+
+    @property
+    def name(self) -> str:
+        """round/submitter/system/benchmark, the parts known (the ``submission`` label)."""
+        return "/".join(str(x) for x in (self.round, self.submitter, self.system, self.benchmark) if x)
+
+
+def _submission(path: Path, ev_all: list[Event], fr: FileReport) -> _Submission:
+    """Parse stage: round, submitter and system from the path (one of the results repositories' layouts), else from
+    the log's ``submission_*`` keys; the benchmark from the log, else the path.  Disagreements are noted; no
+    benchmark at all is an input error."""
     parts = _path_parts(path)
     benchmark = _first_value(ev_all, "submission_benchmark")
     if parts is None:
-        rnd, submitter, system = (
-            None,
-            _first_value(ev_all, "submission_org"),
-            _first_value(ev_all, "submission_platform"),
-        )
+        rnd, submitter = None, _first_value(ev_all, "submission_org")
+        system = _first_value(ev_all, "submission_platform")
     else:
         rnd, submitter, system = parts["round"], parts["submitter"], parts["system"]
         if benchmark is None:
@@ -609,19 +616,23 @@ def import_log(
     if benchmark is None:
         raise InputError(
             Problem(
-                src,
+                str(path),
                 None,
                 "submission_benchmark",
                 "no benchmark: the log has no submission_benchmark and the path is not "
                 "<round>/<submitter>/<system>/<benchmark>/result_N.txt",
             )
         )
-    benchmark = str(benchmark)
     org = _first_value(ev_all, "submission_org")
     if parts is not None and org is not None and str(org) != submitter:
         fr.note("info", "submitter", f"log's submission_org is {org!r}; the folder name {submitter!r} is used")
+    return _Submission(rnd, submitter, system, str(benchmark), parts)
 
-    # timing events: corrections and drops
+
+def _timing_events(ev_all: list[Event], fr: FileReport) -> list[Event]:
+    """Parse stage: the timing events (``init``, ``run``, ``block``, ``epoch`` and ``eval`` starts and stops) with a
+    possible timestamp, copies printed by several ranks merged.  The key decides start or stop (a disagreeing
+    ``event_type`` is corrected); each change is noted."""
     timing = [e for e in ev_all if e.key in TIMING_KEYS]
     wrong_type: dict[tuple[str, str], list[int]] = {}
     no_type: list[int] = []
@@ -631,21 +642,14 @@ def import_log(
         elif e.event_type != EXPECTED_TYPE[e.edge]:
             wrong_type.setdefault((e.key, e.event_type), []).append(e.row)
     for (key, et), rows in wrong_type.items():
-        fr.note(
-            "corrected",
-            f"'{key}' logged as {et}",
-            f"the key decides: taken as {EXPECTED_TYPE[key.rsplit('_', 1)[1]]}",
-            rows,
-        )
+        why = f"the key decides: taken as {EXPECTED_TYPE[key.rsplit('_', 1)[1]]}"
+        fr.note("corrected", f"'{key}' logged as {et}", why, rows)
     if no_type:
         fr.note("info", "timing events without event_type", "older log format; the key decides start or stop", no_type)
-    bad_time = [e for e in timing if e.t * 1000 < MIN_VALID_MS]
+    bad_time = [e.row for e in timing if e.t * 1000 < MIN_VALID_MS]
     if bad_time:
         fr.note(
-            "dropped",
-            "timing event with an impossible timestamp",
-            "time_ms is zero or before the year 2000",
-            [e.row for e in bad_time],
+            "dropped", "timing event with an impossible timestamp", "time_ms is zero or before the year 2000", bad_time
         )
     timing = [e for e in timing if e.t * 1000 >= MIN_VALID_MS]
     back = [b.row for a, b in zip(timing, timing[1:]) if b.t < a.t]
@@ -657,41 +661,80 @@ def import_log(
             "events are ordered by timestamp",
             back,
         )
-    timing = _merge_copies(timing, fr)
+    return _merge_copies(timing, fr)
+
+
+@dataclass
+class _Run:
+    """Parse stage: the run's instants (epoch seconds) and how it ended."""
+
+    t0: float  # the attempt's start: the earliest init_start, else run_start
+    init_stop: float
+    run_start: float
+    t1: float  # run_stop, else the last timing event
+    status: str | None  # run_stop's status
+    end_reason: str
+    init_stop_logged: bool
+    stopped: bool  # run_stop is logged (else the log is cut short)
+
+
+def _run_start(timing: list[Event], src: str, fr: FileReport) -> tuple[list[Event], dict[str, list[Event]], float]:
+    """Parse stage: the run's start T0 (the earliest init_start, else run_start) and its init_stop, run_start and
+    run_stop events, each in time order (extra ones noted).  Timing events dated before T0 are dropped (noted).
+    Returns (the timing events kept, those events by key, T0)."""
 
     def times(key: str) -> list[Event]:
         return sorted((e for e in timing if e.key == key), key=lambda e: (e.t, e.row))
 
-    init_starts, init_stops = times("init_start"), times("init_stop")
-    run_starts, run_stops = times("run_start"), times("run_stop")
-    if not init_starts and not run_starts:
+    init_starts = times("init_start")
+    marks = {key: times(key) for key in ("init_stop", "run_start", "run_stop")}
+    if not init_starts and not marks["run_start"]:
         raise InputError(
             Problem(src, None, "init_start", "neither init_start nor run_start is logged: the run's start is unknown")
         )
     if init_starts:
         t0 = init_starts[0].t
     else:
-        t0 = run_starts[0].t
+        t0 = marks["run_start"][0].t
         fr.note("inferred", "job start", "no init_start; the attempt starts at run_start")
-    for name, evs in (("init_stop", init_stops), ("run_start", run_starts), ("run_stop", run_stops)):
+    for name, evs in marks.items():
         if len(evs) > 1:
-            fr.note(
-                "dropped", f"extra '{name}'", f"a run has one {name}; the earliest is used", [e.row for e in evs[1:]]
-            )
-    # back-dated timing events (before T0)
-    early = [e for e in timing if e.t < t0 - EPS]
+            why = f"a run has one {name}; the earliest is used"
+            fr.note("dropped", f"extra '{name}'", why, [e.row for e in evs[1:]])
+    early = [e.row for e in timing if e.t < t0 - EPS]
     if early:
-        fr.note(
-            "dropped",
-            "timing event dated before init_start",
-            "back-dated: it cannot belong to this run",
-            [e.row for e in early],
-        )
+        fr.note("dropped", "timing event dated before init_start", "back-dated: it cannot belong to this run", early)
         timing = [e for e in timing if e.t >= t0 - EPS]
-        init_stops = [e for e in init_stops if e.t >= t0]
-        run_starts = [e for e in run_starts if e.t >= t0]
-        run_stops = [e for e in run_stops if e.t >= t0]
+        marks = {key: [e for e in evs if e.t >= t0] for key, evs in marks.items()}
+    return timing, marks, t0
 
+
+def _run_end(timing: list[Event], run_stops: list[Event], fr: FileReport) -> tuple[float, str | None, str]:
+    """Parse stage: (T1, run_stop's status, end reason): run_stop's time, its status success -> completed, aborted
+    -> cancelled, anything else completed (noted); without run_stop the log is cut short: its last timing event, a
+    failure (noted)."""
+    if not run_stops:
+        fr.note(
+            "inferred",
+            "run end",
+            "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure",
+        )
+        return max(e.t for e in timing), None, "failure"
+    status = str(run_stops[0].metadata.get("status", "")).lower() or None
+    end_reason = STATUS_TO_END_REASON.get(status or "", None)
+    if end_reason is None:
+        end_reason = "completed"
+        why = f"run_stop status {status!r} is not success/aborted; taken as completed"
+        fr.note("inferred", "end reason", why, [run_stops[0].row])
+    return run_stops[0].t, status, end_reason
+
+
+def _run(timing: list[Event], src: str, fr: FileReport) -> tuple[list[Event], _Run]:
+    """Parse stage: the run's instants: T0 (:func:`_run_start`); init_stop and run_start, each taken from the other
+    when not logged, init_stop no later than run_start (noted); T1 and the end reason (:func:`_run_end`).  A run_stop
+    before run_start is an input error.  Returns (the timing events kept, the run)."""
+    timing, marks, t0 = _run_start(timing, src, fr)
+    init_stops, run_starts, run_stops = marks["init_stop"], marks["run_start"], marks["run_stop"]
     run_start = run_starts[0].t if run_starts else None
     init_stop = init_stops[0].t if init_stops else None
     if init_stop is None:
@@ -708,97 +751,99 @@ def import_log(
             [init_stops[0].row] if init_stops else None,
         )
         init_stop = run_start
-    if run_stops:
-        t1 = run_stops[0].t
-        status = str(run_stops[0].metadata.get("status", "")).lower() or None
-        end_reason = STATUS_TO_END_REASON.get(status or "", None)
-        if end_reason is None:
-            end_reason = "completed"
-            fr.note(
-                "inferred",
-                "end reason",
-                f"run_stop status {status!r} is not success/aborted; taken as completed",
-                [run_stops[0].row],
-            )
-    else:
-        t1 = max(e.t for e in timing)
-        status = None
-        end_reason = "failure"
-        fr.note(
-            "inferred",
-            "run end",
-            "no run_stop: the log is cut short; the attempt ends at its last timing event, as a failure",
-        )
+    t1, status, end_reason = _run_end(timing, run_stops, fr)
     if t1 < run_start:
         raise InputError(
             Problem(src, run_stops[0].row if run_stops else None, "run_stop", "run_stop is before run_start")
         )
+    return timing, _Run(t0, init_stop, run_start, t1, status, end_reason, bool(init_stops), bool(run_stops))
 
-    # after run_stop: interval events the job went on logging (the hardware was still held) are its shutdown tail
-    t_end, after_families, late_lines = t1, set(), []
-    if run_stops:
-        t_end, after_families, late_lines = _after_stop(timing, ev_all, t0, t1, fr)
 
-    # intervals
-    block_iv = _pair(timing, "block", t1, fr, infer_start_at=run_start)
-    epoch_iv = _pair(timing, "epoch", t1, fr, infer_start_at=run_start)
-    eval_iv = _pair(timing, "eval", t1, fr, infer_start_at=None)
+class _Tail(NamedTuple):
+    """Build stage: the attempt's end (run_stop, or the last interval event logged after it: the job still held its
+    hardware), the families logged in that tail, and the lines dated later (time not in the trace)."""
+
+    end: float
+    families: set[str]
+    late_lines: list
+
+
+def _tail(timing: list[Event], ev_all: list[Event], run: _Run, fr: FileReport) -> _Tail:
+    """Build stage: the run's tail after run_stop (:func:`_after_stop`); none for a log without run_stop."""
+    if not run.stopped:
+        return _Tail(run.t1, set(), [])
+    return _Tail(*_after_stop(timing, ev_all, run.t0, run.t1, fr))
+
+
+@dataclass
+class _Intervals:
+    """Build stage: the run's training intervals (blocks, else epochs) and evaluations."""
+
+    train_family: str
+    train: list[Interval]
+    evals: list[Interval]
+    logged_evals: int  # evaluation intervals logged that start before run_stop
+    results: int  # evaluation results logged without any eval_start/eval_stop
+    bounded: int  # of those, the evaluations bounded by a training stop
+
+
+def _intervals(timing: list[Event], ev_all: list[Event], run: _Run, fr: FileReport) -> _Intervals:
+    """Build stage: starts and stops paired into intervals (:func:`_pair`): training (blocks; epochs when the log has
+    no blocks) and evaluations, with those a log gives only by their result (:func:`_evaluations_without_intervals`).
+    """
+    block_iv = _pair(timing, "block", run.t1, fr, infer_start_at=run.run_start)
+    epoch_iv = _pair(timing, "epoch", run.t1, fr, infer_start_at=run.run_start)
+    eval_iv = _pair(timing, "eval", run.t1, fr, infer_start_at=None)
     if block_iv:
         train_family, train = "block", block_iv
         if epoch_iv:
-            fr.note(
-                "info",
-                "epoch intervals",
-                "the log has blocks; blocks are the train spans, epochs are not used",
-                count=len(epoch_iv),
-            )
+            why = "the log has blocks; blocks are the train spans, epochs are not used"
+            fr.note("info", "epoch intervals", why, count=len(epoch_iv))
     else:
         train_family, train = "epoch", epoch_iv
     fr.facts["train_intervals"] = f"{len(train)} x {train_family}"
-    n_logged_evals = len([iv for iv in eval_iv if iv.start < t1])
-    results, bounded = _evaluations_without_intervals(timing, ev_all, eval_iv, run_start, t1, fr)
-    eval_iv += bounded
+    logged = len([iv for iv in eval_iv if iv.start < run.t1])
+    results, bounded = _evaluations_without_intervals(timing, ev_all, eval_iv, run.run_start, run.t1, fr)
+    return _Intervals(train_family, train, eval_iv + bounded, logged, results, len(bounded))
 
-    # clip to [run_start, t1] for training, [t0, t1] for eval; what lies after run_stop is in the shutdown tail
-    after = [iv for iv in train if iv.start >= t1] + [iv for iv in eval_iv if iv.start >= t1]
+
+def _clip_to_run(ivs: _Intervals, run: _Run, t_end: float, fr: FileReport) -> _Intervals:
+    """Build stage: training clipped to [run_start, run_stop], evaluations cut at run_stop; intervals starting at or
+    after run_stop are left out (their time is the shutdown tail when the job went on logging, ``t_end`` > run_stop).
+    Each change noted."""
+    t1 = run.t1
+    after = [iv.rows[0] for iv in ivs.train + ivs.evals if iv.start >= t1]
     if after and t_end > t1:
         fr.note(
             "inferred",
             "interval starting at or after run_stop",
             "the run's clock stopped at run_stop, the job went on: "
             "kept as the shutdown tail (a shutdown span from run_stop to the last interval event)",
-            [iv.rows[0] for iv in after],
+            after,
         )
     elif after:
-        fr.note(
-            "dropped",
-            "interval starting at or after run_stop",
-            "not taken as part of the run (see the time accounting)",
-            [iv.rows[0] for iv in after],
-        )
-    train = [iv for iv in train if iv.start < t1]
-    eval_iv = [iv for iv in eval_iv if iv.start < t1]
-    clipped_end = [iv.rows[0] for iv in train + eval_iv if iv.stop > t1]
+        why = "not taken as part of the run (see the time accounting)"
+        fr.note("dropped", "interval starting at or after run_stop", why, after)
+    train = [iv for iv in ivs.train if iv.start < t1]
+    evals = [iv for iv in ivs.evals if iv.start < t1]
+    clipped_end = [iv.rows[0] for iv in train + evals if iv.stop > t1]
     if clipped_end:
-        fr.note(
-            "clipped",
-            "interval running past run_stop",
-            "cut at run_stop" + (" (the rest is the shutdown tail)" if t_end > t1 else ""),
-            clipped_end,
-        )
-    early_train = [iv.rows[0] for iv in train if iv.start < run_start]
+        why = "cut at run_stop" + (" (the rest is the shutdown tail)" if t_end > t1 else "")
+        fr.note("clipped", "interval running past run_stop", why, clipped_end)
+    early_train = [iv.rows[0] for iv in train if iv.start < run.run_start]
     if early_train:
-        fr.note(
-            "clipped",
-            f"'{train_family}_start' before run_start",
-            "training cannot start before the timed run; started at run_start",
-            early_train,
-        )
+        why = "training cannot start before the timed run; started at run_start"
+        fr.note("clipped", f"'{ivs.train_family}_start' before run_start", why, early_train)
     for iv in train:
-        iv.start, iv.stop = max(iv.start, run_start), min(iv.stop, t1)
-    for iv in eval_iv:
+        iv.start, iv.stop = max(iv.start, run.run_start), min(iv.stop, t1)
+    for iv in evals:
         iv.stop = min(iv.stop, t1)
-    train = [iv for iv in train if iv.stop > iv.start]
+    return replace(ivs, train=_without_overlap([iv for iv in train if iv.stop > iv.start], fr), evals=evals)
+
+
+def _without_overlap(train: list[Interval], fr: FileReport) -> list[Interval]:
+    """Build stage: training intervals in time order, each started no earlier than the previous one's stop
+    (noted); those left empty are dropped."""
     train.sort(key=lambda iv: iv.start)
     overlap = []
     for k in range(1, len(train)):
@@ -806,42 +851,44 @@ def import_log(
             overlap.append(train[k].rows[0])
             train[k].start = train[k - 1].stop
     if overlap:
-        fr.note(
-            "clipped",
-            "training interval overlapping the previous one",
-            "train spans of a job cannot overlap; started at the previous stop",
-            overlap,
-        )
-    train = [iv for iv in train if iv.stop > iv.start]
+        why = "train spans of a job cannot overlap; started at the previous stop"
+        fr.note("clipped", "training interval overlapping the previous one", why, overlap)
+    return [iv for iv in train if iv.stop > iv.start]
 
-    unit = _cursor_unit(train)
-    cursors = _cursors(train, unit, fr)
-    unit = fr.facts["cursor_unit"]
 
-    # evaluation: blocking or concurrent
+def _span(
+    job_id: str, phase: str, start: float, end: float, stage: str | None, how: str, cursor: tuple = (None, None)
+) -> dict:
+    """A span row of the run's one attempt; ``how``: :data:`EXPLICIT` or the inference behind it."""
+    return dict(
+        job_id=job_id,
+        attempt=0,
+        phase=phase,
+        start=start,
+        end=end,
+        stage=stage,
+        cursor_start=cursor[0],
+        cursor_end=cursor[1],
+        how=how,
+    )
+
+
+def _eval_spans(
+    job_id: str, ivs: _Intervals, cursors: list[tuple[float, float]], unit: str, fr: FileReport
+) -> tuple[list[dict], list[list[tuple]], tuple[int, int]]:
+    """Build stage: the ``eval`` spans, and for each training interval the evaluations that block it (start, end,
+    position).  An evaluation of a point after the interval's start (or of no known point) paused training: it
+    blocks; one of a point training had passed ran beside it (concurrent).  Both counted and noted; returns (spans,
+    cuts by training interval, (blocking, concurrent))."""
     spans: list[dict] = []
-    stem = path.stem
-    job_id = "/".join(str(x) for x in (rnd, submitter, system, benchmark) if x) + f"/{stem}"
-    cuts: dict[int, list] = {k: [] for k in range(len(train))}
+    cuts: list[list[tuple]] = [[] for _ in ivs.train]
     n_block = n_conc = 0
-    for iv in eval_iv:
+    for iv in ivs.evals:
         if iv.stop <= iv.start:
             continue
-        spans.append(
-            dict(
-                job_id=job_id,
-                attempt=0,
-                phase="eval",
-                start=iv.start,
-                end=iv.stop,
-                stage=None,
-                cursor_start=None,
-                cursor_end=None,
-                how=_how(iv, "evaluation"),
-            )
-        )
+        spans.append(_span(job_id, "eval", iv.start, iv.stop, None, _how(iv, "evaluation")))
         pos = _eval_position(iv, unit)
-        for k, tv in enumerate(train):
+        for k, tv in enumerate(ivs.train):
             if iv.stop <= tv.start or iv.start >= tv.stop:
                 continue
             if pos is not None and pos <= cursors[k][0] + EPS:
@@ -865,132 +912,153 @@ def import_log(
             "the overlap stays productive (trace spec, section 5)",
             count=n_conc,
         )
-    for k, tv in enumerate(train):
-        for a, b, c0, c1 in _split_train(tv.start, tv.stop, cursors[k][0], cursors[k][1], cuts[k]):
-            spans.append(
-                dict(
-                    job_id=job_id,
-                    attempt=0,
-                    phase="train",
-                    start=a,
-                    end=b,
-                    stage=train_family,
-                    cursor_start=c0,
-                    cursor_end=c1,
-                    how=_how(tv, "training interval"),
-                )
-            )
+    return spans, cuts, (n_block, n_conc)
 
-    # start-up and the tail after run_stop
-    spans.append(
-        dict(
-            job_id=job_id,
-            attempt=0,
-            phase="trainer_init",
-            start=t0,
-            end=init_stop,
-            stage="init_start..init_stop",
-            cursor_start=None,
-            cursor_end=None,
-            how=EXPLICIT if init_stops else "initialisation with an inferred end (no init_stop: run_start)",
-        )
-    )
-    first_train = min((iv.start for iv in train), default=t1)
-    if first_train > init_stop:
-        spans.append(
-            dict(
-                job_id=job_id,
-                attempt=0,
-                phase="data_warmup",
-                start=init_stop,
-                end=first_train,
-                stage="init_stop..first_" + train_family,
-                cursor_start=None,
-                cursor_end=None,
-                how="init_stop to the first training interval, taken as data warm-up (the log does not say what ran)",
-            )
-        )
-    if t_end > t1:
-        spans.append(
-            dict(
-                job_id=job_id,
-                attempt=0,
-                phase="shutdown",
-                start=t1,
-                end=t_end,
-                cursor_start=None,
-                cursor_end=None,
-                stage="after run_stop: " + ", ".join(sorted(after_families)),
-                how="after run_stop: the job went on logging "
-                + ", ".join(sorted(after_families))
-                + " intervals (kept as the shutdown tail)",
-            )
-        )
-    spans = [sp for sp in spans if sp["end"] > sp["start"]]
 
-    # accelerators
-    nodes, per_node, acc_model, acc_src, accelerators, gpus = _accelerator_count(
-        path, src, log, parts, systems_dir, gpus_override, fr
-    )
-    fr.job_ids.append(job_id)
-    evals = f"{n_logged_evals} logged intervals ({n_block} blocking overlaps, {n_conc} concurrent overlaps)"
-    if results:
-        evals += (
-            f"; {results} results (eval_accuracy) without eval_start/eval_stop: "
-            f"{len(bounded)} bounded by training stops, {results - len(bounded)} inside training (counted as training)"
-        )
-    fr.facts.update(
-        {
-            "job_id": job_id,
-            "benchmark": benchmark,
-            "round": rnd,
-            "submitter": submitter,
-            "system": system,
-            "accelerators": f"{accelerators} ({nodes} nodes x {per_node}, from {acc_src})"
-            if nodes is not None
-            else f"{accelerators} (from {acc_src})",
-            "init_start": _iso(t0),
-            "init_stop": _iso(init_stop),
-            "run_start": _iso(run_start),
-            "run_stop": _iso(t1) if run_stops else None,
-            "wall_s (init_start to the attempt's end)": round(t_end - t0, 3),
-            "after_run_stop_s": round(t_end - t1, 3),
-            "time_to_train_s (run_stop - run_start)": round(t1 - run_start, 3) if run_stops else None,
-            "run_status": status,
-            "end_reason": end_reason,
-            "evaluations": evals,
-        }
-    )
-    attempt = dict(job_id=job_id, attempt=0, start=t0, end=t_end, end_reason=end_reason)
-    m = re.fullmatch(r"result_(\d+)", stem)
-    job = dict(
+def _train_spans(
+    job_id: str, ivs: _Intervals, cursors: list[tuple[float, float]], cuts: list[list[tuple]]
+) -> list[dict]:
+    """Build stage: a ``train`` span (stage: the family) for each piece of each training interval outside its
+    blocking evaluations, the cursor shared out by :func:`_split_train`."""
+    return [
+        _span(job_id, "train", a, b, ivs.train_family, _how(tv, "training interval"), (c0, c1))
+        for k, tv in enumerate(ivs.train)
+        for a, b, c0, c1 in _split_train(tv.start, tv.stop, cursors[k][0], cursors[k][1], cuts[k])
+    ]
+
+
+def _startup_and_tail_spans(job_id: str, run: _Run, ivs: _Intervals, tail: _Tail) -> list[dict]:
+    """Build stage: ``trainer_init`` (init_start to init_stop), ``data_warmup`` (init_stop to the first training
+    interval) and the ``shutdown`` tail after run_stop."""
+    how = EXPLICIT if run.init_stop_logged else "initialisation with an inferred end (no init_stop: run_start)"
+    spans = [_span(job_id, "trainer_init", run.t0, run.init_stop, "init_start..init_stop", how)]
+    first_train = min((iv.start for iv in ivs.train), default=run.t1)
+    if first_train > run.init_stop:
+        how = "init_stop to the first training interval, taken as data warm-up (the log does not say what ran)"
+        stage = "init_stop..first_" + ivs.train_family
+        spans.append(_span(job_id, "data_warmup", run.init_stop, first_train, stage, how))
+    if tail.end > run.t1:
+        families = ", ".join(sorted(tail.families))
+        how = "after run_stop: the job went on logging " + families + " intervals (kept as the shutdown tail)"
+        spans.append(_span(job_id, "shutdown", run.t1, tail.end, "after run_stop: " + families, how))
+    return spans
+
+
+def _job_row(
+    path: Path,
+    job_id: str,
+    sub: _Submission,
+    run: _Run,
+    tail: _Tail,
+    ev_all: list[Event],
+    acc: _Accelerators,
+    unit: str,
+) -> dict:
+    """Build stage: the ``jobs`` row of the run, with its labels (MLPerf's time to train, the submission, ...)."""
+    m = re.fullmatch(r"result_(\d+)", path.stem)
+    return dict(
         job_id=job_id,
-        model=benchmark,
-        gpus=int(gpus),
-        benchmark=benchmark,
-        round=rnd,
-        submitter=submitter,
-        system=system,
+        model=sub.benchmark,
+        gpus=int(acc.gpus),
+        benchmark=sub.benchmark,
+        round=sub.round,
+        submitter=sub.submitter,
+        system=sub.system,
         division=_first_value(ev_all, "submission_division"),
-        accelerators=int(accelerators),
-        nodes=None if nodes is None else int(nodes),
-        accelerators_per_node=None if per_node is None else int(per_node),
-        accelerator_model=acc_model,
-        accelerators_source=acc_src,
-        run_status=status,
-        time_to_train_s=(t1 - run_start) if run_stops else None,
-        init_s=init_stop - t0,
-        after_run_stop_s=t_end - t1,
+        accelerators=int(acc.accelerators),
+        nodes=None if acc.nodes is None else int(acc.nodes),
+        accelerators_per_node=None if acc.per_node is None else int(acc.per_node),
+        accelerator_model=acc.model,
+        accelerators_source=acc.source,
+        run_status=run.status,
+        time_to_train_s=(run.t1 - run.run_start) if run.stopped else None,
+        init_s=run.init_stop - run.t0,
+        after_run_stop_s=tail.end - run.t1,
         cursor_unit=unit,
-        submission="/".join(str(x) for x in (rnd, submitter, system, benchmark) if x),
+        submission=sub.name,
         result=int(m.group(1)) if m else None,
         source_file=path.name,
         synthetic=False,
     )
-    for category, what, seconds, rows in late_lines:
+
+
+def _note_run(
+    fr: FileReport,
+    job_id: str,
+    sub: _Submission,
+    run: _Run,
+    tail: _Tail,
+    ivs: _Intervals,
+    acc: _Accelerators,
+    evals_blocking: tuple[int, int],
+    attempt: dict,
+    spans: list[dict],
+) -> None:
+    """Note stage: the run's facts (submission, accelerators, instants, evaluations), the lines dated after its end
+    (time not in the trace) and its time accounting."""
+    fr.job_ids.append(job_id)
+    n_block, n_conc = evals_blocking
+    evals = f"{ivs.logged_evals} logged intervals ({n_block} blocking overlaps, {n_conc} concurrent overlaps)"
+    if ivs.results:
+        evals += (
+            f"; {ivs.results} results (eval_accuracy) without eval_start/eval_stop: {ivs.bounded} bounded by "
+            f"training stops, {ivs.results - ivs.bounded} inside training (counted as training)"
+        )
+    if acc.nodes is not None:
+        accelerators = f"{acc.accelerators} ({acc.nodes} nodes x {acc.per_node}, from {acc.source})"
+    else:
+        accelerators = f"{acc.accelerators} (from {acc.source})"
+    fr.facts.update(
+        {
+            "job_id": job_id,
+            "benchmark": sub.benchmark,
+            "round": sub.round,
+            "submitter": sub.submitter,
+            "system": sub.system,
+            "accelerators": accelerators,
+            "init_start": _iso(run.t0),
+            "init_stop": _iso(run.init_stop),
+            "run_start": _iso(run.run_start),
+            "run_stop": _iso(run.t1) if run.stopped else None,
+            "wall_s (init_start to the attempt's end)": round(tail.end - run.t0, 3),
+            "after_run_stop_s": round(tail.end - run.t1, 3),
+            "time_to_train_s (run_stop - run_start)": round(run.t1 - run.run_start, 3) if run.stopped else None,
+            "run_status": run.status,
+            "end_reason": run.end_reason,
+            "evaluations": evals,
+        }
+    )
+    for category, what, seconds, rows in tail.late_lines:
         fr.outside(job_id, category, what, seconds, rows)
     fr.account([attempt], spans)
-    return attempt, spans, job
+
+
+def import_log(
+    path: str | Path, systems_dir: str | Path | None, fr: FileReport, gpus_override: int | None = None
+) -> tuple[dict, list[dict], dict]:
+    """Import one result log: returns (attempt row, span rows, jobs row) with times in epoch seconds.
+
+    Parse (:func:`read_mllog`, :func:`_submission`, :func:`_timing_events`, :func:`_run`), build (:func:`_tail`,
+    :func:`_intervals`, :func:`_clip_to_run`, :func:`_cursors`, :func:`_eval_spans`, :func:`_train_spans`,
+    :func:`_startup_and_tail_spans`, :func:`_accelerator_count`, :func:`_job_row`) and note (:func:`_note_run`);
+    every stage notes what it dropped, merged, inferred, corrected or clipped in ``fr``, the file's note collector.
+    """
+    path = Path(path)
+    log = read_mllog(path, fr)
+    sub = _submission(path, log.events, fr)
+    timing, run = _run(_timing_events(log.events, fr), str(path), fr)
+    tail = _tail(timing, log.events, run, fr)
+    ivs = _clip_to_run(_intervals(timing, log.events, run, fr), run, tail.end, fr)
+    cursors, unit = _cursors(ivs.train, _cursor_unit(ivs.train), fr)
+    fr.facts["cursor_unit"] = unit
+    job_id = f"{sub.name}/{path.stem}"
+    spans, cuts, evals_blocking = _eval_spans(job_id, ivs, cursors, unit, fr)
+    spans += _train_spans(job_id, ivs, cursors, cuts) + _startup_and_tail_spans(job_id, run, ivs, tail)
+    spans = [sp for sp in spans if sp["end"] > sp["start"]]
+    acc = _accelerator_count(path, str(path), log, sub.parts, systems_dir, gpus_override, fr)
+    attempt = dict(job_id=job_id, attempt=0, start=run.t0, end=tail.end, end_reason=run.end_reason)
+    _note_run(fr, job_id, sub, run, tail, ivs, acc, evals_blocking, attempt, spans)
+    return attempt, spans, _job_row(path, job_id, sub, run, tail, log.events, acc, unit)
 
 
 def _how(iv: Interval, what: str) -> str:
@@ -999,10 +1067,10 @@ def _how(iv: Interval, what: str) -> str:
         return iv.how
     if iv.start_ev is not None and iv.stop_ev is not None:
         return EXPLICIT
-    return (
-        f"{what} with an inferred "
-        f"{'start (the previous stop or run_start)' if iv.start_ev is None else 'stop (the next start or the run end)'}"
+    inferred = (
+        "start (the previous stop or run_start)" if iv.start_ev is None else "stop (the next start or the run end)"
     )
+    return f"{what} with an inferred {inferred}"
 
 
 def _after_stop(
@@ -1099,30 +1167,39 @@ def _evaluations_without_intervals(
         fr.note(
             "inferred",
             "evaluation without eval_start/eval_stop, bounded",
-            "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to the "
-            "result",
+            "its result (eval_accuracy) follows a training stop: the evaluation is taken to run from that stop to "
+            "the result",
             [iv.rows[0] for iv in bounded],
         )
     if inside:
         fr.note(
             "warning",
             "evaluation results (eval_accuracy) without eval_start/eval_stop inside training",
-            "the log does not say how long these evaluations took, and no training stop bounds them: "
-            "their time counts as training, so this run's ETT% is an upper bound",
+            "the log does not say how long these evaluations took, and no training stop bounds them: their time "
+            "counts as training, so this run's ETT% is an upper bound",
             inside,
         )
     return len(accs), bounded
 
 
-def _accelerator_count(
-    path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, gpus_override: int | None, fr: FileReport
-) -> tuple:
-    """(nodes, accelerators per node, model, source, accelerators, gpus) of one log.
+class _Accelerators(NamedTuple):
+    """The accelerators of one run, and where the count comes from."""
 
-    The log's :::SYSJSON line and the published system description; when both exist and disagree, the published
-    description (reviewed with the submission) is used and the conflict is a warning.  ``gpus_override`` (--gpus)
-    replaces both.  A CPU-only system (0 accelerators per node) weighs as its number of nodes.
-    """
+    nodes: int | None
+    per_node: int | None
+    model: str | None
+    source: str
+    accelerators: int
+    gpus: int  # the run's weight
+
+
+def _logged_accelerators(
+    path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, fr: FileReport
+) -> tuple[tuple, list[str]]:
+    """Parse stage: ((nodes, accelerators per node, model, source), every place the system description was looked
+    for), from the log's :::SYSJSON line and the published system description (all None when neither gives them).
+    When both exist and disagree, the published description (reviewed with the submission) is used and the
+    conflict is a warning."""
     nodes = per_node = acc_model = acc_src = None
     if log.sysjson is not None:
         try:
@@ -1155,6 +1232,19 @@ def _accelerator_count(
                 d_model or acc_model,
                 f"system description {sys_file.name}",
             )
+    return (nodes, per_node, acc_model, acc_src), tried
+
+
+def _accelerator_count(
+    path: Path, src: str, log: ParsedLog, parts: dict | None, systems_dir, gpus_override: int | None, fr: FileReport
+) -> _Accelerators:
+    """Build stage: (nodes, accelerators per node, model, source, accelerators, gpus) of one log.
+
+    The count the log and its system description give (:func:`_logged_accelerators`); ``gpus_override`` (--gpus)
+    replaces it.  A CPU-only system (0 accelerators per node) weighs as its number of nodes.  No count at all is an
+    input error listing every place looked.
+    """
+    (nodes, per_node, acc_model, acc_src), tried = _logged_accelerators(path, src, log, parts, systems_dir, fr)
     if gpus_override is not None:
         before = (
             f"{nodes * per_node} from {acc_src}"
@@ -1162,7 +1252,7 @@ def _accelerator_count(
             else "no accelerator count in the log or a system description"
         )
         fr.note("inferred", "gpus", f"--gpus {gpus_override} given: used instead of {before}")
-        return nodes, per_node, acc_model, "--gpus", gpus_override, gpus_override
+        return _Accelerators(nodes, per_node, acc_model, "--gpus", gpus_override, gpus_override)
     if acc_src is None:
         raise InputError(
             Problem(
@@ -1183,7 +1273,7 @@ def _accelerator_count(
             "gpus",
             f"CPU-only system (0 accelerators per node); gpus set to number_of_nodes = {gpus} for weighting",
         )
-    return nodes, per_node, acc_model, acc_src, accelerators, gpus
+    return _Accelerators(nodes, per_node, acc_model, acc_src, accelerators, gpus)
 
 
 def expand_logs(paths: Sequence[str | Path]) -> list[Path]:

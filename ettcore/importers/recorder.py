@@ -155,6 +155,279 @@ def _train_pieces(
     ]
 
 
+def _bad(rec: Record, fld: str, msg: str, job_id: str | None = None) -> InputError:
+    """An input error about one record: its file, line and field."""
+    return InputError(Problem(rec.file, rec.row, fld, msg, table="recorder", job_id=job_id))
+
+
+@dataclass
+class _Records:
+    """Parse stage: a run folder's records, typed and checked (a bad record is an input error naming file, line and
+    field).  ``(job id, attempt)`` keys the attempts; ``(file, span id)`` the spans a ``begin`` opened."""
+
+    split_train: bool
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # the ``job`` records: jobs rows
+    starts: dict[tuple[str, int], tuple[float, Record]] = field(default_factory=dict)
+    ends: dict[tuple[str, int], tuple[float, str, Record]] = field(default_factory=dict)  # (t, reason, record)
+    first_t: dict[tuple[str, int], float] = field(default_factory=dict)  # each attempt's first and last instant
+    last_t: dict[tuple[str, int], float] = field(default_factory=dict)
+    spans: list[dict[str, Any]] = field(default_factory=list)  # closed spans (train split at its progress records)
+    open_spans: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # begun, not (yet) closed
+
+    def _seen(self, key: tuple[str, int], t: float) -> None:
+        self.last_t[key] = max(self.last_t.get(key, t), t)
+        self.first_t[key] = min(self.first_t.get(key, t), t)
+
+    def add(self, rec: Record) -> None:
+        """Take one record (kinds: :data:`RECORD_KINDS`)."""
+        kind = _need(rec, "k", (str,))
+        if kind not in RECORD_KINDS:
+            raise _bad(rec, "k", f"unknown record kind {kind!r}")
+        job_id = _need(rec, "job_id", (str,))
+        if kind == "job":
+            self._job(rec, job_id)
+            return
+        attempt = _need(rec, "attempt", (int,))
+        if attempt < 0:
+            raise _bad(rec, "attempt", "attempt must be >= 0", job_id)
+        key = (job_id, attempt)
+        if kind == "attempt_start":
+            self._attempt_start(rec, key)
+        elif kind == "attempt_end":
+            self._attempt_end(rec, key)
+        elif kind == "begin":
+            self._begin(rec, key)
+        elif kind == "progress":
+            self._progress(rec, key)
+        else:
+            self._span(rec, key)
+
+    def _job(self, rec: Record, job_id: str) -> None:
+        gpus = _need(rec, "gpus", (int,))
+        if gpus < 1:
+            raise _bad(rec, "gpus", "gpus must be >= 1", job_id)
+        labels = rec.data.get("labels") or {}
+        if not isinstance(labels, dict):
+            raise _bad(rec, "labels", "labels must be an object", job_id)
+        model = _need(rec, "model", (str,), allow_none=True)
+        self.jobs[job_id] = {"job_id": job_id, "model": model or job_id, "gpus": gpus, **labels}
+
+    def _attempt_start(self, rec: Record, key: tuple[str, int]) -> None:
+        t = float(_need(rec, "t", _NUM))
+        if key in self.starts:
+            first = self.starts[key][1]
+            msg = f"second attempt_start for attempt {key[1]} (first: {first.file} row {first.row})"
+            raise _bad(rec, "k", msg, key[0])
+        self.starts[key] = (t, rec)
+        self._seen(key, t)
+
+    def _attempt_end(self, rec: Record, key: tuple[str, int]) -> None:
+        t = float(_need(rec, "t", _NUM))
+        reason = _need(rec, "reason", (str,))
+        if reason not in END_REASONS:
+            raise _bad(rec, "reason", f"end reason {reason!r} is not one of {END_REASONS}", key[0])
+        if key in self.ends:
+            raise _bad(rec, "k", f"second attempt_end for attempt {key[1]}", key[0])
+        self.ends[key] = (t, reason, rec)
+        self._seen(key, t)
+
+    def _begin(self, rec: Record, key: tuple[str, int]) -> None:
+        skey = (rec.file, _need(rec, "id", (int,)))
+        t = float(_need(rec, "t", _NUM))
+        phase = _need(rec, "phase", (str,))
+        cursor = _need(rec, "cursor", _NUM, allow_none=True)
+        if phase == "train" and cursor is None:
+            raise _bad(rec, "cursor", "a train span needs a cursor", key[0])
+        stage = _need(rec, "stage", (str,), allow_none=True)
+        self.open_spans[skey] = {
+            "key": key,
+            "phase": phase,
+            "stage": stage,
+            "start": t,
+            "cursor": cursor,
+            "last_t": t,
+            "rec": rec,
+            "points": [(t, cursor)],
+        }
+        self._seen(key, t)
+
+    def _progress(self, rec: Record, key: tuple[str, int]) -> None:
+        span_id = _need(rec, "id", (int,))
+        t = float(_need(rec, "t", _NUM))
+        cursor = _need(rec, "cursor", _NUM)
+        o = self.open_spans.get((rec.file, span_id))
+        if o is None:
+            raise _bad(rec, "id", f"progress for span {span_id} that is not open", key[0])
+        o["cursor"], o["last_t"] = cursor, t
+        o["points"].append((t, cursor))
+        self._seen(key, t)
+
+    def _span(self, rec: Record, key: tuple[str, int]) -> None:
+        skey = (rec.file, _need(rec, "id", (int,)))
+        start = float(_need(rec, "start", _NUM))
+        end = float(_need(rec, "end", _NUM))
+        phase = _need(rec, "phase", (str,))
+        cs = _need(rec, "cursor_start", _NUM, allow_none=True)
+        ce = _need(rec, "cursor_end", _NUM, allow_none=True)
+        if phase == "train" and (cs is None or ce is None):
+            fld = "cursor_end" if cs is not None else "cursor_start"
+            raise _bad(rec, fld, "a train span needs cursor_start and cursor_end", key[0])
+        opened = self.open_spans.pop(skey, None)
+        stage = _need(rec, "stage", (str,), allow_none=True)
+        if phase == "train" and self.split_train and opened is not None:
+            points = [(start, cs)] + [p for p in opened["points"][1:] if start < p[0] < end] + [(end, ce)]
+            self.spans.extend(_train_pieces(key[0], key[1], stage, points))
+        else:
+            self.spans.append(_span_row(key, phase, stage, start, end, cs, ce))
+        self._seen(key, start)
+        self._seen(key, end)
+
+
+def _span_row(key: tuple[str, int], phase: str, stage: str | None, start: float, end: float, cs: Any, ce: Any) -> dict:
+    """A span row of attempt ``key`` (job id, attempt)."""
+    return {
+        "job_id": key[0],
+        "attempt": key[1],
+        "phase": phase,
+        "stage": stage,
+        "start": start,
+        "end": end,
+        "cursor_start": cs,
+        "cursor_end": ce,
+    }
+
+
+def _read_folder(directory: Path, split_train: bool, notes: list[Problem]) -> _Records:
+    """Parse stage: every recorder file of ``directory``, in name order; torn final lines are noted in ``notes``."""
+    recs = _Records(split_train)
+    for path in _recorder_files(directory):
+        records, torn = read_records(path)
+        notes.extend(torn)
+        for rec in records:
+            recs.add(rec)
+    return recs
+
+
+def _attempt_note(directory: Path, fld: str, msg: str, job_id: str) -> Problem:
+    return Problem(str(directory), None, fld, msg, table="attempts", job_id=job_id)
+
+
+def _end_and_reason(
+    recs: _Records, key: tuple[str, int], last_attempt: int, open_last_attempt: str, directory: Path, notes: list
+) -> tuple[float | None, str]:
+    """Build stage: (end, reason) of attempt ``key``: its ``attempt_end`` record; without one, a failure at its last
+    record when a later attempt follows (or with ``open_last_attempt="failure"``), else running (noted)."""
+    job_id, attempt = key
+    if key in recs.ends:
+        return recs.ends[key][0], recs.ends[key][1]
+    if attempt < last_attempt or open_last_attempt == "failure":
+        msg = f"attempt {attempt} has no attempt_end record: taken as a failure at its last record"
+        notes.append(_attempt_note(directory, "attempt_end", msg, job_id))
+        return recs.last_t[key], "failure"
+    msg = f"attempt {attempt} has no attempt_end record: still running (null end)"
+    notes.append(_attempt_note(directory, "attempt_end", msg, job_id))
+    return None, "running"
+
+
+def _attempts(recs: _Records, directory: Path, open_last_attempt: str, notes: list[Problem]) -> list[dict[str, Any]]:
+    """Build stage: the attempt rows, in (job, attempt) order; an attempt without ``attempt_start`` starts at its
+    earliest record (noted), its end from :func:`_end_and_reason`."""
+    keys = sorted(set(recs.last_t))
+    last_attempt: dict[str, int] = {}
+    for job_id, attempt in keys:
+        last_attempt[job_id] = max(last_attempt.get(job_id, attempt), attempt)
+    attempts: list[dict[str, Any]] = []
+    for key in keys:
+        job_id, attempt = key
+        if key in recs.starts:
+            start = recs.starts[key][0]
+        else:
+            start = recs.first_t[key]
+            msg = f"attempt {attempt} has no attempt_start record: starts at its earliest record"
+            notes.append(_attempt_note(directory, "attempt_start", msg, job_id))
+        end, reason = _end_and_reason(recs, key, last_attempt[job_id], open_last_attempt, directory, notes)
+        attempts.append({"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason})
+    return attempts
+
+
+def _close_time(
+    o: dict[str, Any], recs: _Records, end_of: dict, attempt_ends: dict[tuple[str, int], float] | None
+) -> tuple[float, str]:
+    """Build stage: (time, how said) a non-train span left open closes at: its attempt's end (the scheduler's, given
+    in ``attempt_ends``, for an attempt without ``attempt_end``), else its attempt's last record; never before it
+    opened."""
+    key = o["key"]
+    close_t, how = end_of.get(key), "the attempt's end"
+    if attempt_ends and key in attempt_ends and key not in recs.ends:
+        close_t, how = float(attempt_ends[key]), "the attempt's end in the scheduler's records"
+    if close_t is None:
+        close_t, how = recs.last_t[key], "the attempt's last record"
+    if close_t < o["start"]:  # an accounting's whole-second end can precede a span opened in its last second
+        how += f" ({o['start'] - close_t:.3f} s before the span opened): at its start, no length"
+        close_t = o["start"]
+    return close_t, how
+
+
+def _close_open_spans(
+    recs: _Records, end_of: dict, attempt_ends: dict[tuple[str, int], float] | None, notes: list[Problem]
+) -> list[dict[str, Any]]:
+    """Build stage: the spans a crash left open, closed (each noted): a ``train`` span at its last ``progress``
+    record, any other by :func:`_close_time`."""
+    spans: list[dict[str, Any]] = []
+    for o in recs.open_spans.values():
+        rec: Record = o["rec"]
+        if o["phase"] == "train":
+            close_t, how = o["last_t"], "its last progress record"
+            cs, ce = rec.data.get("cursor"), o["cursor"]
+        else:
+            close_t, how = _close_time(o, recs, end_of, attempt_ends)
+            cs = ce = None
+        if o["phase"] == "train" and recs.split_train:
+            spans.extend(_train_pieces(o["key"][0], o["key"][1], o["stage"], o["points"]))
+        else:
+            spans.append(_span_row(o["key"], o["phase"], o["stage"], o["start"], close_t, cs, ce))
+        msg = f"{o['phase']} span opened here was never closed: closed at {how}"
+        notes.append(Problem(rec.file, rec.row, "span", msg, table="spans", job_id=o["key"][0]))
+    return spans
+
+
+def _frames(attempts: list[dict], spans: list[dict], jobs: list[dict]) -> tuple[Any, Any, Any]:
+    """Build stage: the attempts, spans and jobs tables (Polars, UTC microsecond timestamps), sorted."""
+    import polars as pl
+
+    ts = pl.Datetime("us", "UTC")
+
+    def to_ts(col: str) -> pl.Expr:
+        return (pl.col(col) * 1_000_000).round(0).cast(pl.Int64).cast(ts)
+
+    att_df = pl.DataFrame(
+        attempts,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "start": pl.Float64,
+            "end": pl.Float64,
+            "end_reason": pl.String,
+        },
+    )
+    att_df = att_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt")
+    span_df = pl.DataFrame(
+        spans,
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "phase": pl.String,
+            "stage": pl.String,
+            "start": pl.Float64,
+            "end": pl.Float64,
+            "cursor_start": pl.Float64,
+            "cursor_end": pl.Float64,
+        },
+    )
+    span_df = span_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt", "start", "end")
+    return att_df, span_df, pl.DataFrame(jobs).sort("job_id")
+
+
 def collect(
     directory: str | Path,
     *,
@@ -188,318 +461,22 @@ def collect(
     linear between records instead of linear over the whole span (the spec
     takes progress as linear within a span; slow first steps after a restart
     would otherwise bend the productive/replay boundary).
-    """
-    import polars as pl
 
+    The stages: parse (:func:`_read_folder`), build (:func:`_attempts`, :func:`_close_open_spans`,
+    :func:`_frames`); the notes go, in the order made, to one list, the conversion's ``problems``.
+    """
     if open_last_attempt not in ("running", "failure"):
         raise ValueError("open_last_attempt must be 'running' or 'failure'")
     directory = Path(directory)
-    problems: list[Problem] = []
-    jobs: dict[str, dict[str, Any]] = {}
-    starts: dict[tuple[str, int], tuple[float, Record]] = {}
-    ends: dict[tuple[str, int], tuple[float, str, Record]] = {}
-    last_t: dict[tuple[str, int], float] = {}
-    first_t: dict[tuple[str, int], float] = {}
-    spans: list[dict[str, Any]] = []
-    open_spans: dict[tuple[str, int], dict[str, Any]] = {}
-
-    def seen(key: tuple[str, int], t: float) -> None:
-        last_t[key] = max(last_t.get(key, t), t)
-        first_t[key] = min(first_t.get(key, t), t)
-
-    for path in _recorder_files(directory):
-        records, torn = read_records(path)
-        problems.extend(torn)
-        for rec in records:
-            kind = _need(rec, "k", (str,))
-            if kind not in RECORD_KINDS:
-                raise InputError(Problem(rec.file, rec.row, "k", f"unknown record kind {kind!r}", table="recorder"))
-            job_id = _need(rec, "job_id", (str,))
-            if kind == "job":
-                gpus = _need(rec, "gpus", (int,))
-                if gpus < 1:
-                    raise InputError(
-                        Problem(rec.file, rec.row, "gpus", "gpus must be >= 1", table="recorder", job_id=job_id)
-                    )
-                labels = rec.data.get("labels") or {}
-                if not isinstance(labels, dict):
-                    raise InputError(
-                        Problem(
-                            rec.file, rec.row, "labels", "labels must be an object", table="recorder", job_id=job_id
-                        )
-                    )
-                model = _need(rec, "model", (str,), allow_none=True)
-                jobs[job_id] = {"job_id": job_id, "model": model or job_id, "gpus": gpus, **labels}
-                continue
-            attempt = _need(rec, "attempt", (int,))
-            if attempt < 0:
-                raise InputError(
-                    Problem(rec.file, rec.row, "attempt", "attempt must be >= 0", table="recorder", job_id=job_id)
-                )
-            key = (job_id, attempt)
-            if kind == "attempt_start":
-                t = float(_need(rec, "t", _NUM))
-                if key in starts:
-                    raise InputError(
-                        Problem(
-                            rec.file,
-                            rec.row,
-                            "k",
-                            f"second attempt_start for attempt {attempt} "
-                            f"(first: {starts[key][1].file} row {starts[key][1].row})",
-                            table="recorder",
-                            job_id=job_id,
-                        )
-                    )
-                starts[key] = (t, rec)
-                seen(key, t)
-            elif kind == "attempt_end":
-                t = float(_need(rec, "t", _NUM))
-                reason = _need(rec, "reason", (str,))
-                if reason not in END_REASONS:
-                    raise InputError(
-                        Problem(
-                            rec.file,
-                            rec.row,
-                            "reason",
-                            f"end reason {reason!r} is not one of {END_REASONS}",
-                            table="recorder",
-                            job_id=job_id,
-                        )
-                    )
-                if key in ends:
-                    raise InputError(
-                        Problem(
-                            rec.file,
-                            rec.row,
-                            "k",
-                            f"second attempt_end for attempt {attempt}",
-                            table="recorder",
-                            job_id=job_id,
-                        )
-                    )
-                ends[key] = (t, reason, rec)
-                seen(key, t)
-            else:
-                span_id = _need(rec, "id", (int,))
-                skey = (rec.file, span_id)
-                if kind == "begin":
-                    t = float(_need(rec, "t", _NUM))
-                    phase = _need(rec, "phase", (str,))
-                    cursor = _need(rec, "cursor", _NUM, allow_none=True)
-                    if phase == "train" and cursor is None:
-                        raise InputError(
-                            Problem(
-                                rec.file,
-                                rec.row,
-                                "cursor",
-                                "a train span needs a cursor",
-                                table="recorder",
-                                job_id=job_id,
-                            )
-                        )
-                    open_spans[skey] = {
-                        "key": key,
-                        "phase": phase,
-                        "stage": _need(rec, "stage", (str,), allow_none=True),
-                        "start": t,
-                        "cursor": cursor,
-                        "last_t": t,
-                        "rec": rec,
-                        "points": [(t, cursor)],
-                    }
-                    seen(key, t)
-                elif kind == "progress":
-                    t = float(_need(rec, "t", _NUM))
-                    cursor = _need(rec, "cursor", _NUM)
-                    o = open_spans.get(skey)
-                    if o is None:
-                        raise InputError(
-                            Problem(
-                                rec.file,
-                                rec.row,
-                                "id",
-                                f"progress for span {span_id} that is not open",
-                                table="recorder",
-                                job_id=job_id,
-                            )
-                        )
-                    o["cursor"], o["last_t"] = cursor, t
-                    o["points"].append((t, cursor))
-                    seen(key, t)
-                else:  # span
-                    start = float(_need(rec, "start", _NUM))
-                    end = float(_need(rec, "end", _NUM))
-                    phase = _need(rec, "phase", (str,))
-                    cs = _need(rec, "cursor_start", _NUM, allow_none=True)
-                    ce = _need(rec, "cursor_end", _NUM, allow_none=True)
-                    if phase == "train" and (cs is None or ce is None):
-                        raise InputError(
-                            Problem(
-                                rec.file,
-                                rec.row,
-                                "cursor_end" if cs is not None else "cursor_start",
-                                "a train span needs cursor_start and cursor_end",
-                                table="recorder",
-                                job_id=job_id,
-                            )
-                        )
-                    opened = open_spans.pop(skey, None)
-                    stage = _need(rec, "stage", (str,), allow_none=True)
-                    if phase == "train" and split_train and opened is not None:
-                        points = [(start, cs)] + [p for p in opened["points"][1:] if start < p[0] < end] + [(end, ce)]
-                        spans.extend(_train_pieces(job_id, attempt, stage, points))
-                    else:
-                        spans.append(
-                            {
-                                "job_id": job_id,
-                                "attempt": attempt,
-                                "phase": phase,
-                                "stage": stage,
-                                "start": start,
-                                "end": end,
-                                "cursor_start": cs,
-                                "cursor_end": ce,
-                            }
-                        )
-                    seen(key, start)
-                    seen(key, end)
-
-    # attempts: fill missing starts and ends
-    keys = sorted(set(last_t))
-    last_attempt: dict[str, int] = {}
-    for job_id, attempt in keys:
-        last_attempt[job_id] = max(last_attempt.get(job_id, attempt), attempt)
-    attempts: list[dict[str, Any]] = []
-    for key in keys:
-        job_id, attempt = key
-        if key in starts:
-            start = starts[key][0]
-        else:
-            start = first_t[key]
-            problems.append(
-                Problem(
-                    str(directory),
-                    None,
-                    "attempt_start",
-                    f"attempt {attempt} has no attempt_start record: starts at its earliest record",
-                    table="attempts",
-                    job_id=job_id,
-                )
-            )
-        if key in ends:
-            end, reason = ends[key][0], ends[key][1]
-        elif attempt < last_attempt[job_id] or open_last_attempt == "failure":
-            end, reason = last_t[key], "failure"
-            problems.append(
-                Problem(
-                    str(directory),
-                    None,
-                    "attempt_end",
-                    f"attempt {attempt} has no attempt_end record: taken as a failure at its last record",
-                    table="attempts",
-                    job_id=job_id,
-                )
-            )
-        else:
-            end, reason = None, "running"
-            problems.append(
-                Problem(
-                    str(directory),
-                    None,
-                    "attempt_end",
-                    f"attempt {attempt} has no attempt_end record: still running (null end)",
-                    table="attempts",
-                    job_id=job_id,
-                )
-            )
-        attempts.append(
-            {"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason, "_key": key}
-        )
-    end_of = {a["_key"]: a["end"] for a in attempts}
-
-    for o in open_spans.values():
-        rec: Record = o["rec"]
-        job_id, attempt = o["key"]
-        if o["phase"] == "train":
-            close_t, how = o["last_t"], "its last progress record"
-            cs, ce = rec.data.get("cursor"), o["cursor"]
-        else:
-            close_t = end_of.get(o["key"])
-            how = "the attempt's end"
-            if attempt_ends and o["key"] in attempt_ends and o["key"] not in ends:
-                close_t, how = float(attempt_ends[o["key"]]), "the attempt's end in the scheduler's records"
-            if close_t is None:
-                close_t, how = last_t[o["key"]], "the attempt's last record"
-            if close_t < o["start"]:  # an accounting's whole-second end can precede a span opened in its last second
-                close_t, how = (
-                    o["start"],
-                    how + f" ({o['start'] - close_t:.3f} s before the span opened): at its start, no length",
-                )
-            cs = ce = None
-        if o["phase"] == "train" and split_train:
-            spans.extend(_train_pieces(job_id, attempt, o["stage"], o["points"]))
-        else:
-            spans.append(
-                {
-                    "job_id": job_id,
-                    "attempt": attempt,
-                    "phase": o["phase"],
-                    "stage": o["stage"],
-                    "start": o["start"],
-                    "end": close_t,
-                    "cursor_start": cs,
-                    "cursor_end": ce,
-                }
-            )
-        problems.append(
-            Problem(
-                rec.file,
-                rec.row,
-                "span",
-                f"{o['phase']} span opened here was never closed: closed at {how}",
-                table="spans",
-                job_id=job_id,
-            )
-        )
-
-    for job_id in last_attempt:
+    notes: list[Problem] = []
+    recs = _read_folder(directory, split_train, notes)
+    attempts = _attempts(recs, directory, open_last_attempt, notes)
+    end_of = {(a["job_id"], a["attempt"]): a["end"] for a in attempts}
+    spans = recs.spans + _close_open_spans(recs, end_of, attempt_ends, notes)
+    jobs = dict(recs.jobs)
+    for job_id, _ in sorted(set(recs.last_t)):
         jobs.setdefault(job_id, {"job_id": job_id, "model": job_id, "gpus": 1})
-
-    ts = pl.Datetime("us", "UTC")
-
-    def to_ts(col: str) -> pl.Expr:
-        return (pl.col(col) * 1_000_000).round(0).cast(pl.Int64).cast(ts)
-
-    for a in attempts:
-        del a["_key"]
-    att_df = pl.DataFrame(
-        attempts,
-        schema={
-            "job_id": pl.String,
-            "attempt": pl.Int64,
-            "start": pl.Float64,
-            "end": pl.Float64,
-            "end_reason": pl.String,
-        },
-    )
-    att_df = att_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt")
-    span_df = pl.DataFrame(
-        spans,
-        schema={
-            "job_id": pl.String,
-            "attempt": pl.Int64,
-            "phase": pl.String,
-            "stage": pl.String,
-            "start": pl.Float64,
-            "end": pl.Float64,
-            "cursor_start": pl.Float64,
-            "cursor_end": pl.Float64,
-        },
-    )
-    span_df = span_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt", "start", "end")
-    job_df = pl.DataFrame(list(jobs.values())).sort("job_id")
-    return Conversion(att_df, span_df, job_df, problems)
+    return Conversion(*_frames(attempts, spans, list(jobs.values())), notes)
 
 
 def convert(

@@ -59,6 +59,7 @@ duplicated row, runs of one job that overlap) is a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -67,7 +68,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as dt_timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ettcore.errors import InputError, Problem
@@ -276,8 +277,8 @@ def _state(value: Any, src: str, row: int, fld: str) -> str:
 
 
 def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
-    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``);
-    typed counts summed if alone."""
+    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``); typed counts summed if
+    alone."""
     untyped, typed = None, 0
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
@@ -656,8 +657,8 @@ def read_sacct(path: str | Path, fr: FileReport, timezone: str = "UTC") -> list[
 
 
 def user_label(user: str | None, keep: bool) -> str | None:
-    """The user as a label: the name with ``keep``, else ``u-`` and 12 hex digits of its SHA-256 (stable,
-    not reversible)."""
+    """The user as a label: the name with ``keep``, else ``u-`` and 12 hex digits of its SHA-256 (stable, not
+    reversible)."""
     if user is None or keep:
         return user
     return "u-" + hashlib.sha256(user.encode("utf-8")).hexdigest()[:12]
@@ -748,163 +749,237 @@ def _group(runs: list[Run]) -> list[_Job]:
     return sorted(jobs, key=lambda j: (j.runs[0].submit, int(j.raw_id)))
 
 
-def _build_job(
+def _queue_span(job_id: str, attempt: int, start: float, end: float) -> dict:
+    """A ``scheduling`` span of stage ``queue`` (no cursor: :meth:`TraceFrames.from_rows` leaves it null)."""
+    return dict(job_id=job_id, attempt=attempt, phase="scheduling", stage="queue", start=start, end=end)
+
+
+def _waiting_attempt(
     job: _Job,
+    k: int,
+    r: Run,
+    reason: str | None,
     *,
-    timeout_as: str,
+    last: bool,
+    prev_end: float | None,
     as_of: float,
-    odd: dict[tuple[str, str], list[Run]],
-    bounds: dict[tuple[str, int], tuple[float, float | None]],
-) -> tuple[list[dict], list[dict]]:
-    """Attempts and the queue span(s) of one job (epoch seconds); each run's (start, end) goes into ``bounds``."""
+    report: ImportReport,
+) -> tuple[dict, dict]:
+    """Build stage: (attempt, queue span) of a run that never started, which must be the job's last (requeued and
+    still waiting, or cancelled or failed while waiting): queue time from the submit (or the previous run's end) to
+    its end, or to ``as_of`` while it waits.  A clock skew and a run still waiting are tallied in ``report``."""
+    if r.state not in QUEUE_ONLY_STATES:
+        raise InputError(_problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id))
+    if not last:
+        raise InputError(
+            _problem(
+                r.src,
+                r.row,
+                r.where("Start"),
+                "a run that never started, followed by another run of the same job",
+                job.job_id,
+            )
+        )
+    q0 = r.submit if prev_end is None else prev_end
+    q1 = r.end if reason is not None else as_of
+    if reason is not None and q1 is None:
+        raise InputError(
+            _problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id)
+        )
+    if q1 < q0:
+        what = "queue end before its start (clock skew, or --as-of before the requeue): zero queue time"
+        report.tally("corrected", what, r.src, r.row, r.job_id)
+        q1 = q0
+    attempt = dict(
+        job_id=job.job_id, attempt=k, start=q0, end=None if reason is None else q1, end_reason=reason or "running"
+    )
+    span = _queue_span(job.job_id, k, q0, q1)
+    if reason is None:
+        what = "still waiting in the queue: running, its queue time counted up to the as-of time"
+        report.tally("inferred", what, r.src, r.row, r.job_id)
+    return attempt, span
+
+
+def _check_run(job: _Job, r: Run, reason: str | None, *, last: bool, prev_end: float | None) -> None:
+    """Parse stage, one run that started: an active run followed by another, a run without an end, a run ending
+    before it starts and a run overlapping the previous one are input errors."""
+    if reason is None and not last:
+        raise InputError(
+            _problem(
+                r.src,
+                r.row,
+                r.where("State"),
+                f"still {r.state} but a later run of the same job "
+                "follows (a runaway record: see sacctmgr show runawayjobs)",
+                job.job_id,
+            )
+        )
+    if reason is not None and r.end is None:
+        raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
+    if r.end is not None and r.end < r.start:
+        raise InputError(
+            _problem(
+                r.src,
+                r.row,
+                r.where("End"),
+                f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
+                job.job_id,
+            )
+        )
+    if prev_end is not None and r.start < prev_end:
+        raise InputError(
+            _problem(
+                r.src,
+                r.row,
+                r.where("Start"),
+                f"the run starts before the previous run of the job ended "
+                f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)",
+                job.job_id,
+            )
+        )
+
+
+def _first_queue(job: _Job, r: Run, report: ImportReport) -> tuple[float, list[dict]]:
+    """Build stage, the job's first run ``r``: (the start of attempt 0, its queue span from submit to start, if any).
+    A start before the submit (clock skew) is tallied in ``report``: the job then starts at its run's start."""
+    a_start = r.submit
+    if r.start < r.submit:
+        what = "start before submit (clock skew): the job starts at its run's start"
+        report.tally("corrected", what, r.src, r.row, r.job_id)
+        a_start = r.start
+    if r.start <= a_start:
+        return a_start, []
+    return a_start, [_queue_span(job.job_id, 0, a_start, r.start)]
+
+
+def _build_job(
+    job: _Job, report: ImportReport, *, timeout_as: str, as_of: float
+) -> tuple[list[dict], list[dict], dict[tuple[str, int], tuple[float, float | None]]]:
+    """Build stage, one job: its attempts (run *k* is attempt *k*), its queue span(s) (epoch seconds) and each run's
+    (start, end) by (job id, attempt).  Odd runs are tallied in ``report``."""
     attempts: list[dict] = []
     spans: list[dict] = []
-    n = len(job.runs)
+    bounds: dict[tuple[str, int], tuple[float, float | None]] = {}
     prev_end: float | None = None
     for k, r in enumerate(job.runs):
-        last = k == n - 1
+        last = k == len(job.runs) - 1
         reason = _end_reason(r, timeout_as)
         if r.start is None:
-            if r.state not in QUEUE_ONLY_STATES:
-                raise InputError(
-                    _problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id)
-                )
-            if not last:
-                raise InputError(
-                    _problem(
-                        r.src,
-                        r.row,
-                        r.where("Start"),
-                        "a run that never started, followed by another run of the same job",
-                        job.job_id,
-                    )
-                )
-            # queue time only: requeued and still waiting, or cancelled / failed while waiting
-            q0 = r.submit if prev_end is None else prev_end
-            q1 = r.end if reason is not None else as_of
-            if reason is not None and q1 is None:
-                raise InputError(
-                    _problem(r.src, r.row, r.where("End"), f"a {r.state} row with neither start nor end", job.job_id)
-                )
-            if q1 < q0:
-                odd.setdefault(
-                    (
-                        "corrected",
-                        "queue end before its start (clock skew, or --as-of before the requeue): zero queue time",
-                    ),
-                    [],
-                ).append(r)
-                q1 = q0
-            attempts.append(
-                dict(
-                    job_id=job.job_id,
-                    attempt=k,
-                    start=q0,
-                    end=None if reason is None else q1,
-                    end_reason=reason or "running",
-                )
-            )
-            spans.append(
-                dict(
-                    job_id=job.job_id,
-                    attempt=k,
-                    phase="scheduling",
-                    stage="queue",
-                    start=q0,
-                    end=q1,
-                    cursor_start=None,
-                    cursor_end=None,
-                )
-            )
-            if reason is None:
-                odd.setdefault(
-                    ("inferred", "still waiting in the queue: running, its queue time counted up to the as-of time"), []
-                ).append(r)
+            a, sp = _waiting_attempt(job, k, r, reason, last=last, prev_end=prev_end, as_of=as_of, report=report)
+            attempts.append(a)
+            spans.append(sp)
             break
-        if reason is None and not last:
-            raise InputError(
-                _problem(
-                    r.src,
-                    r.row,
-                    r.where("State"),
-                    f"still {r.state} but a later run of the same job "
-                    "follows (a runaway record: see sacctmgr show runawayjobs)",
-                    job.job_id,
-                )
-            )
-        if reason is not None and r.end is None:
-            raise InputError(_problem(r.src, r.row, r.where("End"), f"a {r.state} run without an end time", job.job_id))
-        if r.end is not None and r.end < r.start:
-            raise InputError(
-                _problem(
-                    r.src,
-                    r.row,
-                    r.where("End"),
-                    f"the run ends ({r.end:.0f}) before it starts ({r.start:.0f})",
-                    job.job_id,
-                )
-            )
-        if prev_end is not None and r.start < prev_end:
-            raise InputError(
-                _problem(
-                    r.src,
-                    r.row,
-                    r.where("Start"),
-                    f"the run starts before the previous run of the job ended "
-                    f"({r.start:.0f} < {prev_end:.0f}): overlapping runs (a reused job id?)",
-                    job.job_id,
-                )
-            )
+        _check_run(job, r, reason, last=last, prev_end=prev_end)
+        a_start = r.start
         if k == 0:
-            a_start = r.submit
-            if r.start < r.submit:
-                odd.setdefault(
-                    ("corrected", "start before submit (clock skew): the job starts at its run's start"), []
-                ).append(r)
-                a_start = r.start
-            if r.start > a_start:
-                spans.append(
-                    dict(
-                        job_id=job.job_id,
-                        attempt=0,
-                        phase="scheduling",
-                        stage="queue",
-                        start=a_start,
-                        end=r.start,
-                        cursor_start=None,
-                        cursor_end=None,
-                    )
-                )
-        else:
-            a_start = r.start
-        end = r.end if reason is not None else None
-        if reason is None and r.end is not None:
-            end = None  # an active run's End is not its end
+            a_start, queue = _first_queue(job, r, report)
+            spans += queue
+        end = r.end if reason is not None else None  # an active run's End is not its end
         attempts.append(dict(job_id=job.job_id, attempt=k, start=a_start, end=end, end_reason=reason or "running"))
         bounds[(job.job_id, k)] = (r.start, end)
         prev_end = r.end
-    return attempts, spans
+    return attempts, spans, bounds
 
 
-def import_sacct(
-    paths: Iterable[str | Path],
-    *,
-    recorder_dir: str | Path | None = None,
-    gpus: int | None = None,
-    keep_users: bool = False,
-    timezone: str = "UTC",
-    as_of: float | None = None,
-    timeout_as: str = "failure",
-    clock_tolerance_s: float = 2.0,
-    relative_to: str | Path | None = None,
-) -> tuple[TraceFrames, ImportReport]:
-    """Import sacct exports (text or JSON), optionally with a recorder run folder; see the module doc.
+def _job_gpus(job: _Job, gpus: int | None, report: ImportReport) -> int | None:
+    """Build stage: the GPUs of a job that ran: the largest gres/gpu count of its runs, else ``gpus`` (--gpus), else
+    None (unknown).  Either inference is tallied in ``report``."""
+    ran = [r for r in job.runs if r.start is not None]
+    counts = [r.gpus for r in ran if r.gpus]
+    if counts:
+        if len(set(counts)) > 1:
+            what = "runs of one job held different gres/gpu counts: the largest is used"
+            report.tally("inferred", what, ran[0].src, ran[0].row, ran[0].job_id)
+        return max(counts)
+    if gpus is not None:
+        report.tally(
+            "inferred", f"no gres/gpu in AllocTRES: gpus = {gpus} (--gpus)", ran[0].src, ran[0].row, ran[0].job_id
+        )
+        return gpus
+    return None
 
-    ``as_of`` (epoch seconds): the end of queue time for jobs still waiting (default:
-    the latest time in the exports).  ``relative_to``: report file names relative to
-    this folder (for bundled data).
-    """
-    paths = [Path(p) for p in paths]
+
+def _job_row(job: _Job, gpus: int, keep_users: bool) -> dict:
+    """Build stage: the ``jobs`` row of a job that ran (its labels from its last run)."""
+    last = job.runs[-1]
+    return dict(
+        job_id=job.job_id,
+        model=last.name or job.job_id,
+        gpus=gpus,
+        slurm_job_id=job.raw_id,
+        job_name=last.name,
+        partition=last.partition,
+        account=last.account,
+        qos=last.qos,
+        user=user_label(last.user, keep_users),
+        array_job_id=last.array_job_id,
+        array_task_id=last.array_task_id,
+        slurm_state=last.state,
+        slurm_runs=sum(1 for r in job.runs if r.start is not None),
+    )
+
+
+@dataclass
+class _Built:
+    """What the build stage made: the trace's rows, each run's (start, end) by (job id, attempt), and the jobs that
+    never started (left out)."""
+
+    attempts: list[dict] = field(default_factory=list)
+    spans: list[dict] = field(default_factory=list)
+    job_rows: list[dict] = field(default_factory=list)
+    bounds: dict[tuple[str, int], tuple[float, float | None]] = field(default_factory=dict)
+    never_ran: list[_Job] = field(default_factory=list)
+
+    @property
+    def kept(self) -> set[str]:
+        """The ids of the jobs imported."""
+        return {j["job_id"] for j in self.job_rows}
+
+
+def _build(
+    jobs: list[_Job], report: ImportReport, *, timeout_as: str, as_of: float, gpus: int | None, keep_users: bool
+) -> _Built:
+    """Build stage: attempts, spans and job rows of every job that ran; the jobs that never started set aside.
+    A job without a GPU count (no gres/gpu and no ``gpus``) is an input error."""
+    built = _Built()
+    no_gpus: list[Run] = []
+    for job in jobs:
+        if all(r.start is None for r in job.runs):
+            for r in job.runs:
+                if r.state not in QUEUE_ONLY_STATES:
+                    raise InputError(
+                        _problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id)
+                    )
+            built.never_ran.append(job)
+            continue
+        attempts, spans, bounds = _build_job(job, report, timeout_as=timeout_as, as_of=as_of)
+        built.attempts += attempts
+        built.spans += spans
+        built.bounds.update(bounds)
+        n_gpus = _job_gpus(job, gpus, report)
+        if n_gpus is None:
+            no_gpus.append(next(r for r in job.runs if r.start is not None))
+            continue
+        built.job_rows.append(_job_row(job, n_gpus, keep_users))
+    if no_gpus:
+        raise InputError(
+            [
+                _problem(
+                    r.src,
+                    r.row,
+                    r.where("AllocTRES"),
+                    f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
+                    "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)",
+                    r.job_id,
+                )
+                for r in no_gpus[:20]
+            ]
+        )
+    return built
+
+
+def _check_options(paths: list[Path], timeout_as: str, gpus: int | None, clock_tolerance_s: float) -> None:
+    """The options of :func:`import_sacct`, each checked (an input error naming the option)."""
     if not paths:
         raise InputError(Problem("sacct", None, None, "no sacct export given"))
     if timeout_as not in ("failure", "cancelled"):
@@ -927,20 +1002,23 @@ def import_sacct(
             )
         )
 
-    def name(p: Path) -> str:
-        if relative_to is not None:
-            try:
-                return str(p.resolve().relative_to(Path(relative_to).resolve()))
-            except ValueError:
-                pass
-        return str(p)
 
-    report = ImportReport("slurm")
+def _file_name(p: Path, relative_to: str | Path | None) -> str:
+    """``p`` as the report names it: relative to ``relative_to`` when it lies below it."""
+    if relative_to is not None:
+        try:
+            return str(p.resolve().relative_to(Path(relative_to).resolve()))
+        except ValueError:
+            pass
+    return str(p)
+
+
+def _parse(paths: list[Path], report: ImportReport, name: Callable[[Path], str], timezone: str) -> list[Run]:
+    """Parse stage: the runs of every export (one :class:`FileReport` a file, named by ``name``), checked for
+    duplicates.  A run with a Start but no node allocated never started: its start is dropped, with a note."""
     runs: list[Run] = []
-    fr_of: dict[str, FileReport] = {}
     for p in paths:
         fr = report.add_file(name(p))
-        fr_of[fr.file] = fr
         got = read_sacct(p, fr, timezone=timezone)
         fr.facts["rows"] = len(got)
         runs.extend(got)
@@ -954,156 +1032,125 @@ def import_sacct(
             r.start = None
             unallocated.setdefault(r.src, []).append(r.row)
     for src, rows in unallocated.items():
-        fr_of[src].note(
+        report.file(src).note(
             "inferred",
             "a Start time but no node allocated (NodeList 'None assigned')",
             "sacct gives a job cancelled while waiting a Start equal to its End: it never started",
             rows,
         )
-    jobs = _group(runs)
+    return runs
 
-    latest = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
-    if as_of is None:
-        as_of = latest
-        as_of_given = False
-    else:
-        as_of_given = True
 
-    attempts: list[dict] = []
-    spans: list[dict] = []
-    job_rows: list[dict] = []
-    odd: dict[tuple[str, str], list[Run]] = {}
-    bounds: dict[tuple[str, int], tuple[float, float | None]] = {}
-    never_ran: list[_Job] = []
-    no_gpus: list[Run] = []
-    for job in jobs:
-        if all(r.start is None for r in job.runs):
-            for r in job.runs:
-                if r.state not in QUEUE_ONLY_STATES:
-                    raise InputError(
-                        _problem(r.src, r.row, r.where("Start"), f"a {r.state} run without a start time", job.job_id)
-                    )
-            never_ran.append(job)
-            continue
-        a, s = _build_job(job, timeout_as=timeout_as, as_of=as_of, odd=odd, bounds=bounds)
-        attempts.extend(a)
-        spans.extend(s)
-        ran = [r for r in job.runs if r.start is not None]
-        counts = [r.gpus for r in ran if r.gpus]
-        if counts:
-            n_gpus = max(counts)
-            if len(set(counts)) > 1:
-                odd.setdefault(
-                    ("inferred", "runs of one job held different gres/gpu counts: the largest is used"), []
-                ).append(ran[0])
-        elif gpus is not None:
-            n_gpus = gpus
-            odd.setdefault(("inferred", f"no gres/gpu in AllocTRES: gpus = {gpus} (--gpus)"), []).append(ran[0])
-        else:
-            no_gpus.append(ran[0])
-            continue
-        last = job.runs[-1]
-        job_rows.append(
-            dict(
-                job_id=job.job_id,
-                model=last.name or job.job_id,
-                gpus=n_gpus,
-                slurm_job_id=job.raw_id,
-                job_name=last.name,
-                partition=last.partition,
-                account=last.account,
-                qos=last.qos,
-                user=user_label(last.user, keep_users),
-                array_job_id=last.array_job_id,
-                array_task_id=last.array_task_id,
-                slurm_state=last.state,
-                slurm_runs=len(ran),
-            )
+def _note_file(fr: FileReport, runs: list[Run], timeout_as: str) -> None:
+    """Note stage, one export: its rows by state, and how its REQUEUED and TIMEOUT runs were taken."""
+    mine = [r for r in runs if r.src == fr.file]
+    by_state: dict[str, int] = {}
+    for r in mine:
+        by_state[r.state] = by_state.get(r.state, 0) + 1
+    fr.facts["rows by state"] = ", ".join(f"{k} {v}" for k, v in sorted(by_state.items()))
+    requeued_fail = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "failure")
+    requeued_pre = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "preemption")
+    if requeued_fail or requeued_pre:
+        fr.note(
+            "inferred",
+            "REQUEUED runs",
+            f"{requeued_fail} requeued after their batch script failed (RequeueExit): "
+            f"failure; {requeued_pre} requeued from outside: preemption",
         )
-    files_of: dict[str, set[str]] = {}
-    kept = {j["job_id"] for j in job_rows}
-    for job in jobs:
-        if job.job_id in kept:
-            for r in job.runs:
-                files_of.setdefault(r.src, set()).add(job.job_id)
-    if no_gpus:
-        raise InputError(
-            [
-                _problem(
-                    r.src,
-                    r.row,
-                    r.where("AllocTRES"),
-                    f"job {r.job_id}: no gres/gpu in AllocTRES, so its GPUs "
-                    "are unknown; give --gpus N (e.g. --gpus 1 for CPU jobs)",
-                    r.job_id,
-                )
-                for r in no_gpus[:20]
-            ]
+    if any(r.state == "TIMEOUT" for r in mine):
+        fr.note(
+            "inferred",
+            "TIMEOUT runs",
+            f"taken as {timeout_as} (--timeout-as; docs/slurm.md)",
+            [r.row for r in mine if r.state == "TIMEOUT"],
         )
 
-    for (kind, what), where in odd.items():
-        for src in sorted({r.src for r in where}):
-            rows = [r.row for r in where if r.src == src]
-            fr_of[src].note(
-                kind, what, f"job(s) {', '.join(sorted({r.job_id for r in where if r.src == src})[:10])}", rows
-            )
+
+def _note(
+    report: ImportReport,
+    runs: list[Run],
+    jobs: list[_Job],
+    built: _Built,
+    *,
+    timeout_as: str,
+    as_of: float,
+    as_of_given: bool,
+) -> None:
+    """Note stage: the tallied notes, the jobs that never started, each export's facts and jobs, and the totals."""
+    report.write_tallies()
+    never_ran = built.never_ran
     for src in sorted({j.runs[0].src for j in never_ran}):
         mine = [j for j in never_ran if j.runs[0].src == src]
         shown = ", ".join(f"{j.job_id} ({j.runs[-1].state})" for j in mine[:20]) + (" ..." if len(mine) > 20 else "")
-        fr_of[src].note(
+        report.file(src).note(
             "dropped",
             f"{len(mine)} job(s) that never started",
             f"held no hardware: {shown}",
             [r.row for j in mine for r in j.runs],
             count=len(mine),
         )
+    files_of: dict[str, set[str]] = {}
+    kept = built.kept
+    for job in jobs:
+        if job.job_id in kept:
+            for r in job.runs:
+                files_of.setdefault(r.src, set()).add(job.job_id)
     for fr in report.files:
-        mine = [r for r in runs if r.src == fr.file]
-        by_state: dict[str, int] = {}
-        for r in mine:
-            by_state[r.state] = by_state.get(r.state, 0) + 1
-        fr.facts["rows by state"] = ", ".join(f"{k} {v}" for k, v in sorted(by_state.items()))
-        requeued_fail = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "failure")
-        requeued_pre = sum(1 for r in mine if r.state in REQUEUE_STATES and _end_reason(r, timeout_as) == "preemption")
-        if requeued_fail or requeued_pre:
-            fr.note(
-                "inferred",
-                "REQUEUED runs",
-                f"{requeued_fail} requeued after their batch script failed (RequeueExit): "
-                f"failure; {requeued_pre} requeued from outside: preemption",
-            )
-        if any(r.state == "TIMEOUT" for r in mine):
-            fr.note(
-                "inferred",
-                "TIMEOUT runs",
-                f"taken as {timeout_as} (--timeout-as; docs/slurm.md)",
-                [r.row for r in mine if r.state == "TIMEOUT"],
-            )
+        _note_file(fr, runs, timeout_as)
         fr.job_ids = sorted(files_of.get(fr.file, ()))
-    report.files[0].facts["jobs imported"] = len(job_rows)
-    report.files[0].facts["attempts"] = len(attempts)
-    report.files[0].facts["jobs never started (left out)"] = len(never_ran)
-    if any(a["end_reason"] == "running" for a in attempts):
-        report.files[0].facts["as-of (end of queue time of waiting jobs)"] = datetime.fromtimestamp(
+    facts = report.files[0].facts
+    facts["jobs imported"] = len(built.job_rows)
+    facts["attempts"] = len(built.attempts)
+    facts["jobs never started (left out)"] = len(never_ran)
+    if any(a["end_reason"] == "running" for a in built.attempts):
+        facts["as-of (end of queue time of waiting jobs)"] = datetime.fromtimestamp(
             as_of, tz=dt_timezone.utc
         ).isoformat() + ("" if as_of_given else " (the export's latest time)")
 
-    frames = TraceFrames.from_rows(
-        attempts,
-        spans,
-        job_rows,
-        {
-            "synthetic": False,
-            "source": "Slurm accounting (sacct)",
-            "importer": "ettcore.importers.slurm",
-            "source_files": [f.file for f in report.files],
-            "clock_tolerance_s": clock_tolerance_s,
-        },
-    )
+
+def import_sacct(
+    paths: Iterable[str | Path],
+    *,
+    recorder_dir: str | Path | None = None,
+    gpus: int | None = None,
+    keep_users: bool = False,
+    timezone: str = "UTC",
+    as_of: float | None = None,
+    timeout_as: str = "failure",
+    clock_tolerance_s: float = 2.0,
+    relative_to: str | Path | None = None,
+) -> tuple[TraceFrames, ImportReport]:
+    """Import sacct exports (text or JSON), optionally with a recorder run folder; see the module doc.
+
+    ``as_of`` (epoch seconds): the end of queue time for jobs still waiting (default:
+    the latest time in the exports).  ``relative_to``: report file names relative to
+    this folder (for bundled data).  The stages: :func:`_parse` (the exports' runs), :func:`_build` (attempts,
+    spans, jobs), :func:`_note` (the report; the report is the note collector every stage writes to).
+    """
+    paths = [Path(p) for p in paths]
+    _check_options(paths, timeout_as, gpus, clock_tolerance_s)
+    name = functools.partial(_file_name, relative_to=relative_to)
+    report = ImportReport("slurm")
+    runs = _parse(paths, report, name, timezone)
+    jobs = _group(runs)
+    as_of_given = as_of is not None
+    if as_of is None:
+        as_of = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
+    built = _build(jobs, report, timeout_as=timeout_as, as_of=as_of, gpus=gpus, keep_users=keep_users)
+    _note(report, runs, jobs, built, timeout_as=timeout_as, as_of=as_of, as_of_given=as_of_given)
+    metadata = {
+        "synthetic": False,
+        "source": "Slurm accounting (sacct)",
+        "importer": "ettcore.importers.slurm",
+        "source_files": [f.file for f in report.files],
+        "clock_tolerance_s": clock_tolerance_s,
+    }
+    frames = TraceFrames.from_rows(built.attempts, built.spans, built.job_rows, metadata)
     if recorder_dir is not None:
         from ettcore.importers.recorder_join import join_recorder
 
-        kept_bounds = {k: v for k, v in bounds.items() if k[0] in kept}
+        kept = built.kept
+        kept_bounds = {k: v for k, v in built.bounds.items() if k[0] in kept}
         frames = join_recorder(
             frames, Path(recorder_dir), report, runs=kept_bounds, clock_tolerance_s=clock_tolerance_s, name=name
         )

@@ -89,6 +89,17 @@ class PhaseClock:
     def is_open(self, phase: str) -> bool:
         return any(o.phase == phase for o in self._stack)
 
+    def hand_over(self, recorder: Recorder | None) -> None:
+        """Write to ``recorder`` from now on.  The spans open in the previous recorder stay open there (a conversion
+        closes them at the attempt's end): the open phases let go of them."""
+        self.rec = recorder
+        for o in self._stack:
+            o.span = None
+
+    def drop_open(self) -> None:
+        """Forget the open phases without writing anything (the process is ending; the conversion closes them)."""
+        self._stack.clear()
+
     # ------------------------------------------------------------------ writing pieces
 
     def _write_train(self, end: float, cursor_end: float) -> None:
@@ -277,4 +288,4 @@ class PhaseClock:
     def _hook_error(self, exc: BaseException) -> None:
         """An error inside a compile hook: counted by the recorder, never raised into the compiler."""
         if self.rec is not None:
-            self.rec._fail(exc)
+            self.rec.fail(exc)

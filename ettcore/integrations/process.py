@@ -235,7 +235,7 @@ class Attempt:
     def error(self, exc: BaseException) -> None:
         """Count an error of ours; warn the first time; never raise."""
         if self.recorder is not None:
-            self.recorder._fail(exc)
+            self.recorder.fail(exc)
             return
         self._own_errors += 1
         if not self._warned:
@@ -283,7 +283,7 @@ class Attempt:
             clock=self.clock,
             fsync=self.fsync,
         )
-        rec._warned = rec._warned or self._warned  # one warning in all
+        rec.warned = rec.warned or self._warned  # one warning in all
         self.recorder = rec
         self.timeline.rec = rec
         by_agent = attempts_by_agent()
@@ -423,14 +423,12 @@ class Attempt:
             self.run_dir, self.job_id, self.attempt, writer=f"{self.writer}-signal", clock=self.clock, fsync=self.fsync
         )
         tl = self.timeline
-        tl.rec = rec
-        for o in tl._stack:
-            o.span = None
+        tl.hand_over(rec)
         if self.reason is None:
             self.reason = self._reason_for(None)
             tl.stop(t, crashed=self.reason != "completed")
         else:
-            tl._stack.clear()
+            tl.drop_open()
         self._report_end(rec, t)
         rec.close()
 

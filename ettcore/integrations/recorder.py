@@ -111,7 +111,7 @@ class _Span:
             self._id = rec._next_id()
             rec._emit({"k": "begin", "id": self._id, "phase": self._phase, "stage": self._stage, "t": self._start})
         except Exception as exc:  # noqa: BLE001 - the recorder must never stop training
-            rec._fail(exc)
+            rec.fail(exc)
         return self
 
     def close(self, t: float | None = None) -> None:
@@ -129,7 +129,7 @@ class _Span:
                 }
             )
         except Exception as err:  # noqa: BLE001
-            rec._fail(err)
+            rec.fail(err)
 
     def __enter__(self) -> "_Span":
         return self.open()
@@ -177,7 +177,7 @@ class TrainSpan:
             )
             rec._train = self
         except Exception as exc:  # noqa: BLE001
-            rec._fail(exc)
+            rec.fail(exc)
         return self
 
     def advance(self, cursor: float) -> None:
@@ -189,7 +189,7 @@ class TrainSpan:
                 self._last_write = now
                 self._rec._emit({"k": "progress", "id": self._id, "t": now, "cursor": cursor})
         except Exception as exc:  # noqa: BLE001
-            self._rec._fail(exc)
+            self._rec.fail(exc)
 
     def close(self) -> None:
         """Close the span at the current time and cursor (idempotent)."""
@@ -213,7 +213,7 @@ class TrainSpan:
                 }
             )
         except Exception as exc:  # noqa: BLE001
-            rec._fail(exc)
+            rec.fail(exc)
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         self.close()
@@ -283,7 +283,7 @@ class Recorder:
         try:
             self._open()
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
 
     # -- plumbing -------------------------------------------------------------------
 
@@ -314,7 +314,8 @@ class Recorder:
             if self._fsync:
                 os.fsync(self._fd)
 
-    def _fail(self, exc: BaseException) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """Count an error of the recorder or of its caller (training continues); warn about the first one only."""
         self.errors += 1
         self.last_error = exc
         if not self._warned:
@@ -324,11 +325,20 @@ class Recorder:
             except Exception:  # noqa: BLE001 - e.g. warnings turned into errors
                 pass
 
+    @property
+    def warned(self) -> bool:
+        """Whether the one warning about errors was given (set it when another object gave it: one warning in all)."""
+        return self._warned
+
+    @warned.setter
+    def warned(self, value: bool) -> None:
+        self._warned = bool(value)
+
     def _safe(self, record: dict[str, Any]) -> None:
         try:
             self._emit(record)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
 
     # -- public API -----------------------------------------------------------------
 
@@ -345,7 +355,7 @@ class Recorder:
         try:
             self._emit({"k": "attempt_start", "t": self._clock() if t is None else float(t)})
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
 
     def attempt_end(self, reason: str, t: float | None = None) -> None:
         """Hardware released; ``reason`` is one of completed, failure, preemption, cancelled."""
@@ -356,7 +366,7 @@ class Recorder:
                 self._train.close()
             self._emit({"k": "attempt_end", "t": self._clock() if t is None else float(t), "reason": reason})
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
 
     def phase(self, name: str, stage: str | None = None) -> _Span:
         """Context manager: a span of phase ``name`` (optionally a finer ``stage``) around the block."""
@@ -386,7 +396,7 @@ class Recorder:
                 rec["cursor_start"], rec["cursor_end"] = cursor_start, cursor_end
             self._emit(rec)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
 
     def train_span(self, cursor: float) -> TrainSpan:
         """Context manager: a ``train`` span starting at data cursor ``cursor``; call ``advance`` per step."""
@@ -411,7 +421,7 @@ class Recorder:
             try:
                 os.close(fd)
             except OSError as exc:
-                self._fail(exc)
+                self.fail(exc)
         if trace_dir is None:
             return None
         try:
@@ -419,7 +429,7 @@ class Recorder:
 
             return convert(self.directory, trace_dir, **convert_kwargs)
         except Exception as exc:  # noqa: BLE001
-            self._fail(exc)
+            self.fail(exc)
             return None
 
     def __enter__(self) -> "Recorder":

@@ -40,7 +40,9 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -67,21 +69,45 @@ def _within(group: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.arange(len(group), dtype=np.int64) - np.repeat(starts, sizes)
 
 
-def _draw_group(
-    prof: Profile, rng: np.random.Generator, n: int, job_start_ms: np.ndarray, where: str, vocab: dict[str | None, int]
-) -> dict:
-    """Draw ``n`` jobs of one profile.  Returns attempt and span columns (job index local to the group).
+_Code = Callable[[str | None], int]  # a string's code in the group's vocabulary (extending it)
 
-    Strings (phase, stage, failure kind) come back as codes into ``vocab`` (extended here; code 0 is null).
-    """
-    code = lambda s: vocab.setdefault(s, len(vocab))  # noqa: E731
+
+@dataclass
+class _Jobs:
+    """The per-job draws of one group (checkpoint interval and blocking in ms, cursor rate, budget, progress)."""
+
+    interval: np.ndarray
+    block: np.ndarray
+    rate: np.ndarray
+    budget: np.ndarray | None  # wall budget (ms) of time-boxed jobs
+    progress: np.ndarray | None  # new-data training (ms), unless solved from the budget
+
+
+def _draw_jobs(prof: Profile, rng: np.random.Generator, n: int) -> _Jobs:
+    """Draw stage 1: each job's checkpoint interval and blocking, cursor rate, wall budget and progress."""
     interval = np.maximum(_ms(prof.ckpt_interval_min.sample(rng, n)), 1000)
     block = _ms(prof.ckpt_blocking_min.sample(rng, n))
     rate = prof.cursor_rate.sample(rng, n)
     budget = _ms(prof.wall_budget_min.sample(rng, n)) if prof.wall_budget_min is not None else None
     progress = np.maximum(_ms(prof.train_min.sample(rng, n)), MIN_MS) if prof.train_min is not None else None
+    return _Jobs(interval, block, rate, budget, progress)
 
-    # Interruptions: (job, position, end_reason code, failure_kind).
+
+@dataclass
+class _Interruptions:
+    """The interruptions of a group's jobs, job after job in progress order (at most ``max_interruptions`` each)."""
+
+    pos: np.ndarray  # progress position (ms)
+    reason: np.ndarray  # end reason code (index into END_REASONS)
+    kind: np.ndarray  # failure kind code (vocab)
+    count: np.ndarray  # per job
+    offset: np.ndarray  # per job: index of its first interruption
+
+
+def _draw_interruptions(
+    prof: Profile, rng: np.random.Generator, n: int, progress: np.ndarray | None, code: _Code
+) -> _Interruptions:
+    """Draw stage 2: induced interruptions at fixed minutes, random ones as a Poisson process in progress time."""
     ij, ipos, irsn, ikind = [], [], [], []
     for e in prof.induced:
         pos = np.full(n, int(round(e.at_min * MIN_MS)), dtype=np.int64)
@@ -107,27 +133,47 @@ def _draw_group(
     order = np.lexsort((ipos, ij))
     ij, ipos, irsn, ikind = ij[order], ipos[order], irsn[order], ikind[order]
     nint = np.bincount(ij, minlength=n)
-    rank = _within(ij, nint)
-    keep = rank < prof.max_interruptions
-    ij, ipos, irsn, ikind = ij[keep], ipos[keep], irsn[keep], ikind[keep]
+    keep = _within(ij, nint) < prof.max_interruptions
     nint = np.minimum(nint, prof.max_interruptions)
-    ioff = np.cumsum(nint) - nint
+    return _Interruptions(ipos[keep], irsn[keep], ikind[keep], nint, np.cumsum(nint) - nint)
 
-    # Attempts.
-    natt = nint + 1
+
+@dataclass
+class _Attempts:
+    """The attempts of a group: one more than each job's interruptions, job after job."""
+
+    job: np.ndarray  # job index (local to the group)
+    k: np.ndarray  # attempt number
+    last: np.ndarray  # the job's last attempt
+    natt: np.ndarray  # per job: number of attempts
+    interval: np.ndarray  # the job's checkpoint interval and blocking, per attempt
+    block: np.ndarray
+    resume: np.ndarray  # progress the attempt resumes from: the last checkpoint strictly below the high-water mark
+    cur: np.ndarray  # index of the interruption that ends it (0 for the last attempt)
+    reason: np.ndarray  # end reason code (2 for the last attempt)
+    kind: np.ndarray  # failure kind code (0 for the last attempt)
+
+
+def _lay_out_attempts(jobs: _Jobs, ints: _Interruptions, n: int) -> _Attempts:
+    """Attempt layout (no draws): where each attempt resumes and what ends it."""
+    natt = ints.count + 1
     aj = np.repeat(np.arange(n), natt)
     ak = _within(aj, natt)
-    last = ak == nint[aj]
-    na = len(aj)
-    period, b = interval[aj], block[aj]
-    prev = np.where(ak > 0, ioff[aj] + ak - 1, 0)
-    high = np.where(ak > 0, ipos[prev] if len(ipos) else 0, 0)
-    a = np.where(high > 0, ((high - 1) // period) * period, 0)  # last checkpoint strictly below the high-water mark
-    cur = np.where(~last, ioff[aj] + ak, 0)
-    rsn = np.where(last, 2, irsn[cur] if len(irsn) else 2).astype(np.int8)
-    kind = np.where(last, 0, ikind[cur] if len(ikind) else 0).astype(np.int32)
+    last = ak == ints.count[aj]
+    interval, block = jobs.interval[aj], jobs.block[aj]
+    prev = np.where(ak > 0, ints.offset[aj] + ak - 1, 0)
+    high = np.where(ak > 0, ints.pos[prev] if len(ints.pos) else 0, 0)
+    resume = np.where(high > 0, ((high - 1) // interval) * interval, 0)
+    cur = np.where(~last, ints.offset[aj] + ak, 0)
+    rsn = np.where(last, 2, ints.reason[cur] if len(ints.reason) else 2).astype(np.int8)
+    kind = np.where(last, 0, ints.kind[cur] if len(ints.kind) else 0).astype(np.int32)
+    return _Attempts(aj, ak, last, natt, interval, block, resume, cur, rsn, kind)
 
-    # Start-up DAG, one step at a time (vectorized over attempts).
+
+def _draw_startup(prof: Profile, rng: np.random.Generator, ak: np.ndarray) -> tuple[np.ndarray, list[tuple]]:
+    """Draw stage 3: the start-up DAG, one step at a time (vectorized over attempts; first attempts draw ``first``,
+    restarts ``restart``).  Returns (each attempt's start-up critical path, (step, start, end, ran) per step)."""
+    na = len(ak)
     first_mask = ak == 0
     n_first, n_rest = int(first_mask.sum()), int(na - first_mask.sum())
     ends, steps_out = [], []
@@ -148,115 +194,207 @@ def _draw_group(
         ends.append(st + dur)
         steps_out.append((s, st, st + dur, ran))
     startup = np.max(np.stack(ends), axis=0) if ends else np.zeros(na, np.int64)
+    return startup, steps_out
 
+
+class _Recovery(NamedTuple):
+    """Per attempt (ms): the hang and re-queue gap after an interruption, the last attempt's shutdown and publish."""
+
+    hang: np.ndarray
+    gap: np.ndarray
+    shut: np.ndarray
+    pub: np.ndarray
+
+
+def _draw_recovery_and_tail(prof: Profile, rng: np.random.Generator, att: _Attempts) -> _Recovery:
+    """Draw stage 4: (hang, re-queue gap) of interrupted attempts by end reason, (shutdown, publish) of last ones."""
+    na = len(att.k)
     hang = np.zeros(na, np.int64)
     gap = np.zeros(na, np.int64)
     for rc, er in enumerate(END_REASONS):
-        m = (rsn == rc) & ~last
+        m = (att.reason == rc) & ~att.last
         hang[m] = _ms(prof.hang_min[er].sample(rng, int(m.sum())))
         gap[m] = _ms(prof.requeue_min[er].sample(rng, int(m.sum())))
-    shut = np.where(last, _ms(prof.shutdown_min.sample(rng, na)), 0)
-    pub = np.where(last, _ms(prof.publish_min.sample(rng, na)), 0)
+    shut = np.where(att.last, _ms(prof.shutdown_min.sample(rng, na)), 0)
+    pub = np.where(att.last, _ms(prof.publish_min.sample(rng, na)), 0)
+    return _Recovery(hang, gap, shut, pub)
 
-    if budget is not None:
-        # Everything but the last loop, then P from the budget (see the module docstring).
-        e_nl = np.where(last, 0, ipos[cur] if len(ipos) else 0)
-        loop_nl = np.where(last, 0, (e_nl - a) + b * np.maximum(0, (e_nl - 1) // period - a // period))
-        fixed = np.bincount(aj, weights=startup + loop_nl + hang + gap + shut + pub, minlength=n).astype(np.int64)
-        li = np.flatnonzero(last)
-        Il, bl, al = interval, block, a[li]
-        R = budget - fixed + al + bl * (al // Il)
-        k = np.maximum(1, -(-R // (Il + bl)))
-        progress = np.minimum(R - bl * (k - 1), k * Il)
-        x_last = np.where(nint > 0, ipos[ioff + nint - 1] if len(ipos) else 0, 0)
-        bad = progress <= np.maximum(x_last, MIN_MS - 1)
-        if bad.any():
-            raise InputError(
-                Problem(
-                    where,
-                    None,
-                    "wall_budget_min",
-                    "the wall budget leaves no training after start-up, recovery and shutdown "
-                    f"(or ends before an induced interruption); {int(bad.sum())} job(s)",
-                )
+
+def _progress_from_budget(
+    jobs: _Jobs, ints: _Interruptions, att: _Attempts, fixed_ms: np.ndarray, n: int, where: str
+) -> np.ndarray:
+    """Time-boxed jobs (no draws): the progress ``P`` that makes the wall time equal the budget, given everything
+    but the last attempt's loop (``fixed_ms``, per attempt; see the module docstring)."""
+    e_nl = np.where(att.last, 0, ints.pos[att.cur] if len(ints.pos) else 0)
+    a, ivl, b = att.resume, att.interval, att.block
+    loop_nl = np.where(att.last, 0, (e_nl - a) + b * np.maximum(0, (e_nl - 1) // ivl - a // ivl))
+    fixed = np.bincount(att.job, weights=fixed_ms + loop_nl, minlength=n).astype(np.int64)
+    Il, bl, al = jobs.interval, jobs.block, a[np.flatnonzero(att.last)]
+    R = jobs.budget - fixed + al + bl * (al // Il)
+    k = np.maximum(1, -(-R // (Il + bl)))
+    progress = np.minimum(R - bl * (k - 1), k * Il)
+    x_last = np.where(ints.count > 0, ints.pos[ints.offset + ints.count - 1] if len(ints.pos) else 0, 0)
+    bad = progress <= np.maximum(x_last, MIN_MS - 1)
+    if bad.any():
+        raise InputError(
+            Problem(
+                where,
+                None,
+                "wall_budget_min",
+                "the wall budget leaves no training after start-up, recovery and shutdown "
+                f"(or ends before an induced interruption); {int(bad.sum())} job(s)",
             )
-    e = np.where(last, progress[aj], ipos[cur] if len(ipos) else 0)
-    nsave = np.maximum(0, (e - 1) // period - a // period)
-    loop = (e - a) + b * nsave
-    dur = startup + loop + np.where(last, shut + pub, hang)
-    seg = dur + np.where(last, 0, gap)
-    cs = np.cumsum(seg) - seg
-    cs -= np.repeat(cs[np.cumsum(natt) - natt], natt)
-    att_start = job_start_ms[aj] + cs
-    att_end = att_start + dur
+        )
+    return progress
 
-    # Spans: start-up steps.
-    sp_att, sp_phase, sp_stage, sp_start, sp_end, sp_c0, sp_c1 = [], [], [], [], [], [], []
+
+class _SpanColumns:
+    """Span columns, added a kind of span at a time: attempt index, phase and stage codes, start, end, cursors."""
+
+    def __init__(self) -> None:
+        self.att: list[np.ndarray] = []
+        self.phase: list[np.ndarray] = []
+        self.stage: list[np.ndarray] = []
+        self.start: list[np.ndarray] = []
+        self.end: list[np.ndarray] = []
+        self.c0: list[np.ndarray] = []
+        self.c1: list[np.ndarray] = []
+
+    def add(
+        self,
+        idx: np.ndarray,
+        phase: int,
+        stage: int,
+        start: np.ndarray,
+        end: np.ndarray,
+        c0: np.ndarray | None = None,
+        c1: np.ndarray | None = None,
+    ) -> None:
+        """Spans of attempts ``idx``; cursors NaN unless given."""
+        self.att.append(idx)
+        self.phase.append(np.full(len(idx), phase, np.int32))
+        self.stage.append(np.full(len(idx), stage, np.int32))
+        self.start.append(start)
+        self.end.append(end)
+        self.c0.append(np.full(len(idx), np.nan) if c0 is None else c0)
+        self.c1.append(np.full(len(idx), np.nan) if c1 is None else c1)
+
+
+def _train_and_checkpoint_spans(
+    cols: _SpanColumns, att: _Attempts, e: np.ndarray, nsave: np.ndarray, at: np.ndarray, rate: np.ndarray, code: _Code
+) -> None:
+    """Spans (no draws): each attempt's train segments from its resume point to ``e``, with a blocking checkpoint
+    save after every segment but the last (``at``: where the attempt's training starts)."""
+    nseg = nsave + 1
+    ta = np.repeat(np.arange(len(att.k)), nseg)
+    tj = _within(ta, nseg)
+    ivl, b, a = att.interval[ta], att.block[ta], att.resume[ta]
+    m0 = a // ivl
+    p0 = np.where(tj == 0, a, (m0 + tj) * ivl)
+    p1 = np.where(tj < nsave[ta], (m0 + tj + 1) * ivl, e[ta])
+    t0 = at[ta] + (p0 - a) + tj * b
+    t1 = t0 + (p1 - p0)
+    r = rate[att.job[ta]] / 1000.0
+    cols.add(ta, code("train"), 0, t0, t1, p0 * r, p1 * r)
+    sv = np.flatnonzero((tj < nsave[ta]) & (b > 0))
+    cols.add(ta[sv], code("checkpoint_save"), 0, t1[sv], t1[sv] + b[sv])
+
+
+@dataclass
+class _Times:
+    """Per attempt (ms): the progress it trains to, its checkpoint saves, its loop (training and saves), its start
+    and its length (without the re-queue gap after it)."""
+
+    e: np.ndarray
+    nsave: np.ndarray
+    loop: np.ndarray
+    start: np.ndarray
+    dur: np.ndarray
+
+
+def _attempt_times(
+    att: _Attempts,
+    ints: _Interruptions,
+    progress: np.ndarray,
+    startup: np.ndarray,
+    rec: _Recovery,
+    job_start_ms: np.ndarray,
+) -> _Times:
+    """Attempt times (no draws): start-up, the training loop with its checkpoint saves, then the tail (last attempt)
+    or the hang; attempts of a job follow one another with the re-queue gap between them."""
+    last, ivl, a = att.last, att.interval, att.resume
+    e = np.where(last, progress[att.job], ints.pos[att.cur] if len(ints.pos) else 0)
+    nsave = np.maximum(0, (e - 1) // ivl - a // ivl)
+    loop = (e - a) + att.block * nsave
+    dur = startup + loop + np.where(last, rec.shut + rec.pub, rec.hang)
+    seg = dur + np.where(last, 0, rec.gap)
+    cs = np.cumsum(seg) - seg
+    cs -= np.repeat(cs[np.cumsum(att.natt) - att.natt], att.natt)
+    return _Times(e, nsave, loop, job_start_ms[att.job] + cs, dur)
+
+
+def _spans(
+    att: _Attempts,
+    t: _Times,
+    startup: np.ndarray,
+    steps_out: list[tuple],
+    rec: _Recovery,
+    rate: np.ndarray,
+    code: _Code,
+) -> _SpanColumns:
+    """Spans (no draws), in this order: the start-up steps, train segments and checkpoint saves, shutdown and
+    publish (codes are given to phases and stages in that order)."""
+    cols = _SpanColumns()
     for s, st, en, ran in steps_out:
         idx = np.flatnonzero(ran)
-        (
-            sp_att.append(idx),
-            sp_phase.append(np.full(len(idx), code(s.phase), np.int32)),
-            sp_stage.append(np.full(len(idx), code(s.stage), np.int32)),
-        )
-        sp_start.append(att_start[idx] + st[idx]), sp_end.append(att_start[idx] + en[idx])
-        sp_c0.append(np.full(len(idx), np.nan)), sp_c1.append(np.full(len(idx), np.nan))
-    # Train segments and checkpoint saves.
-    nseg = nsave + 1
-    ta = np.repeat(np.arange(na), nseg)
-    tj = _within(ta, nseg)
-    m0 = a[ta] // period[ta]
-    p0 = np.where(tj == 0, a[ta], (m0 + tj) * period[ta])
-    p1 = np.where(tj < nsave[ta], (m0 + tj + 1) * period[ta], e[ta])
-    t0 = att_start[ta] + startup[ta] + (p0 - a[ta]) + tj * b[ta]
-    t1 = t0 + (p1 - p0)
-    r = rate[aj[ta]] / 1000.0
-    (
-        sp_att.append(ta),
-        sp_phase.append(np.full(len(ta), code("train"), np.int32)),
-        sp_stage.append(np.zeros(len(ta), np.int32)),
-    )
-    sp_start.append(t0), sp_end.append(t1), sp_c0.append(p0 * r), sp_c1.append(p1 * r)
-    sv = np.flatnonzero((tj < nsave[ta]) & (b[ta] > 0))
-    (
-        sp_att.append(ta[sv]),
-        sp_phase.append(np.full(len(sv), code("checkpoint_save"), np.int32)),
-        sp_stage.append(np.zeros(len(sv), np.int32)),
-    )
-    (
-        sp_start.append(t1[sv]),
-        sp_end.append(t1[sv] + b[ta[sv]]),
-        sp_c0.append(np.full(len(sv), np.nan)),
-        sp_c1.append(np.full(len(sv), np.nan)),
-    )
-    # Shutdown and publish.
-    tail0 = att_start + startup + loop
-    for ph, d, off in (("shutdown", shut, np.zeros(na, np.int64)), ("publish", pub, shut)):
-        idx = np.flatnonzero(last & (d > 0))
-        (
-            sp_att.append(idx),
-            sp_phase.append(np.full(len(idx), code(ph), np.int32)),
-            sp_stage.append(np.zeros(len(idx), np.int32)),
-        )
-        sp_start.append(tail0[idx] + off[idx]), sp_end.append(tail0[idx] + off[idx] + d[idx])
-        sp_c0.append(np.full(len(idx), np.nan)), sp_c1.append(np.full(len(idx), np.nan))
+        cols.add(idx, code(s.phase), code(s.stage), t.start[idx] + st[idx], t.start[idx] + en[idx])
+    _train_and_checkpoint_spans(cols, att, t.e, t.nsave, t.start + startup, rate, code)
+    tail0 = t.start + startup + t.loop
+    for ph, d, off in (("shutdown", rec.shut, np.zeros(len(att.k), np.int64)), ("publish", rec.pub, rec.shut)):
+        idx = np.flatnonzero(att.last & (d > 0))
+        cols.add(idx, code(ph), 0, tail0[idx] + off[idx], tail0[idx] + off[idx] + d[idx])
+    return cols
 
-    span_att = np.concatenate(sp_att)
+
+def _draw_group(
+    prof: Profile, rng: np.random.Generator, n: int, job_start_ms: np.ndarray, where: str, vocab: dict[str | None, int]
+) -> dict:
+    """Draw ``n`` jobs of one profile.  Returns attempt and span columns (job index local to the group).
+
+    Strings (phase, stage, failure kind) come back as codes into ``vocab`` (extended here; code 0 is null).  The
+    stages draw from ``rng`` in a fixed order (the order fixes the bytes): the jobs (:func:`_draw_jobs`), their
+    interruptions (:func:`_draw_interruptions`), the attempts' start-up (:func:`_draw_startup`), recovery and tail
+    (:func:`_draw_recovery_and_tail`); then, with no draws, the attempts' times (:func:`_attempt_times`) and their
+    spans (:func:`_spans`).
+    """
+    code = lambda s: vocab.setdefault(s, len(vocab))  # noqa: E731
+    jobs = _draw_jobs(prof, rng, n)
+    ints = _draw_interruptions(prof, rng, n, jobs.progress, code)
+    att = _lay_out_attempts(jobs, ints, n)
+    startup, steps_out = _draw_startup(prof, rng, att.k)
+    rec = _draw_recovery_and_tail(prof, rng, att)
+    progress = jobs.progress
+    if jobs.budget is not None:
+        fixed_ms = startup + rec.hang + rec.gap + rec.shut + rec.pub
+        progress = _progress_from_budget(jobs, ints, att, fixed_ms, n, where)
+    t = _attempt_times(att, ints, progress, startup, rec, job_start_ms)
+    cols = _spans(att, t, startup, steps_out, rec, jobs.rate, code)
+    span_att = np.concatenate(cols.att)
     return {
-        "att_job": aj,
-        "att_k": ak,
-        "att_start": att_start,
-        "att_end": att_end,
-        "att_reason": rsn,
-        "att_kind": kind,
-        "span_job": aj[span_att],
-        "span_k": ak[span_att],
-        "span_phase": np.concatenate(sp_phase),
-        "span_stage": np.concatenate(sp_stage),
-        "span_start": np.concatenate(sp_start),
-        "span_end": np.concatenate(sp_end),
-        "span_c0": np.concatenate(sp_c0),
-        "span_c1": np.concatenate(sp_c1),
+        "att_job": att.job,
+        "att_k": att.k,
+        "att_start": t.start,
+        "att_end": t.start + t.dur,
+        "att_reason": att.reason,
+        "att_kind": att.kind,
+        "span_job": att.job[span_att],
+        "span_k": att.k[span_att],
+        "span_phase": np.concatenate(cols.phase),
+        "span_stage": np.concatenate(cols.stage),
+        "span_start": np.concatenate(cols.start),
+        "span_end": np.concatenate(cols.end),
+        "span_c0": np.concatenate(cols.c0),
+        "span_c1": np.concatenate(cols.c1),
     }
 
 
