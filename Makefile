@@ -53,12 +53,13 @@ live-job: setup
 framework-run: setup frameworks
 	$(BIN)/python -m ettcore.demo.framework_run
 
-# The real Slurm campaign (data/slurm-fleet): a fresh cluster of its own (tools/slurm), about half an hour on 2 cores.
+# The real Slurm campaign (data/slurm-fleet): a fresh cluster of its own (tools/slurm, on free ports it picks), about
+# half an hour on 2 cores.
 SLURM_FLEET_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-fleet
-SLURM_FLEET_ENV   := ETT_SLURM_DIR=$(SLURM_FLEET_STATE) ETT_SLURM_PORT=16917
+SLURM_FLEET_ENV   := ETT_SLURM_DIR=$(SLURM_FLEET_STATE)
 slurm-fleet: setup frameworks
 	$(SLURM_FLEET_ENV) tools/slurm/start.sh --fresh
-	$(SLURM_FLEET_ENV) SLURM_CONF=$(SLURM_FLEET_STATE)/etc/slurm.conf $(BIN)/python -m ettcore.demo.slurm_fleet \
+	$(SLURM_FLEET_ENV) SLURM_CONF="$$($(SLURM_FLEET_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m ettcore.demo.slurm_fleet \
 	  --work $(SLURM_FLEET_STATE)-work; rc=$$?; $(SLURM_FLEET_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup

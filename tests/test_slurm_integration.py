@@ -24,7 +24,8 @@ and the cross-check of :mod:`tests.slurm_oracle`.
 It is one test (the checks inside it are reported together): one cluster and
 one scenario, whichever xdist worker runs it.  (An ``xdist_group`` does not keep
 tests on one worker with this pytest and pytest-xdist, so module fixtures could
-start a second cluster on the same ports.)
+start a second cluster.)  A cluster started here takes free ports (start.sh
+picks them and writes them into its slurm.conf), so it runs beside any other.
 """
 
 from __future__ import annotations
@@ -87,14 +88,15 @@ def cluster():
     # not under pytest's temporary folder: munge and MariaDB run as their own users and must reach the state folder
     state = Path(tempfile.mkdtemp(prefix="ett-slurm-test-"))
     state.chmod(0o755)
-    env.update(ETT_SLURM_DIR=str(state), ETT_SLURM_PORT="16717")
+    env.update(ETT_SLURM_DIR=str(state))
+    env.pop("ETT_SLURM_PORT", None)  # free ports, chosen by start.sh
     t = time.time()
     out = subprocess.run([str(START), "--fresh"], env=env, capture_output=True, text=True, timeout=1200)
     if out.returncode != 0:  # start.sh has stopped what it started; the state folder goes too
         subprocess.run([str(STOP), "--purge"], env=env, capture_output=True, timeout=300)
         pytest.fail(f"tools/slurm/start.sh failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     print(f"started a Slurm cluster in {time.time() - t:.1f} s: {out.stdout.strip().splitlines()[-2]}")
-    env["SLURM_CONF"] = str(state / "etc" / "slurm.conf")
+    env["SLURM_CONF"] = subprocess.run([str(START), "--conf"], env=env, capture_output=True, text=True, check=True).stdout.strip()
     try:
         yield env
     finally:

@@ -9,9 +9,11 @@
 # Settings (environment): ETT_SLURM_DIR state folder (default ${TMPDIR:-/tmp}/ett-slurm),
 # ETT_SLURM_CPUS job slots of the node (default 4), ETT_SLURM_GPUS gres/gpu count (default 4),
 # ETT_SLURM_REQUEUE_EXIT exit code that Slurm requeues (default 42), ETT_SLURM_PORT first of four
-# TCP ports on 127.0.0.1 (slurmctld, slurmd, slurmdbd, MariaDB; default 16817), ETT_SLURM_WAIT seconds to wait for
-# each daemon (default 180: a loaded 2-core machine needs them). On a failure it prints the logs' tails and stops
-# whatever it started.
+# consecutive TCP ports (slurmctld, slurmd, slurmdbd, MariaDB; default: four free ports the kernel picks when none of
+# the cluster's daemons runs, so clusters with different state folders run side by side), ETT_SLURM_WAIT seconds to
+# wait for each daemon (default 180: a loaded 2-core machine needs them; a daemon that exits fails the start at once).
+# The ports in use are in the rendered slurm.conf and in $ETT_SLURM_DIR/etc/ports (`ctld slurmd dbd db`).
+# On a failure it prints the logs' tails and stops whatever it started.
 # There is no systemd here: every daemon runs in the foreground (-D) in the background of this
 # script, its PID in $ETT_SLURM_DIR/run/. tools/slurm/stop.sh stops them all.
 set -euo pipefail
@@ -21,7 +23,6 @@ DIR="${ETT_SLURM_DIR:-${TMPDIR:-/tmp}/ett-slurm}"
 CPUS="${ETT_SLURM_CPUS:-4}"
 GPUS="${ETT_SLURM_GPUS:-4}"
 REQUEUE_EXIT="${ETT_SLURM_REQUEUE_EXIT:-42}"
-PORT="${ETT_SLURM_PORT:-16817}"
 NODE=ett1
 CONF="$DIR/etc/slurm.conf"
 
@@ -71,26 +72,59 @@ DB_PASS_FILE="$DIR/etc/db-pass"
 [[ -s "$DB_PASS_FILE" ]] || (umask 077; head -c 18 /dev/urandom | base64 | tr -d '/+=' > "$DB_PASS_FILE")
 DB_PASS="$(cat "$DB_PASS_FILE")"
 
+# Ports: a daemon of this cluster that still runs keeps the ones it has (from etc/ports); otherwise ETT_SLURM_PORT
+# and the three after it, or four ports free now. bind() to port 0 gets them from the kernel (held together, so
+# distinct; Linux gives bind(0) odd ports and outgoing connections even ones, so a connection made before a daemon
+# binds does not take its port).
+free_ports() {  # n -> n distinct TCP ports that no socket is bound to now
+  python3 -c 'import socket, sys
+socks = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in socks: s.bind(("0.0.0.0", 0))
+print(*[s.getsockname()[1] for s in socks])' "$1"
+}
+PORTS_FILE="$DIR/etc/ports"
+any_alive=""
+for d in munged mariadbd slurmdbd slurmctld slurmd; do alive "$DIR/run/$d.pid" && any_alive=1; done
+if [[ -n "$any_alive" && -s "$PORTS_FILE" ]]; then
+  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT < "$PORTS_FILE"
+elif [[ -n "${ETT_SLURM_PORT:-}" ]]; then
+  P="$ETT_SLURM_PORT"; CTLD_PORT=$P; SLURMD_PORT=$((P + 1)); DBD_PORT=$((P + 2)); DB_PORT=$((P + 3))
+else
+  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT < <(free_ports 4) || die "could not find four free TCP ports (python3 missing?)"
+fi
+[[ -n "${DB_PORT:-}" ]] || die "no ports (see $PORTS_FILE)"
+echo "$CTLD_PORT $SLURMD_PORT $DBD_PORT $DB_PORT" > "$PORTS_FILE"
+
 render() {  # template -> file
   sed -e "s|@DIR@|$DIR|g" -e "s|@HOST@|$HOST|g" -e "s|@USER@|$USER_NAME|g" -e "s|@NODE@|$NODE|g" \
       -e "s|@CPUS@|$CPUS|g" -e "s|@GPUS@|$GPUS|g" -e "s|@GPU_LAST@|$((GPUS - 1))|g" -e "s|@REQUEUE_EXIT@|$REQUEUE_EXIT|g" \
-      -e "s|@CTLD_PORT@|$PORT|g" -e "s|@SLURMD_PORT@|$((PORT + 1))|g" -e "s|@DBD_PORT@|$((PORT + 2))|g" \
-      -e "s|@DB_PORT@|$((PORT + 3))|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1" > "$2"
+      -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@SLURMD_PORT@|$SLURMD_PORT|g" -e "s|@DBD_PORT@|$DBD_PORT|g" \
+      -e "s|@DB_PORT@|$DB_PORT|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1" > "$2"
 }
 render "$HERE/slurm.conf.in" "$DIR/etc/slurm.conf"
 render "$HERE/gres.conf.in" "$DIR/etc/gres.conf"
 render "$HERE/slurmdbd.conf.in" "$DIR/etc/slurmdbd.conf"
 chmod 600 "$DIR/etc/slurmdbd.conf"
-chmod 644 "$DIR/etc/slurm.conf" "$DIR/etc/gres.conf"
+chmod 644 "$DIR/etc/slurm.conf" "$DIR/etc/gres.conf" "$PORTS_FILE"
 
-wait_for() {  # seconds, description, command...
-  local n="$1" what="$2"; shift 2
-  for ((i = 0; i < n * 10; i++)); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+declare -A PIDS  # daemon -> the PID this script started it with (its pidfile is rewritten by the daemon itself)
+wait_for() {  # seconds, description, pidfile of the daemon, command...
+  # Polls the command; fails at once when the daemon has exited (a port taken, a bad setting): then waiting longer
+  # cannot help. The seconds only bound a daemon that runs but never answers.
+  local n="$1" what="$2" pidfile="$3"; shift 3
+  local name; name="$(basename "$pidfile" .pid)"
+  local pid="${PIDS[$name]:-$(cat "$pidfile" 2>/dev/null || true)}"
+  for ((i = 0; i < n * 10; i++)); do
+    "$@" >/dev/null 2>&1 && return 0
+    if [[ -n "$pid" ]] && ! kill -0 "$pid" 2>/dev/null; then die "$what exited before it came up (logs: $DIR/log)"; fi
+    sleep 0.1
+  done
   die "$what did not come up within ${n}s (logs: $DIR/log)"
 }
 background() {  # pidfile, log, command...
   local pidfile="$1" log="$2"; shift 2
   "$@" >>"$log" 2>&1 &
+  PIDS[$(basename "$pidfile" .pid)]=$!
   echo $! > "$pidfile"
 }
 
@@ -107,7 +141,7 @@ if ! alive "$DIR/run/munged.pid"; then
     >>"$DIR/log/munged.log" 2>&1 || die "munged did not start (see $DIR/log/munged.log and $MUNGE/munged.log)"
   cp "$MUNGE/munged.pid" "$DIR/run/munged.pid"
 fi
-wait_for "$WAIT" munge bash -c "munge -S '$MUNGE/munge.socket' -n </dev/null | unmunge -S '$MUNGE/munge.socket'"
+wait_for "$WAIT" munge "$DIR/run/munged.pid" bash -c "munge -S '$MUNGE/munge.socket' -n </dev/null | unmunge -S '$MUNGE/munge.socket'"
 
 # 2. MariaDB in its own data folder, TCP on 127.0.0.1 only
 mkdir -p "$DIR/mysql-run"; chown mysql:mysql "$DIR/mysql-run"
@@ -120,9 +154,9 @@ if ! alive "$DIR/run/mariadbd.pid"; then
   fi
   background "$DIR/run/mariadbd.pid" "$DIR/log/mariadbd.log" \
     mariadbd --no-defaults --datadir="$DIR/mysql" --user=mysql --socket="$SOCK" \
-      --pid-file="$DIR/mysql-run/mariadbd.pid" --port=$((PORT + 3)) --bind-address=127.0.0.1 --skip-name-resolve \
+      --pid-file="$DIR/mysql-run/mariadbd.pid" --port="$DB_PORT" --bind-address=127.0.0.1 --skip-name-resolve \
       --innodb-buffer-pool-size=64M --innodb-log-file-size=16M --log-error="$DIR/log/mariadbd.err"
-  wait_for "$WAIT" MariaDB mariadb --no-defaults -S "$SOCK" -u root -e 'select 1'
+  wait_for "$WAIT" MariaDB "$DIR/run/mariadbd.pid" mariadb --no-defaults -S "$SOCK" -u root -e 'select 1'
 fi
 mariadb --no-defaults -S "$SOCK" -u root <<SQL
 CREATE DATABASE IF NOT EXISTS slurm_acct_db;
@@ -137,7 +171,7 @@ SQL
 if ! alive "$DIR/run/slurmdbd.pid"; then
   background "$DIR/run/slurmdbd.pid" "$DIR/log/slurmdbd.out" slurmdbd -D
 fi
-wait_for "$WAIT" slurmdbd sacctmgr -n list cluster
+wait_for "$WAIT" slurmdbd "$DIR/run/slurmdbd.pid" sacctmgr -n list cluster
 sacctmgr -i -Q add cluster ett >/dev/null 2>&1 || true
 for acct in research production; do
   sacctmgr -i -Q add account "$acct" cluster=ett Description="$acct" Organization=ett >/dev/null 2>&1 || true
@@ -148,12 +182,12 @@ sacctmgr -i -Q add user "$USER_NAME" account=research,production DefaultAccount=
 if ! alive "$DIR/run/slurmctld.pid"; then
   background "$DIR/run/slurmctld.pid" "$DIR/log/slurmctld.out" slurmctld -D -i
 fi
-wait_for "$WAIT" slurmctld scontrol ping
+wait_for "$WAIT" slurmctld "$DIR/run/slurmctld.pid" scontrol ping
 if ! alive "$DIR/run/slurmd.pid"; then
   background "$DIR/run/slurmd.pid" "$DIR/log/slurmd.out" slurmd -D -N "$NODE"
 fi
 node_idle() { [[ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1)" == idle* ]]; }
-wait_for "$WAIT" "node $NODE (idle in sinfo)" node_idle
+wait_for "$WAIT" "node $NODE (idle in sinfo)" "$DIR/run/slurmd.pid" node_idle
 t_end=$(date +%s.%N)
-say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu; state in $DIR"
+say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu; ports slurmctld $CTLD_PORT, slurmd $SLURMD_PORT, slurmdbd $DBD_PORT, MariaDB $DB_PORT; state in $DIR"
 echo "export SLURM_CONF=$CONF"
