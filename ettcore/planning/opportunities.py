@@ -130,12 +130,18 @@ def rank_opportunities(
     df = df.with_columns((pl.col("k") * (pl.col("level") - pl.col("target")).clip(lower_bound=0.0)).alias("saved_s"))
     per_day = 3600.0 * window_days
     keys = ["owner", "component"] if by == "component" else ["owner"]
-    out = df.group_by(keys).agg(
-        (pl.col("saved_s") > 0).sum().alias("jobs"),
-        (pl.col("gpus") * pl.col("seconds")).sum().truediv(per_day).alias("lost_gpu_h_per_day"),
-        (pl.col("gpus") * pl.col("saved_s")).sum().truediv(per_day).alias("returned_gpu_h_per_day"),
+    # sums of floats in one fixed order (rows sorted, groups in key order), so the last digits are the same each run
+    order = [*keys, *(c for c in ("component", "job_id") if c in df.columns and c not in keys)]
+    out = (
+        df.sort(order)
+        .group_by(keys, maintain_order=True)
+        .agg(
+            (pl.col("saved_s") > 0).sum().alias("jobs"),
+            (pl.col("gpus") * pl.col("seconds")).sum().truediv(per_day).alias("lost_gpu_h_per_day"),
+            (pl.col("gpus") * pl.col("saved_s")).sum().truediv(per_day).alias("returned_gpu_h_per_day"),
+        )
     )
-    total = float(out["returned_gpu_h_per_day"].sum())
+    total = sum(out["returned_gpu_h_per_day"].to_list())  # in key order, one addition at a time
     out = out.with_columns(
         (100.0 * pl.col("returned_gpu_h_per_day") / total if total > 0 else pl.lit(0.0)).alias("returned_share_pct")
     )
