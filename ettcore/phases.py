@@ -1,22 +1,26 @@
-"""Phase vocabulary, the six L2 components, and their owners.
+"""Phase vocabulary, the L2 components, and their owners.
 
-The defaults are the trace spec's table (``ettcore/defaults/phases.yaml``).  A
-mapping file (YAML or JSON) may add phases, re-map a phase to another
-component, and rename owners::
+The defaults are the trace spec's table (``ettcore/defaults/phases.yaml``), the one list of the six components:
+its ``owners`` name them, in report order.  A mapping file (YAML or JSON) may add phases, re-map a phase to
+another component, add components of its own and rename owners::
 
     phases:                     # added after the defaults, in this order
       - {phase: my_warmup, component: trainer_init}
       - {phase: eval, component: wasted_training}   # re-map an existing phase
+      - {phase: data_warmup, component: data_loading}   # a component of the user's own
     owners:
       pt2_compile: PyTorch compiler team
+      data_loading: Data platform
 
-``train`` is special: its productive part is effective training and its replay
-part is wasted training; it cannot be re-mapped.
+A user's component comes after the six defaults (and before ``unattributed``), in the order the mapping first
+names it, in every table, JSON object, export and chart.  ``train`` is special: its productive part is effective
+training and its replay part is wasted training; it cannot be re-mapped.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,19 +29,23 @@ import yaml
 from ettcore.config import DEFAULTS_DIR
 from ettcore.errors import InputError, Problem
 
-COMPONENTS: tuple[str, ...] = (
-    "scheduling",
-    "hardware_setup",
-    "trainer_init",
-    "pt2_compile",
-    "wasted_training",
-    "shutdown",
-)
 UNATTRIBUTED = "unattributed"
-ALL_COMPONENTS: tuple[str, ...] = COMPONENTS + (UNATTRIBUTED,)
 L1_BUCKETS: tuple[str, ...] = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
 TRAIN = "train"
 SCHEDULING = "scheduling"
+EFFECTIVE_TRAINING = "effective_training"  # productive time, the seventh bucket of the spec's L2 table
+# Stems of the metric's other ``<stem>_s`` / ``<stem>_gpu_h`` columns: a component may not take one of these names
+L1_STEMS: tuple[str, ...] = (
+    "wall",
+    "productive",
+    "tts",
+    "ttr_total",
+    "ttr_mean",
+    "in_training_loss",
+    "shutdown_tail",
+    "excluded",
+)
+_COMPONENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,12 @@ class PhaseMap:
     phases: tuple[str, ...]
     component_of: dict[str, str] = field(hash=False)
     owner_of: dict[str, str] = field(hash=False)
+    components: tuple[str, ...] = ()  # the defaults, then the mapping's own in the order it names them
+
+    @property
+    def all_components(self) -> tuple[str, ...]:
+        """The components and ``unattributed``: the order of every table, JSON object, export and chart."""
+        return self.components + (UNATTRIBUTED,)
 
     def order(self, phase: str) -> int:
         return self.phases.index(phase)
@@ -79,6 +93,8 @@ def _read_mapping(path: Path) -> dict:
 
 
 def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
+    """``data`` (a mapping file's content) on top of ``base``; ``base`` None reads the defaults, whose ``owners``
+    name the components."""
     phases = list(base.phases) if base else []
     comp = dict(base.component_of) if base else {}
     owners = dict(base.owner_of) if base else {}
@@ -87,6 +103,11 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
         raise InputError(
             Problem(source, None, sorted(unknown_keys)[0], "unknown key in mapping file (expected 'phases', 'owners')")
         )
+    if base is None:
+        components = [c for c in (data.get("owners") or {})]
+    else:
+        components = list(base.components)
+    defaults = tuple(components)
     for i, entry in enumerate(data.get("phases") or [], start=1):
         if (
             not isinstance(entry, dict)
@@ -95,10 +116,9 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
         ):
             raise InputError(Problem(source, i, "phases", "each phase entry needs string keys 'phase' and 'component'"))
         p, c = entry["phase"], entry["component"]
-        if c not in COMPONENTS:
-            raise InputError(
-                Problem(source, i, "component", f"unknown component {c!r}; expected one of {', '.join(COMPONENTS)}")
-            )
+        if c not in components:
+            _check_new_component(c, source, i, defaults)
+            components.append(c)
         if p in (UNATTRIBUTED, "productive"):
             raise InputError(Problem(source, i, "phase", f"{p!r} is reserved"))
         if base is not None and p == TRAIN and c != comp.get(TRAIN):
@@ -107,19 +127,63 @@ def _apply(base: PhaseMap | None, data: dict, source: str) -> PhaseMap:
             phases.append(p)
         comp[p] = c
     for c, o in (data.get("owners") or {}).items():
-        if c not in ALL_COMPONENTS or not isinstance(o, str):
+        if (c not in components and c != UNATTRIBUTED) or not isinstance(o, str):
             raise InputError(
-                Problem(source, None, "owners", f"owner entry {c!r}: {o!r} must map a component name to a string")
+                Problem(
+                    source,
+                    None,
+                    "owners",
+                    f"owner entry {c!r}: {o!r} must map a component name to a string"
+                    f" (components: {', '.join(components + [UNATTRIBUTED])})",
+                )
             )
         owners[c] = o
     if len(phases) > 1000:
         raise InputError(Problem(source, None, "phases", "at most 1000 phases are supported"))
-    return PhaseMap(tuple(phases), comp, owners)
+    return PhaseMap(tuple(phases), comp, owners, tuple(components))
+
+
+def _check_new_component(c: str, source: str, row: int, defaults: tuple[str, ...]) -> None:
+    """A component a mapping file adds: a lower-case name that is not one the metric already uses."""
+    taken = set(L1_STEMS) | {UNATTRIBUTED, EFFECTIVE_TRAINING, "productive"}
+    if _COMPONENT_NAME.fullmatch(c) is None or c in taken:
+        raise InputError(
+            Problem(
+                source,
+                row,
+                "component",
+                f"component {c!r} cannot be added: a new component is a lower-case name (letters, digits, '_') other"
+                f" than {', '.join(sorted(taken))}; the defaults are {', '.join(defaults)}",
+            )
+        )
 
 
 def default_phase_map() -> PhaseMap:
     path = DEFAULTS_DIR / "phases.yaml"
     return _apply(None, _read_mapping(path), str(path))
+
+
+# The six default components (the defaults' ``owners``, in order) and with ``unattributed``: what a trace read without
+# a mapping file reports; a trace's own list is ``trace.phase_map.all_components``.
+COMPONENTS: tuple[str, ...] = default_phase_map().components
+ALL_COMPONENTS: tuple[str, ...] = COMPONENTS + (UNATTRIBUTED,)
+
+
+def components_in(columns: list[str] | tuple[str, ...], suffix: str = "_s") -> tuple[str, ...]:
+    """The components whose ``<component><suffix>`` columns a metric frame holds, in order.
+
+    The metric places a user's components between the last default (``shutdown``) and ``unattributed``, so a frame
+    (``job_summary``, ``fleet_summary``, ``trend`` or a selection of their columns in that order) tells its own
+    components: the defaults it holds, and every column between those two.
+    """
+    cols = list(columns)
+    out = [c for c in COMPONENTS if f"{c}{suffix}" in cols]
+    last, end = f"{COMPONENTS[-1]}{suffix}", f"{UNATTRIBUTED}{suffix}"
+    if last in cols and end in cols:
+        out += [c[: len(c) - len(suffix)] for c in cols[cols.index(last) + 1 : cols.index(end)] if c.endswith(suffix)]
+    if end in cols:
+        out.append(UNATTRIBUTED)
+    return tuple(out)
 
 
 def load_phase_map(mapping_file: str | Path | None = None) -> PhaseMap:

@@ -143,7 +143,7 @@ def test_mapping_file_adds_phase_and_owner(tmp_path, sample_trace):
 
 def test_bad_mapping_file(tmp_path, sample_trace):
     mapping = tmp_path / "map.yaml"
-    mapping.write_text("phases:\n  - {phase: x, component: not_a_component}\n")
+    mapping.write_text("phases:\n  - {phase: x, component: Not-A-Component}\n")  # not a name a component can take
     with pytest.raises(TraceError) as info:
         load_trace(sample_trace, mapping=mapping)
     p = info.value.problems[0]

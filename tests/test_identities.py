@@ -26,16 +26,16 @@ def test_identity_and_l2_sum(path):
     joined = jobs.join(l2, on="job_id")
     for r in joined.iter_rows(named=True):
         l1 = r["productive_s"] + r["tts_s"] + r["ttr_total_s"] + r["in_training_loss_s"] + r["shutdown_tail_s"]
-        comps = r["productive_s"] + sum(r[c] for c in metric.COMPONENT_COLUMNS)
+        comps = r["productive_s"] + sum(r[f"{c}_s"] for c in metric.components(trace))
         assert l1 == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
         assert comps == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
         assert r["l2_total"] == pytest.approx(r["wall_s"], abs=1e-3), r["job_id"]
 
 
 def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
-    """group_summary.sql sums whole GPU-milliseconds (and each job's ETT% in billionths of a point), so a fleet's
-    figures are exact and the same however the jobs are ordered or split across threads; a sum of the per-job doubles
-    changes in its last digits with the order (the jobs here span nine orders of magnitude)."""
+    """group_summary.sql and group_component_time.sql sum whole GPU-milliseconds (and each job's ETT% in billionths of
+    a point), so a fleet's figures are exact and the same however the jobs are ordered or split across threads; a sum
+    of the per-job doubles changes in its last digits with the order (the jobs here span nine orders of magnitude)."""
     import random
 
     import duckdb
@@ -76,8 +76,16 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
         # the SQL below reads `frame` by name (DuckDB replacement scan)
         frame = pl.DataFrame([[r[c] for c in cols] for r in order], schema=cols, orient="row")  # noqa: F841
         con.execute("CREATE TABLE job_metrics AS SELECT * FROM frame")
+        # the components as job_component_time holds them: one row a job and component
+        con.execute(
+            "CREATE TABLE job_component_time AS SELECT job_id, component, seconds FROM "
+            "(UNPIVOT frame ON " + ", ".join(f"{c}_s" for c in ALL_COMPONENTS) + " INTO NAME component VALUE seconds) "
+            "ORDER BY ALL"
+        )
+        con.execute("UPDATE job_component_time SET component = regexp_replace(component, '_s$', '')")
         con.execute("CREATE VIEW job_groups AS SELECT job_id, 'fleet' AS group_key FROM job_metrics")
-        return con.execute(sql("metric/group_summary")).fetchall()
+        comps = con.execute(sql("metric/group_component_time") + " ORDER BY component").fetchall()
+        return con.execute(sql("metric/group_summary")).fetchall() + comps
 
     forward = fleet(rows)
     assert fleet(list(reversed(rows))) == forward
@@ -85,3 +93,5 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
     # and the sums are the exact ones: wall GPU-hours from the whole milliseconds
     wall_gpu_ms = sum(r["gpus"] * round(r["wall_s"] * 1000) for r in rows)
     assert forward[0][4] == wall_gpu_ms / 3.6e6
+    shutdown_gpu_ms = sum(r["gpus"] * round(r["shutdown_s"] * 1000) for r in rows)
+    assert ("fleet", "shutdown", shutdown_gpu_ms / 3.6e6) in forward

@@ -135,6 +135,17 @@ def test_sample_trace_same_on_spark(session):
 
 @needs_spark
 @spark_group
+def test_a_users_component_same_on_spark(session, tmp_path):
+    """A mapping file's own component (data_warmup moved into data_loading) on both engines, in the same column."""
+    m = tmp_path / "m.yaml"
+    m.write_text("phases:\n  - {phase: data_warmup, component: data_loading}\nowners:\n  data_loading: Data platform\n")
+    jobs = compare(load_trace(SAMPLE_TRACE, mapping=m), session, by="team", every="day")
+    assert jobs.columns.index("data_loading_s") == jobs.columns.index("shutdown_s") + 1
+    assert jobs["data_loading_s"].sum() > 0
+
+
+@needs_spark
+@spark_group
 def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
     """An explicit as-of clips running work on both engines; a Spark table that differs from DuckDB's is refused."""
     from ettcore.engines import spark as sp

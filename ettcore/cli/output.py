@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import duckdb
 import polars as pl
 
-from ettcore.phases import ALL_COMPONENTS
+from ettcore.phases import components_in
 from ettcore.trace.load import quote_ident
 
 JOB_KEYS = (
@@ -70,7 +70,9 @@ def _iso(name: str) -> pl.Expr:
 def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str]) -> list[pl.Expr]:
     fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
     fields.append(
-        pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in ALL_COMPONENTS]).alias("components")
+        pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in components_in(jobs.columns)]).alias(
+            "components"
+        )
     )
     if labels:  # e.g. an imported MLPerf run's time_to_train_s (MLPerf's score) and submission
         fields.append(
@@ -160,7 +162,7 @@ def group_records(groups: pl.DataFrame, key: str | None, extra: Sequence[str] = 
         rec = {key: jsonable(r[key])} if key else {}
         rec.update({k: jsonable(r[k]) for k in FLEET_KEYS})
         rec.update({f"{k[:-2]}_gpu_h": jsonable(r[f"{k[:-2]}_gpu_h"]) for k in extra})
-        rec["components_gpu_h"] = {c: r[f"{c}_gpu_h"] for c in ALL_COMPONENTS}
+        rec["components_gpu_h"] = {c: r[f"{c}_gpu_h"] for c in components_in(groups.columns, "_gpu_h")}
         rec["l1_gpu_h"] = {b: r[f"{b}_gpu_h"] for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail")}
         out.append(rec)
     return out

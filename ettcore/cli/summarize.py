@@ -10,7 +10,7 @@ import polars as pl
 from ettcore import metric
 from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window, window_head
 from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_summary_json, write_table
-from ettcore.phases import ALL_COMPONENTS
+from ettcore.phases import components_in
 from ettcore.trace.instants import iso as _iso_ms
 
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         write_table(jobs, cols)  # a row a job: streamed, not built as one string
         print()
         print("Level 2 components (seconds, non-productive time):")
-        write_table(jobs, ["job_id", *[f"{c}_s" for c in ALL_COMPONENTS]])
+        write_table(jobs, ["job_id", *[f"{c}_s" for c in components_in(jobs.columns)]])
         print()
         labels = [c for c in trace.labels if c in jobs.columns]
         if labels:  # the jobs table's own columns (for an imported MLPerf run: time_to_train_s, MLPerf's score, ...)

@@ -44,7 +44,6 @@ import polars as pl
 
 from ettcore import metric
 from ettcore.metric import stalls
-from ettcore.phases import ALL_COMPONENTS
 from ettcore.trace.load import Trace
 
 L1_BUCKETS = {
@@ -97,7 +96,9 @@ def family(name: str, help_text: str, samples: Iterable[tuple[str, Any]]) -> Ite
 
 
 def _owners(trace: Trace) -> dict[str, str]:
-    out = {c: "(none)" for c in ALL_COMPONENTS}
+    """Each of the trace's components (in report order: the defaults, a mapping file's own, unattributed) and its
+    owner."""
+    out = {c: trace.phase_map.owner_of.get(c, "(none)") for c in metric.components(trace)}
     for _, _, component, owner in trace.phase_map.rows():
         out[component] = owner
     return out
@@ -130,11 +131,7 @@ def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[
     yield from family(
         f"ett_{level}_l2_gpu_seconds",
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
-        [
-            (lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600)
-            for r in rows
-            for c in ALL_COMPONENTS
-        ],
+        [(lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600) for r in rows for c in owners],
     )
     yield from family(
         f"ett_{level}_interruptions",
@@ -228,7 +225,7 @@ def exposition(trace: Trace) -> Iterator[str]:
         "ett_job_l2_gpu_seconds",
         "GPU-seconds of the job's lost (non-productive) time per Level-2 component and owner.",
         lambda r, e: r[f"{e[0][1]}_s"] * r["gpus"],
-        [[("component", c), ("owner", owners[c])] for c in ALL_COMPONENTS],
+        [[("component", c), ("owner", owners[c])] for c in owners],
     )
     yield from per_job(
         "ett_job_interruptions",

@@ -10,10 +10,17 @@ The views are built once per trace, in this order::
     clean_* --> metric_jobs, metric_attempts
     span store (typed at load, :mod:`ettcore.trace.span_store`) --> keyed_spans (clean jobs' spans) --> metric_spans
         ett_window, ett_exclusions --> ett_exclusion_jobs --> unmeasured_time; analysis_cuts
-    --> attributed_time (materialized; every instant of every job, per cell)
+    --> attributed_segments (the attribution: each job's wall time cut into segments; a view)
+        --> attributed_time (materialized; every instant of every job, per cell), attributed_intervals (timelines)
     --> measured_time, measured_interruptions (inside the window, outside the job's exclusions)
-        --> job_summary (materialized as job_metrics on first need), job_l2_matrix, exclusion_summary, phase_busy
-        --> group_summary / owner_gpu_hours (through job_groups), fleet_slots --> fleet_trend, fleet_rolling
+        --> job_summary (materialized as job_metrics on first need) and job_component_time, job_l2_matrix,
+            exclusion_summary, phase_busy
+        --> group_summary and group_component_time / owner_gpu_hours (through job_groups)
+        --> fleet_slots, interruption_slots --> fleet_trend, fleet_rolling
+
+The Level 2 components are rows, not columns, in every query (one row a job, group or bucket and component); the
+one place they become columns (``<component>_s``, ``<component>_gpu_h``, in the phase map's order) is
+:func:`with_components`.
 
 A trace measures every instant by default; ``load_trace(..., since=, until=, exclude=)`` or :func:`set_window`
 choose a window and exclusion windows (:mod:`ettcore.trace.window`).
@@ -29,7 +36,7 @@ import duckdb
 import polars as pl
 
 from ettcore.errors import InputError, Problem
-from ettcore.phases import ALL_COMPONENTS
+from ettcore.phases import ALL_COMPONENTS, PhaseMap
 from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
 from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident
@@ -37,7 +44,7 @@ from ettcore.trace.queries import sql
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
 ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
-COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)
+COMPONENT_COLUMNS = tuple(f"{c}_s" for c in ALL_COMPONENTS)  # a trace read without a mapping file
 
 
 def attribution_batches(trace: Trace) -> int:
@@ -85,6 +92,7 @@ def _attribute_in_batches(trace: Trace, batches: int) -> None:
             con.execute(
                 f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}"
             )  # read once, used twice
+            con.execute(f"CREATE OR REPLACE TEMP VIEW attributed_segments AS {sql('metric/attributed_segments')}")
             verb = "CREATE OR REPLACE TEMP TABLE attributed_time AS" if b == 0 else "INSERT INTO attributed_time"
             con.execute(f"{verb} {sql('metric/attributed_time')}")
     finally:
@@ -129,6 +137,7 @@ def _attribute(trace: Trace, n: int) -> None:
         # materialized once: the attribution reads spans twice
         _drop(con, "metric_spans")
         con.execute(f"CREATE OR REPLACE TEMP TABLE metric_spans AS {sql('metric/metric_spans')}")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW attributed_segments AS {sql('metric/attributed_segments')}")
         con.execute(f"CREATE OR REPLACE TEMP TABLE attributed_time AS {sql('metric/attributed_time')}")
     else:
         _attribute_in_batches(trace, n)
@@ -162,7 +171,8 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
         _attribute(trace, n)
         con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
         con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW fleet_slots AS {sql('metric/fleet_slots')}")
+        for view in ("job_component_time", "fleet_slots", "interruption_slots"):
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
         _drop(con, "job_metrics")  # per-job results are materialized on first need (job_metrics): a trend needs none
     except duckdb.Error as exc:
         bad = damaged_file(trace.sources)  # a damaged column the checks never read (e.g. a label) shows up here
@@ -312,6 +322,10 @@ class Engine(Protocol):
     def set_groups(self, by: str | None) -> None:
         """Point the ``job_groups`` view at one column (checked against the trace's columns) or the whole fleet."""
 
+    @property
+    def phase_map(self) -> PhaseMap:
+        """The trace's phases, components and owners (the defaults, or as a mapping file extends them)."""
+
 
 @dataclass(frozen=True)
 class DuckDBEngine:
@@ -337,15 +351,66 @@ class DuckDBEngine:
     def set_groups(self, by: str | None) -> None:
         _set_groups(self.trace, by)
 
+    @property
+    def phase_map(self) -> PhaseMap:
+        return self.trace.phase_map
+
 
 def engine_of(trace: Any) -> Engine:
     """The engine that holds ``trace``'s views: DuckDB for a loaded :class:`Trace`, else the trace opened on another
     engine (:func:`ettcore.engines.open_trace` with ``engine="spark"``), which is its own engine."""
     if isinstance(trace, Trace):
         return DuckDBEngine(trace)
-    if all(callable(getattr(trace, m, None)) for m in ("prepare", "per_job", "run", "set_groups")):
+    if all(callable(getattr(trace, m, None)) for m in ("prepare", "per_job", "run", "set_groups")) and isinstance(
+        getattr(trace, "phase_map", None), PhaseMap
+    ):
         return trace
     raise TypeError(f"not a trace the metric can run on: {type(trace).__name__}")
+
+
+# ----------------------------------------------------------------------------- the components, pivoted once
+
+
+def components(trace: Any) -> tuple[str, ...]:
+    """The trace's Level 2 components in report order: the six defaults, a mapping file's own, ``unattributed``."""
+    return engine_of(trace).phase_map.all_components
+
+
+def with_components(
+    frame: pl.DataFrame,
+    long: pl.DataFrame,
+    key: str,
+    value: str,
+    suffix: str,
+    before: str,
+    names: tuple[str, ...],
+) -> pl.DataFrame:
+    """``frame`` with one column a component, ``<component><suffix>``, in ``names`` order, placed before column
+    ``before``: ``long``'s ``value`` (one row a ``key`` and ``component``; no row means 0), pivoted.
+
+    The one place the components become columns: per job (``job_summary``), per group (``fleet_summary``) and per
+    bucket (``trend``)."""
+    cols = [f"{c}{suffix}" for c in names]
+    wide = long.filter(pl.col("component").is_in(names))
+    if wide.height:
+        wide = wide.pivot(on="component", index=key, values=value).rename(lambda c: c if c == key else f"{c}{suffix}")
+    else:
+        wide = frame.select(key).clear()
+    wide = wide.with_columns([pl.lit(0.0, pl.Float64).alias(c) for c in cols if c not in wide.columns])
+    out = frame.join(wide.select(key, *cols), on=key, how="left", maintain_order="left").with_columns(
+        [pl.col(c).cast(pl.Float64).fill_null(0.0) for c in cols]
+    )
+    # by position: a label's name may read as a pattern to Polars (``*``, ``^...$``)
+    names_now = out.columns
+    order = [*frame.columns[: frame.columns.index(before)], *cols, *frame.columns[frame.columns.index(before) :]]
+    return out.select(pl.nth([names_now.index(c) for c in order]))
+
+
+def _rows_and_components(long: pl.DataFrame, key: str, suffix: str, before: str, names: tuple[str, ...]):
+    """A query's long result (its own columns repeated on each component row) as one row a ``key`` with one column
+    a component (:func:`with_components`)."""
+    frame = long.drop("component", "gpu_h").unique(subset=[key], keep="first", maintain_order=True)
+    return with_components(frame, long.select(key, "component", "gpu_h"), key, "gpu_h", suffix, before, names)
 
 
 # ----------------------------------------------------------------------------- the metric, once for every engine
@@ -353,7 +418,11 @@ def engine_of(trace: Any) -> Engine:
 
 def job_summary(trace: Any) -> pl.DataFrame:
     """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
-    return engine_of(trace).per_job()
+    e = engine_of(trace)
+    jobs = e.per_job()
+    return with_components(
+        jobs, e.run("metric/job_component_time"), "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components
+    )
 
 
 def l2_matrix(trace: Any) -> pl.DataFrame:
@@ -375,7 +444,16 @@ def fleet_summary(trace: Any, by: str | None = None) -> pl.DataFrame:
     e = engine_of(trace)
     e.prepare(per_job=True)
     e.set_groups(by)
-    return name_groups(e.run("metric/group_summary"), by)
+    groups = with_components(
+        e.run("metric/group_summary"),
+        e.run("metric/group_component_time"),
+        "group_key",
+        "gpu_h",
+        "_gpu_h",
+        "excluded_gpu_h",
+        e.phase_map.all_components,
+    )
+    return name_groups(groups, by)
 
 
 def owner_gpu_hours(trace: Any, by: str | None = None) -> pl.DataFrame:
@@ -405,9 +483,12 @@ def trend(trace: Any, every: str = "day", window: str | timedelta | None = None)
     """
     e = engine_of(trace)
     window_ms = trend_window(every, window)
+    names = e.phase_map.all_components
     if window_ms is None:
         e.prepare()
-        return e.run("metric/fleet_trend", {"every": every})
-    step = bucket_ms(every)
-    e.prepare(grid_ms=step)
-    return e.run("metric/fleet_rolling", {"every_ms": step, "window_ms": window_ms})
+        long = e.run("metric/fleet_trend", {"every": every})
+    else:
+        step = bucket_ms(every)
+        e.prepare(grid_ms=step)
+        long = e.run("metric/fleet_rolling", {"every_ms": step, "window_ms": window_ms})
+    return _rows_and_components(long, "bucket_start", "_gpu_h", "nof", names)

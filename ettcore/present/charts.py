@@ -22,7 +22,7 @@ from typing import Sequence
 import altair as alt
 import polars as pl
 
-from ettcore.phases import ALL_COMPONENTS
+from ettcore.phases import ALL_COMPONENTS, components_in
 
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
@@ -40,6 +40,18 @@ COMPONENT_COLORS: dict[str, str] = {
     "unattributed": "#bdbdbd",
 }
 COMPONENT_ORDER: tuple[str, ...] = ("effective_training",) + ALL_COMPONENTS
+# Colours of a mapping file's own components, given in the order the chart lists them (after the defaults)
+EXTRA_COLORS: tuple[str, ...] = ("#17becf", "#bcbd22", "#9467bd", "#e377c2", "#8c564b", "#1f77b4", "#ff7f0e", "#2ca02c")
+
+
+def component_order(seen: Sequence[str], include_productive: bool = True) -> list[str]:
+    """The components ``seen`` (a chart's data), in report order: effective training, the six defaults, a mapping
+    file's own components in the order first seen (the metric lists them in the mapping's order), unattributed."""
+    seen = list(dict.fromkeys(seen))
+    extras = [c for c in seen if c not in COMPONENT_COLORS]
+    order = [c for c in COMPONENT_ORDER[:-1] if c in seen] + extras
+    order += [c for c in COMPONENT_ORDER[-1:] if c in seen]
+    return order if include_productive else [c for c in order if c != "effective_training"]
 
 
 def title(text: str, synthetic: bool) -> str:
@@ -48,7 +60,10 @@ def title(text: str, synthetic: bool) -> str:
 
 
 def _component_scale(domain: Sequence[str] = COMPONENT_ORDER) -> alt.Scale:
-    return alt.Scale(domain=list(domain), range=[COMPONENT_COLORS[c] for c in domain])
+    """One colour a component: the defaults' own, and the extra colours, in the order given, for a user's."""
+    extras = [c for c in domain if c not in COMPONENT_COLORS]
+    colors = {c: EXTRA_COLORS[i % len(EXTRA_COLORS)] for i, c in enumerate(extras)}
+    return alt.Scale(domain=list(domain), range=[COMPONENT_COLORS.get(c) or colors[c] for c in domain])
 
 
 def to_v5_spec(chart: alt.TopLevelMixin) -> dict:
@@ -240,7 +255,7 @@ def gantt(
     x = alt.X(f"{field0}:{xtype}", title=axis["title"], scale=x_scale, axis=alt.Axis(**axis_kw))
     y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=320))
     times = ["start (UTC):N", "end (UTC):N", "duration:N", "from T0:N"]
-    comps = [c for c in COMPONENT_ORDER if c in set(iv["component"])] or list(COMPONENT_ORDER)
+    comps = component_order([c for c in tl.components if c in set(iv["component"])]) or list(COMPONENT_ORDER)
     buckets = [b for b in L1_COLORS if b in set(iv["bucket"])]
     bars_l2 = (
         alt.Chart(l2)
@@ -325,7 +340,7 @@ def gantt(
 
 def l2_long(summary: pl.DataFrame, key: str = "job_id") -> pl.DataFrame:
     """Per-row component seconds (``<component>_s`` columns of ``job_summary``) as long ``key, component, minutes``."""
-    cols = {"productive_s": "effective_training", **{f"{c}_s": c for c in ALL_COMPONENTS}}
+    cols = {"productive_s": "effective_training", **{f"{c}_s": c for c in components_in(summary.columns)}}
     return (
         summary.select(key, *cols)
         .unpivot(index=key, variable_name="column", value_name="seconds")
@@ -353,7 +368,7 @@ def stacked_components(
     ``sort``: the order of the bars (default: as in ``long``); labels are never cut short.
     """
     data = long if include_productive else long.filter(pl.col("component") != "effective_training")
-    order = [c for c in COMPONENT_ORDER if include_productive or c != "effective_training"]
+    order = component_order([*COMPONENT_ORDER, *long["component"].to_list()], include_productive)
     data = data.with_columns(
         pl.col("component").replace_strict({c: i for i, c in enumerate(order)}, default=99).alias("k")
     )
@@ -424,7 +439,11 @@ def owner_bars(owner_hours: pl.DataFrame, *, synthetic: bool) -> alt.Chart:
         .encode(
             y=alt.Y("owner:N", sort="-x", title="owner"),
             x=alt.X("gpu_h:Q", title="GPU-hours lost"),
-            color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="component"),
+            color=alt.Color(
+                "component:N",
+                scale=_component_scale(component_order([*ALL_COMPONENTS, *owner_hours["component"].to_list()], False)),
+                title="component",
+            ),
             tooltip=["owner:N", "component:N", alt.Tooltip("gpu_h:Q", format=".2f")],
         )
         .properties(title=title("GPU-hours lost by owner", synthetic), width=480)
@@ -440,7 +459,8 @@ def drilldown(
     ETT% against start time (size: GPUs; colour: interruptions); click one.  Bottom: that job's wall time by L2
     component.  ``summary`` is :func:`ettcore.metric.job_summary` (or a subset).
     """
-    comp_cols = {f"{c}_s": c for c in ALL_COMPONENTS}
+    comp_cols = {f"{c}_s": c for c in components_in(summary.columns)}
+    order = component_order([*COMPONENT_ORDER, *comp_cols.values()])
     s = summary.with_columns(
         pl.col(group).cast(pl.String).alias("_group"),
         ((pl.col("wall_s") - pl.col("productive_s")) * pl.col("gpus") / 3600).alias("lost_gpu_h"),
@@ -540,9 +560,9 @@ def drilldown(
         alt.Chart(long)
         .mark_bar()
         .encode(
-            y=alt.Y("component:N", sort=list(COMPONENT_ORDER), title=None),
+            y=alt.Y("component:N", sort=order, title=None),
             x=alt.X("minutes:Q", title="minutes of the selected job's wall time"),
-            color=alt.Color("component:N", scale=_component_scale(), legend=None),
+            color=alt.Color("component:N", scale=_component_scale(order), legend=None),
             tooltip=["job_id:N", "component:N", alt.Tooltip("minutes:Q", format=",.1f")],
         )
         .transform_filter(pick_job)
@@ -780,7 +800,7 @@ def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -
         width=620,
         height=180,
     )
-    cols = {f"{c}_gpu_h": c for c in ALL_COMPONENTS if f"{c}_gpu_h" in t.columns}
+    cols = {f"{c}_gpu_h": c for c in components_in(t.columns, "_gpu_h")}
     long = (
         t.select("label", "observed_days", "partial", "coverage", *cols)
         .unpivot(index=["label", "observed_days", "partial", "coverage"], variable_name="column", value_name="gpu_h")
@@ -796,7 +816,11 @@ def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -
         .encode(
             x=x,
             y=alt.Y("gpu_h_per_day:Q", title="GPU-hours lost a day", stack=True),
-            color=alt.Color("component:N", scale=_component_scale(ALL_COMPONENTS), title="L2 component"),
+            color=alt.Color(
+                "component:N",
+                scale=_component_scale(component_order([*ALL_COMPONENTS, *cols.values()])),
+                title="L2 component",
+            ),
             opacity=alt.condition("datum.partial", alt.value(0.45), alt.value(1.0)),
             tooltip=[
                 alt.Tooltip("label:N", title=every),

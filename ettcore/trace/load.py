@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ettcore.errors import InputError, Problem
-from ettcore.phases import PhaseMap, load_phase_map
+from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
 from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS, parse_instant
 from ettcore.trace.window import Window, make_window
@@ -84,62 +84,18 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "spans": ("job_id", "attempt", "phase", "start", "end"),
 }
 TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that holds train spans
-# Names a jobs label may not take: columns of the metric's per-job and per-group results, and internal keys.
+# Names a jobs label may not take: internal keys and columns of the metric's per-job and per-group results (the L1
+# columns here, and one ``<component>_s`` and ``<component>_gpu_h`` a component of the trace's phase map).
 COMPUTED_COLUMNS = frozenset(
-    [
-        "job_key",
-        "group_key",
-        "status",
-        "attempts",
-        "t0",
-        "t1",
-        "jobs",
-        "ett_pct",
-        "ett_mean_pct",
-        "nof",
-        "nof_failure",
-        "nof_preemption",
-    ]
-    + [
-        f"{c}_s"
-        for c in (
-            "wall",
-            "productive",
-            "tts",
-            "ttr_total",
-            "ttr_mean",
-            "in_training_loss",
-            "shutdown_tail",
-            "excluded",
-            "scheduling",
-            "hardware_setup",
-            "trainer_init",
-            "pt2_compile",
-            "wasted_training",
-            "shutdown",
-            "unattributed",
-        )
-    ]
-    + [
-        f"{c}_gpu_h"
-        for c in (
-            "wall",
-            "productive",
-            "tts",
-            "ttr_total",
-            "in_training_loss",
-            "shutdown_tail",
-            "excluded",
-            "scheduling",
-            "hardware_setup",
-            "trainer_init",
-            "pt2_compile",
-            "wasted_training",
-            "shutdown",
-            "unattributed",
-        )
-    ]
+    ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct"]
+    + ["nof", "nof_failure", "nof_preemption"]
+    + [f"{c}{suffix}" for c in L1_STEMS for suffix in ("_s", "_gpu_h") if c != "ttr_mean" or suffix == "_s"]
 )
+
+
+def computed_columns(components: tuple[str, ...] = ALL_COMPONENTS) -> frozenset[str]:
+    """:data:`COMPUTED_COLUMNS` and the columns of ``components``."""
+    return COMPUTED_COLUMNS | {f"{c}{suffix}" for c in components for suffix in ("_s", "_gpu_h")}
 
 
 _GLOB_CHARS = set("*?[]{}")
@@ -589,20 +545,21 @@ def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
     return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
 
 
-def label_columns(names: list[str], jobs_file: str) -> list[str]:
+def label_columns(names: list[str], jobs_file: str, components: tuple[str, ...] = ALL_COMPONENTS) -> list[str]:
     """The jobs table's label columns (every column but the schema's and ``_file``/``_row``), in order.
 
     A label whose name, compared without case, is a schema column, a column the metric computes or ends in
     ``_raw`` is refused: it would be hidden by (or hide) that column.
     """
     known = {c for c, _ in SCHEMA["jobs"]}
+    computed = computed_columns(components)
     taken = set(known)
     labels: list[str] = []
     for col in names:
         if col.lower() in known or col in ("_file", "_row"):  # a schema column in any case (``Model``) is that column
             continue
         low = col.lower()
-        if low in taken or low in COMPUTED_COLUMNS or low.endswith("_raw"):
+        if low in taken or low in computed or low.endswith("_raw"):
             raise InputError(
                 Problem(
                     jobs_file,
@@ -617,7 +574,9 @@ def label_columns(names: list[str], jobs_file: str) -> list[str]:
     return labels
 
 
-def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -> list[str]:
+def _register_typed(
+    con: duckdb.DuckDBPyConnection, table: str, present: bool, components: tuple[str, ...] = ALL_COMPONENTS
+) -> list[str]:
     """Create ``typed_<table>``; returns the label columns (extra columns of ``jobs``)."""
     types = _raw_types(con, table) if present else {}
     held = schema_columns(table, list(types))
@@ -635,7 +594,7 @@ def _register_typed(con: duckdb.DuckDBPyConnection, table: str, present: bool) -
     labels: list[str] = []
     if table == "jobs" and present:
         jobs_file = con.execute("SELECT min(_file) FROM raw_jobs").fetchall()[0][0] or "jobs"
-        labels = label_columns(list(types), jobs_file)
+        labels = label_columns(list(types), jobs_file, components)
         parts += [quote_ident(col) for col in labels]
     src = f"raw_{table}" if present else "(SELECT 1) AS empty WHERE false"
     con.execute(f"CREATE OR REPLACE TEMP VIEW typed_{table} AS SELECT {', '.join(parts)} FROM {src}")
@@ -819,7 +778,7 @@ def load_trace(
         raise InputError(column_problems)
     labels: list[str] = []
     for table in TABLES:
-        got = _register_typed(con, table, table in present)
+        got = _register_typed(con, table, table in present, phase_map.all_components)
         if table == "jobs":
             labels = got
     _register_phases(con, phase_map)

@@ -552,11 +552,14 @@ def register_metric_views(st: SparkTrace) -> None:
         ("analysis_cuts", "metric/analysis_cuts", False),
         ("keyed_spans", "metric/keyed_spans", False),
         ("metric_spans", "metric/metric_spans", False),
+        ("attributed_segments", "metric/attributed_segments", False),
         ("attributed_time", "metric/attributed_time", True),
         ("measured_time", "metric/measured_time", False),
         ("measured_interruptions", "metric/measured_interruptions", False),
         ("fleet_slots", "metric/fleet_slots", False),
+        ("interruption_slots", "metric/interruption_slots", False),
         ("job_metrics", "metric/job_summary", True),
+        ("job_component_time", "metric/job_component_time", True),
     ):
         if view == "unmeasured_time":
             register_exclusion_jobs(st)

@@ -432,7 +432,9 @@ def open_uri(
         sources, meta_uri = discover_uri(spark, uri)
         raw = {src.table: _read(spark, src) for src in sources}
         jobs = next((src for src in sources if src.table == "jobs"), None)
-        labels = label_columns(raw["jobs"].columns[:-2], jobs.files[0]) if jobs is not None else []
+        labels = (
+            label_columns(raw["jobs"].columns[:-2], jobs.files[0], phase_map.all_components) if jobs is not None else []
+        )
         _register_inputs(spark, raw, labels, phase_map)
         metadata = read_metadata(spark, meta_uri) if meta_uri is not None else {}
         trace = UriTrace(

@@ -1,21 +1,46 @@
--- One row a calendar bucket ($every: day, week or month, UTC) holding measured time or an interruption:
--- GPU-time-weighted ETT% and GPU-hours per component, each job's measured time prorated into the buckets it overlaps
--- and interruptions counted in the bucket where they happen (fleet_slots, summed per bucket).
+-- One row a calendar bucket ($every: day, week or month, UTC) and Level 2 component, for every bucket holding
+-- measured time or an interruption: the bucket's GPU-time-weighted ETT%, GPU-hours of wall and productive time and
+-- interruptions, and the component's GPU-hours (component NULL for a bucket without lost time).  Each job's
+-- measured time is prorated into the buckets it overlaps (fleet_slots) and interruptions are counted in the bucket
+-- where they happen (interruption_slots).  ettcore.metric places the components in one column each.
+WITH time_slots AS (
+    SELECT CAST(date_trunc($every, CAST(epoch_ms(slot_ms) AS DATE)) AS DATE) AS bucket_start, component, gpu_ms
+    FROM fleet_slots
+),
+lost AS (
+    SELECT bucket_start, component, sum(gpu_ms) AS gpu_ms
+    FROM time_slots
+    WHERE component <> 'effective_training'
+    GROUP BY ALL
+),
+totals AS (
+    SELECT bucket_start,
+           sum(gpu_ms) AS wall_gpu_ms,
+           coalesce(sum(gpu_ms) FILTER (WHERE component = 'effective_training'), 0) AS productive_gpu_ms
+    FROM time_slots
+    GROUP BY bucket_start
+),
+interruptions AS (
+    SELECT CAST(date_trunc($every, CAST(epoch_ms(slot_ms) AS DATE)) AS DATE) AS bucket_start,
+           sum(nof) AS nof, sum(nof_failure) AS nof_failure, sum(nof_preemption) AS nof_preemption
+    FROM interruption_slots
+    GROUP BY 1
+),
+buckets AS (
+    SELECT bucket_start FROM totals UNION SELECT bucket_start FROM interruptions
+)
 SELECT
-    CAST(date_trunc($every, CAST(epoch_ms(slot_ms) AS DATE)) AS DATE) AS bucket_start,
-    100.0 * sum(productive_gpu_ms) / nullif(sum(wall_gpu_ms), 0) AS ett_pct,
-    sum(wall_gpu_ms) / 3.6e6 AS wall_gpu_h,
-    sum(productive_gpu_ms) / 3.6e6 AS productive_gpu_h,
-    sum(scheduling_gpu_ms) / 3.6e6 AS scheduling_gpu_h,
-    sum(hardware_setup_gpu_ms) / 3.6e6 AS hardware_setup_gpu_h,
-    sum(trainer_init_gpu_ms) / 3.6e6 AS trainer_init_gpu_h,
-    sum(pt2_compile_gpu_ms) / 3.6e6 AS pt2_compile_gpu_h,
-    sum(wasted_training_gpu_ms) / 3.6e6 AS wasted_training_gpu_h,
-    sum(shutdown_gpu_ms) / 3.6e6 AS shutdown_gpu_h,
-    sum(unattributed_gpu_ms) / 3.6e6 AS unattributed_gpu_h,
-    CAST(sum(nof) AS BIGINT) AS nof,
-    CAST(sum(nof_failure) AS BIGINT) AS nof_failure,
-    CAST(sum(nof_preemption) AS BIGINT) AS nof_preemption
-FROM fleet_slots
-GROUP BY 1
-ORDER BY 1
+    b.bucket_start,
+    100.0 * t.productive_gpu_ms / nullif(t.wall_gpu_ms, 0) AS ett_pct,
+    coalesce(t.wall_gpu_ms, 0) / 3.6e6 AS wall_gpu_h,
+    coalesce(t.productive_gpu_ms, 0) / 3.6e6 AS productive_gpu_h,
+    CAST(coalesce(i.nof, 0) AS BIGINT) AS nof,
+    CAST(coalesce(i.nof_failure, 0) AS BIGINT) AS nof_failure,
+    CAST(coalesce(i.nof_preemption, 0) AS BIGINT) AS nof_preemption,
+    l.component,
+    l.gpu_ms / 3.6e6 AS gpu_h
+FROM buckets AS b
+LEFT JOIN totals AS t ON t.bucket_start = b.bucket_start
+LEFT JOIN interruptions AS i ON i.bucket_start = b.bucket_start
+LEFT JOIN lost AS l ON l.bucket_start = b.bucket_start
+ORDER BY b.bucket_start, l.component

@@ -1,5 +1,6 @@
 -- One row a group of jobs (a model, any label, or the whole fleet): GPU-time-weighted ETT%, the unweighted mean,
--- and GPU-hours of measured wall time, productive time, each component and the time exclusion windows left out.
+-- and GPU-hours of measured wall time, productive time, the L1 buckets and the time exclusion windows left out.
+-- The GPU-hours of each Level 2 component are group_component_time's rows, placed before excluded_gpu_h.
 -- The sums are of whole numbers (GPU-milliseconds, and each job's ETT% in billionths of a point), so they are exact
 -- and the same in any order: DuckDB sums in parallel, and a sum of doubles would change in its last digits from one
 -- run to the next.
@@ -14,13 +15,6 @@ WITH gpu_ms AS (
            m.gpus * CAST(round(m.ttr_total_s * 1000) AS BIGINT) AS ttr_total,
            m.gpus * CAST(round(m.in_training_loss_s * 1000) AS BIGINT) AS in_training_loss,
            m.gpus * CAST(round(m.shutdown_tail_s * 1000) AS BIGINT) AS shutdown_tail,
-           m.gpus * CAST(round(m.scheduling_s * 1000) AS BIGINT) AS scheduling,
-           m.gpus * CAST(round(m.hardware_setup_s * 1000) AS BIGINT) AS hardware_setup,
-           m.gpus * CAST(round(m.trainer_init_s * 1000) AS BIGINT) AS trainer_init,
-           m.gpus * CAST(round(m.pt2_compile_s * 1000) AS BIGINT) AS pt2_compile,
-           m.gpus * CAST(round(m.wasted_training_s * 1000) AS BIGINT) AS wasted_training,
-           m.gpus * CAST(round(m.shutdown_s * 1000) AS BIGINT) AS shutdown,
-           m.gpus * CAST(round(m.unattributed_s * 1000) AS BIGINT) AS unattributed,
            m.gpus * CAST(round(m.excluded_s * 1000) AS BIGINT) AS excluded
     FROM job_metrics AS m
     JOIN job_groups AS g ON g.job_id = m.job_id
@@ -37,13 +31,6 @@ SELECT
     sum(ttr_total) / 3.6e6 AS ttr_total_gpu_h,
     sum(in_training_loss) / 3.6e6 AS in_training_loss_gpu_h,
     sum(shutdown_tail) / 3.6e6 AS shutdown_tail_gpu_h,
-    sum(scheduling) / 3.6e6 AS scheduling_gpu_h,
-    sum(hardware_setup) / 3.6e6 AS hardware_setup_gpu_h,
-    sum(trainer_init) / 3.6e6 AS trainer_init_gpu_h,
-    sum(pt2_compile) / 3.6e6 AS pt2_compile_gpu_h,
-    sum(wasted_training) / 3.6e6 AS wasted_training_gpu_h,
-    sum(shutdown) / 3.6e6 AS shutdown_gpu_h,
-    sum(unattributed) / 3.6e6 AS unattributed_gpu_h,
     sum(excluded) / 3.6e6 AS excluded_gpu_h
 FROM gpu_ms
 GROUP BY group_key

@@ -1,5 +1,6 @@
--- One row a job: Level 1 (wall, productive, ETT%, TTS, NoF, TTR, in-training loss, shutdown tail) and the
--- non-productive seconds of each Level 2 component, plus the job's labels.  Everything counts measured time only
+-- One row a job: Level 1 (wall, productive, ETT%, TTS, NoF, TTR, in-training loss, shutdown tail), the time
+-- exclusions took out, and the job's labels.  The non-productive seconds of each Level 2 component are
+-- job_component_time's rows, placed before excluded_s (one column a component) by ettcore.metric.  Everything counts measured time only
 -- (measured_time, measured_interruptions): inside the analysis window and outside the job's exclusion windows;
 -- t0 and t1 are the job's wall time clipped to the window, and excluded_s is the time exclusions took out of it,
 -- so wall_s = t1 - t0 - excluded_s.  A job is listed when its wall time overlaps the window, it started inside
@@ -37,27 +38,15 @@ excluded AS (
     JOIN unmeasured_time AS x ON x.job_key = c.job_key
     GROUP BY c.job_key
 ),
-attributed AS (
-    -- each measured piece with its component; ms as DOUBLE (exact below 2^53 ms; an integer sum keeps a HUGEINT state)
-    SELECT t.job_key, t.bucket, p.component, CAST(t.ms AS DOUBLE) AS ms
-    FROM measured_time AS t
-    JOIN ett_phases AS p ON p.phase_id = t.phase_id
-),
 per_job AS (
+    -- measured ms per L1 bucket, as DOUBLE (exact below 2^53 ms; an integer sum keeps a HUGEINT state)
     SELECT job_key,
-           coalesce(sum(ms) FILTER (WHERE bucket = 'productive'), 0) AS productive_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket = 'tts'), 0) AS tts_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket = 'recovery'), 0) AS recovery_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket = 'in_training_loss'), 0) AS in_training_loss_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket = 'shutdown_tail'), 0) AS shutdown_tail_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'scheduling'), 0) AS scheduling_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'hardware_setup'), 0) AS hardware_setup_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'trainer_init'), 0) AS trainer_init_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'pt2_compile'), 0) AS pt2_compile_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'wasted_training'), 0) AS wasted_training_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'shutdown'), 0) AS shutdown_ms,
-           coalesce(sum(ms) FILTER (WHERE bucket <> 'productive' AND component = 'unattributed'), 0) AS unattributed_ms
-    FROM attributed
+           coalesce(sum(CAST(ms AS DOUBLE)) FILTER (WHERE bucket = 'productive'), 0) AS productive_ms,
+           coalesce(sum(CAST(ms AS DOUBLE)) FILTER (WHERE bucket = 'tts'), 0) AS tts_ms,
+           coalesce(sum(CAST(ms AS DOUBLE)) FILTER (WHERE bucket = 'recovery'), 0) AS recovery_ms,
+           coalesce(sum(CAST(ms AS DOUBLE)) FILTER (WHERE bucket = 'in_training_loss'), 0) AS in_training_loss_ms,
+           coalesce(sum(CAST(ms AS DOUBLE)) FILTER (WHERE bucket = 'shutdown_tail'), 0) AS shutdown_tail_ms
+    FROM measured_time
     GROUP BY job_key
 ),
 measured AS (
@@ -87,13 +76,6 @@ SELECT
     CASE WHEN a.nof > 0 THEN coalesce(p.recovery_ms, 0) / 1000.0 / a.nof END AS ttr_mean_s,
     coalesce(p.in_training_loss_ms, 0) / 1000.0 AS in_training_loss_s,
     coalesce(p.shutdown_tail_ms, 0) / 1000.0 AS shutdown_tail_s,
-    coalesce(p.scheduling_ms, 0) / 1000.0 AS scheduling_s,
-    coalesce(p.hardware_setup_ms, 0) / 1000.0 AS hardware_setup_s,
-    coalesce(p.trainer_init_ms, 0) / 1000.0 AS trainer_init_s,
-    coalesce(p.pt2_compile_ms, 0) / 1000.0 AS pt2_compile_s,
-    coalesce(p.wasted_training_ms, 0) / 1000.0 AS wasted_training_s,
-    coalesce(p.shutdown_ms, 0) / 1000.0 AS shutdown_s,
-    coalesce(p.unattributed_ms, 0) / 1000.0 AS unattributed_s,
     a.excluded_ms / 1000.0 AS excluded_s,
     j.* EXCLUDE (job_key, job_id, model, gpus)
 FROM metric_jobs AS j
