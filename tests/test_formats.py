@@ -206,7 +206,8 @@ def test_timestamps_round_to_the_nearest_millisecond():
     expression computes it another, faster way), for instants just below, at and above each half millisecond."""
     from decimal import ROUND_HALF_UP, Decimal
 
-    from ettcore.trace.load import _parse_expr
+    from ettcore.trace import typing as rules
+    from ettcore.trace.load import duckdb_source, quote_ident
 
     base = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
     base_us = int(base.timestamp()) * 1_000_000
@@ -214,8 +215,42 @@ def test_timestamps_round_to_the_nearest_millisecond():
     con = duckdb.connect()
     con.execute("CREATE TABLE t (ts TIMESTAMPTZ)")
     con.executemany("INSERT INTO t VALUES (make_timestamp($us)::TIMESTAMPTZ)", [{"us": base_us + o} for o in offsets])
-    expr, _ = _parse_expr("ts", "ts", "TIMESTAMP WITH TIME ZONE")
+    expr, _ = rules.typed_field("ts", "ts", duckdb_source("TIMESTAMP WITH TIME ZONE"), rules.DUCKDB, quote_ident)
     got = con.execute(f"SELECT {expr}, epoch_ms(ts) FROM t ORDER BY ts").fetchall()
     want = [int((Decimal(base_us + o) / 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for o in offsets]
     assert [g for g, _ in got] == want
     assert [e for _, e in got] == want
+
+
+def test_integer_fast_paths_give_the_general_rules_values():
+    """A small or 64-bit integer column becomes an ``int`` without the detour through DOUBLE (a fast path of the typing
+    rules, in both engines); on edge values it gives what the general rule, through DOUBLE, gives."""
+    from ettcore.trace import typing as rules
+    from ettcore.trace.load import duckdb_source
+
+    for dtype, values in [
+        ("INTEGER", [-(2**31), -1, 0, 1, 2**31 - 1, None]),
+        ("BIGINT", [-(2**63), -9_000_000_000_000_000, -8_999_999_999_999_999, 0, 8_999_999_999_999_999]),
+        ("BIGINT", [9_000_000_000_000_000, 2**53 + 1, 2**63 - 1, None]),
+    ]:
+        con = duckdb.connect()
+        con.execute(f"CREATE TABLE t (v {dtype})")
+        con.executemany("INSERT INTO t VALUES ($v)", [{"v": v} for v in values])
+        fast = rules.RULES[("int", duckdb_source(dtype))]("v", rules.DUCKDB)
+        general = rules.RULES[("int", rules.NUMERIC)]("v", rules.DUCKDB)
+        assert "DOUBLE" not in fast
+        got = con.execute(f"SELECT {fast}, {general} FROM t ORDER BY rowid").fetchall()
+        assert [f for f, _ in got] == [g for _, g in got]
+        assert [f for f, _ in got] == [v if v is not None and abs(v) < 9e15 else None for v in values]
+
+
+def test_every_kind_and_source_has_a_rule_in_both_dialects():
+    from ettcore.trace import typing as rules
+
+    for dialect in rules.DIALECTS.values():
+        for kind in rules.KINDS:
+            for source in rules.SOURCES:
+                expr, raw = rules.typed_field('a"b', kind, source, dialect, lambda c: "<" + c + ">")
+                assert expr and raw
+                if source != rules.ABSENT:
+                    assert '<a"b>' in expr and '<a"b>' in raw

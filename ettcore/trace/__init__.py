@@ -3,6 +3,7 @@
 The bottom layer of ettcore: it imports nothing from the metric, planning, presentation or the CLI.
 
 - :mod:`ettcore.trace.load`         finding and reading the tables into DuckDB, typing them (:func:`load_trace`)
+- :mod:`ettcore.trace.typing`       the typing rules of the fields, in DuckDB's and Spark's SQL (a leaf)
 - :mod:`ettcore.trace.checks`       the data-check queries and their findings (file, row, field)
 - :mod:`ettcore.trace.check_cache`  the clean verdict of a trace kept by a digest of its bytes
 - :mod:`ettcore.trace.span_store`   spans read and typed once, shared by the checks and the attribution

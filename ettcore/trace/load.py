@@ -15,7 +15,8 @@ Loading happens in three layers of DuckDB views, each named after what it holds:
     the Unix epoch (``start_ms``), integers, finite numbers; the raw text of each
     parsed field is kept beside it (``start_raw``) so a check can tell
     "missing" from "unparsable" (in ``typed_spans`` only where the value did not
-    parse: the one place a check reads it);
+    parse: the one place a check reads it); the typing rules, shared with the
+    Spark engine, are in :mod:`ettcore.trace.typing`;
 ``clean_<table>``
     the typed rows of jobs that passed every check (see :mod:`ettcore.trace.checks`).
 
@@ -47,7 +48,8 @@ import pyarrow.parquet as pq
 from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
-from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS, parse_instant
+from ettcore.trace import typing as rules
+from ettcore.trace.instants import parse_instant
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
 
@@ -488,61 +490,27 @@ _NUMERIC_TYPE = re.compile(
     r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT|FLOAT|DOUBLE|REAL|DECIMAL\(\d+,\s*\d+\))"
 )
 _TIMESTAMP_TYPE = re.compile(r"(TIMESTAMP( WITH TIME ZONE)?|TIMESTAMP_(S|MS|NS|TZ)|DATE)")
+_ZONED_TYPES = frozenset(["TIMESTAMP WITH TIME ZONE", "TIMESTAMP_TZ"])
 
 
 _SMALL_INT_TYPES = frozenset(["TINYINT", "SMALLINT", "INTEGER", "UTINYINT", "USMALLINT", "UINTEGER"])
 
 
-def _is_numeric(t: str) -> bool:
-    return _NUMERIC_TYPE.fullmatch(t) is not None
-
-
-def _is_timestamp(t: str) -> bool:
-    return _TIMESTAMP_TYPE.fullmatch(t) is not None
-
-
-def _parse_expr(col: str, kind: str, dtype: str | None) -> tuple[str, str]:
-    """(typed expression, raw-text expression) for one field."""
+def duckdb_source(dtype: str | None) -> str:
+    """The class (:data:`ettcore.trace.typing.SOURCES`) of a column of DuckDB type ``dtype`` (None: absent)."""
     if dtype is None:
-        return "NULL", "NULL::VARCHAR"
-    q = quote_ident(col)
-    raw = f"TRY_CAST({q} AS VARCHAR)"
-    if not (dtype == "VARCHAR" or _is_numeric(dtype) or _is_timestamp(dtype)):
-        # lists, structs, booleans, times, blobs ...: parse their text form, so a bad type is an unparsable value
-        q, dtype = raw, "VARCHAR"
-    if kind == "str":
-        return f"TRY_CAST({q} AS VARCHAR)", raw
-    if kind == "int" and dtype in _SMALL_INT_TYPES:  # every value is an integer below 9e15: no detour through DOUBLE
-        return f"CAST({q} AS BIGINT)", raw
-    if kind == "int" and dtype == "BIGINT":
-        return f"(CASE WHEN {q} BETWEEN -8999999999999999 AND 8999999999999999 THEN {q} END)", raw
-    if kind == "int":
-        d = f"TRY_CAST({q} AS DOUBLE)"
-        return f"CASE WHEN isfinite({d}) AND {d} = trunc({d}) AND abs({d}) < 9e15 THEN CAST({d} AS BIGINT) END", raw
-    if kind == "num":
-        d = f"TRY_CAST({q} AS DOUBLE)"
-        return f"CASE WHEN isfinite({d}) THEN {d} END", raw
-    # timestamps -> integer ms since the epoch, or NULL when unparsable / implausible
-    if _is_timestamp(dtype):
-        # the bounds compared as instants, so the conversion to ms runs once a value (it costs as much as reading it);
-        # the ms are the microseconds rounded to the nearest ms, half up, as epoch_ms rounds them (the bounds keep them
-        # positive), in a third of epoch_ms's time (tests/test_formats.py holds the two equal)
-        t = f"CAST({q} AS TIMESTAMPTZ)"
-        lo, hi = (
-            f"make_timestamp({TS_MIN_MS * 1000})::TIMESTAMPTZ",
-            f"make_timestamp({(TS_MAX_MS + 1) * 1000})::TIMESTAMPTZ",
-        )
-        return f"(CASE WHEN {t} >= {lo} AND {t} < {hi} THEN (epoch_us({t}) + 500) // 1000 END)", raw
-    if _is_numeric(dtype):
-        d = f"CAST({q} AS DOUBLE)"
-        ms = f"CASE WHEN isfinite({d}) AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END"
-    else:
-        d = f"TRY_CAST({q} AS DOUBLE)"
-        ms = (
-            f"CASE WHEN {d} IS NOT NULL THEN (CASE WHEN isfinite({d}) AND abs({d}) < 1e13 "
-            f"THEN CAST(round({d} * 1000) AS BIGINT) END) ELSE epoch_ms(TRY_CAST(trim({q}) AS TIMESTAMPTZ)) END"
-        )
-    return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
+        return rules.ABSENT
+    if dtype == "VARCHAR":
+        return rules.TEXT
+    if dtype in _SMALL_INT_TYPES:
+        return rules.SMALL_INT
+    if dtype == "BIGINT":
+        return rules.BIG_INT
+    if _NUMERIC_TYPE.fullmatch(dtype):
+        return rules.NUMERIC
+    if _TIMESTAMP_TYPE.fullmatch(dtype):
+        return rules.ZONED_TIMESTAMP if dtype in _ZONED_TYPES else rules.TIMESTAMP
+    return rules.OTHER
 
 
 def label_columns(names: list[str], jobs_file: str, components: tuple[str, ...] = ALL_COMPONENTS) -> list[str]:
@@ -582,9 +550,9 @@ def _register_typed(
     held = schema_columns(table, list(types))
     parts = ["_file", "_row"] if present else ["NULL::VARCHAR AS _file", "NULL::BIGINT AS _row"]
     for col, kind in SCHEMA[table]:
-        expr, raw = _parse_expr(held.get(col, col), kind, types.get(held.get(col, "")))
-        name = col if kind == "str" else (f"{col}_ms" if kind == "ts" else col)
-        parts.append(f"{expr} AS {quote_ident(name)}")
+        source = duckdb_source(types.get(held.get(col, "")))
+        expr, raw = rules.typed_field(held.get(col, col), kind, source, rules.DUCKDB, quote_ident)
+        parts.append(f"{expr} AS {quote_ident(rules.typed_name(col, kind))}")
         if kind != "str":
             if table == "spans":
                 # the text of a span's field only where its value did not parse, the one place a check reads it

@@ -10,7 +10,8 @@ How a trace gets onto Spark (``open_trace``):
    temp views, then builds ``typed_<table>`` with the same columns and the same
    parsing rules as the DuckDB loader (timestamps to integer milliseconds since
    the Unix epoch, zone-less = UTC; integers; finite numbers; plausible
-   timestamps 1990..2100), and ``clean_<table>``: the typed rows of the jobs
+   timestamps 1990..2100; one module, :mod:`ettcore.trace.typing`, writes the
+   typing SQL of both engines), and ``clean_<table>``: the typed rows of the jobs
    the checks kept.  ``ett_params`` (as-of and cut-off) and ``ett_phases`` (the
    phase map) are copied from the DuckDB trace.
 3. A fingerprint of each ``clean_<table>`` (row and job counts, sums of the
@@ -59,7 +60,8 @@ import polars as pl
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
 from ettcore.errors import InputError, Problem
 from ettcore.metric import check_by, group_columns
-from ettcore.trace.instants import DAY_MS, TS_MAX_MS, TS_MIN_MS
+from ettcore.trace import typing as rules
+from ettcore.trace.instants import DAY_MS
 from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
 from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
 
@@ -212,52 +214,25 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
     return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
 
 
-def _finite(d: str) -> str:
-    return f"({d} IS NOT NULL AND NOT isnan({d}) AND abs({d}) <= CAST('1.7976931348623157E308' AS DOUBLE))"
-
-
-def typed_expr(col: str, kind: str, dtype: Any | None) -> tuple[str, str]:
-    """(typed expression, raw-text expression) of one field in Spark SQL.
-
-    The same rules as the DuckDB loader (:func:`ettcore.trace._parse_expr`):
-    ``str`` is the text; ``int`` a finite whole number below 9e15; ``num`` a
-    finite number; ``ts`` integer milliseconds since the epoch from a timestamp
-    column (zone-less = UTC), from seconds since the epoch (a number, or text
-    that reads as one; rounded to the millisecond) or from an ISO-8601 text, and
-    NULL outside 1990..2100.  Types other than text, numbers and timestamps
-    are parsed from their text form.  A NULL result marks an unparsable value.
-    """
+def spark_source(dtype: Any | None) -> str:
+    """The class (:data:`ettcore.trace.typing.SOURCES`) of a column of Spark type ``dtype`` (None: absent)."""
     from pyspark.sql import types as T
 
     if dtype is None:
-        return "NULL", "CAST(NULL AS STRING)"
-    q = _q(col)
-    raw = f"CAST({q} AS STRING)"
-    if isinstance(
-        dtype, T.TimestampType
-    ):  # a zoned timestamp: DuckDB's text of a TIMESTAMPTZ ends with its zone, '+00'
-        raw = f"concat({raw}, '+00')"
-    numeric = isinstance(
-        dtype, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
-    )
-    temporal = isinstance(dtype, (T.TimestampType, T.TimestampNTZType, T.DateType))
-    if not (numeric or temporal or isinstance(dtype, T.StringType)):
-        q = raw
-    if kind == "str":
-        return raw, raw
-    d = f"CAST({q} AS DOUBLE)" if numeric else f"TRY_CAST({q} AS DOUBLE)"
-    if kind == "int":
-        return f"CASE WHEN {_finite(d)} AND abs({d}) < 9e15 AND {d} = round({d}) THEN CAST({d} AS BIGINT) END", raw
-    if kind == "num":
-        return f"CASE WHEN {_finite(d)} THEN {d} END", raw
-    from_seconds = f"CASE WHEN {_finite(d)} AND abs({d}) < 1e13 THEN CAST(round({d} * 1000) AS BIGINT) END"
-    if temporal:
-        ms = f"unix_millis(CAST({q} AS TIMESTAMP))"
-    elif numeric:
-        ms = from_seconds
-    else:
-        ms = f"CASE WHEN {d} IS NOT NULL THEN ({from_seconds}) ELSE unix_millis(TRY_CAST(trim({q}) AS TIMESTAMP)) END"
-    return f"(CASE WHEN ({ms}) BETWEEN {TS_MIN_MS} AND {TS_MAX_MS} THEN ({ms}) END)", raw
+        return rules.ABSENT
+    if isinstance(dtype, T.StringType):
+        return rules.TEXT
+    if isinstance(dtype, (T.ByteType, T.ShortType, T.IntegerType)):
+        return rules.SMALL_INT
+    if isinstance(dtype, T.LongType):
+        return rules.BIG_INT
+    if isinstance(dtype, (T.FloatType, T.DoubleType, T.DecimalType)):
+        return rules.NUMERIC
+    if isinstance(dtype, T.TimestampType):  # an instant (Spark's TIMESTAMP is DuckDB's TIMESTAMPTZ)
+        return rules.ZONED_TIMESTAMP
+    if isinstance(dtype, (T.TimestampNTZType, T.DateType)):
+        return rules.TIMESTAMP
+    return rules.OTHER
 
 
 def typed_select(table: str, schema: Any | None, labels: list[str]) -> str:
@@ -268,16 +243,9 @@ def typed_select(table: str, schema: Any | None, labels: list[str]) -> str:
         ["_file", "_row"] if schema is not None else ["CAST(NULL AS STRING) AS _file", "CAST(NULL AS BIGINT) AS _row"]
     )
     for col, kind in SCHEMA[table]:
-        expr, raw = typed_expr(held.get(col, col), kind, types.get(held.get(col, "")))
-        if expr == "NULL":  # an absent column: NULL of the typed column's type
-            expr = {
-                "str": "CAST(NULL AS STRING)",
-                "int": "CAST(NULL AS BIGINT)",
-                "num": "CAST(NULL AS DOUBLE)",
-                "ts": "CAST(NULL AS BIGINT)",
-            }[kind]
-        name = f"{col}_ms" if kind == "ts" else col
-        parts.append(f"{expr} AS {_q(name)}")
+        source = spark_source(types.get(held.get(col, "")))
+        expr, raw = rules.typed_field(held.get(col, col), kind, source, rules.SPARK, _q)
+        parts.append(f"{expr} AS {_q(rules.typed_name(col, kind))}")
         if kind != "str":
             parts.append(f"{raw} AS {_q(col + '_raw')}")
     for label in labels:
