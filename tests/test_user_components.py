@@ -228,3 +228,15 @@ def test_the_reports_show_it(trace_dir: Path, mapping: Path, tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     page = (out / "03-decomposition.html").read_text()
     assert "data_loading" in page and "Data platform" in page
+
+
+def test_a_component_carved_from_repeated_phases_still_repeats(tmp_path: Path) -> None:
+    """``ett opportunities`` counts (1 + NoF) for the phases every restart repeats, whichever component holds them."""
+    from ettcore.phases import load_phase_map
+    from ettcore.planning.opportunities import REPEATED, repeated_components
+
+    carved = _mapping(tmp_path, ("data_warmup", "data_loading"), ("eval", "evaluation"))
+    assert repeated_components(load_phase_map(carved)) == REPEATED | {"data_loading"}  # eval is not repeated
+    (tmp_path / "new.yaml").write_text("phases:\n  - {phase: stream_negotiation, component: trainer_init}\n")
+    assert repeated_components(load_phase_map(tmp_path / "new.yaml")) == REPEATED
+    assert sorted(REPEATED) == ["hardware_setup", "pt2_compile", "scheduling", "trainer_init"]

@@ -12,7 +12,13 @@ from ettcore import metric
 from ettcore.cli.common import skip_report
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
-from ettcore.planning.opportunities import BY_CHOICES, REPEATED, lost_by_component, rank_opportunities, window_days
+from ettcore.planning.opportunities import (
+    BY_CHOICES,
+    lost_by_component,
+    rank_opportunities,
+    repeated_components,
+    window_days,
+)
 from ettcore.trace import load_trace
 
 
@@ -36,7 +42,8 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(Problem(str(args.trace), None, None, "the trace has no jobs to rank"))
         lost = lost_by_component(summary, metric.l2_matrix(trace), comparable=args.comparable)
         days = args.days if args.days is not None else window_days(summary)
-        ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by)
+        repeated = repeated_components(trace.phase_map)
+        ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by, repeated=repeated)
     except InputError as exc:
         for p in exc.problems:
             print(f"ett: {p.line()}", file=sys.stderr)
@@ -68,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         else f"the best decile of jobs with the same {args.comparable}"
     )
     print(f"GPU-hours a day returned if each {'owner' if args.by == 'owner' else 'component'} fell to {what}")
-    print(f"(observation window {days:.3g} days; (1 + NoF) counted for {', '.join(sorted(REPEATED))})")
+    print(f"(observation window {days:.3g} days; (1 + NoF) counted for {', '.join(sorted(repeated))})")
     cols = [
         "rank",
         "owner",

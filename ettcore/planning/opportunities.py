@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from ettcore.phases import PhaseMap, default_phase_map
+
 __all__ = [
     "REPEATED",
+    "repeated_components",
     "LOST_COLUMNS",
     "lost_by_component",
     "window_days",
@@ -41,6 +44,22 @@ __all__ = [
 
 REPEATED: frozenset[str] = frozenset({"scheduling", "hardware_setup", "trainer_init", "pt2_compile"})
 """Components whose phases every restart repeats (re-queue, setup, initialisation, compilation)."""
+
+
+def repeated_components(phase_map: PhaseMap) -> frozenset[str]:
+    """The components of ``phase_map`` that every restart repeats: those of :data:`REPEATED`, and a mapping file's own
+    component when each of its phases is one of theirs (``data_warmup`` moved into ``data_loading`` still repeats at
+    every start).  A phase the defaults do not know repeats when it is mapped to a component of :data:`REPEATED`."""
+    default = default_phase_map()
+
+    def repeats(phase: str) -> bool:
+        c = default.component_of.get(phase, phase_map.component_of[phase])
+        return c in REPEATED
+
+    own = [c for c in phase_map.components if c not in default.components]
+    phases_of = {c: [p for p in phase_map.phases if phase_map.component_of[p] == c] for c in own}
+    return REPEATED | frozenset(c for c in own if phases_of[c] and all(repeats(p) for p in phases_of[c]))
+
 
 LOST_COLUMNS: tuple[str, ...] = ("job_id", "group", "gpus", "nof", "component", "owner", "seconds")
 BY_CHOICES: tuple[str, ...] = ("component", "owner")
