@@ -171,7 +171,7 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
         _attribute(trace, n)
         con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
         con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
-        for view in ("job_component_time", "fleet_slots", "interruption_slots"):
+        for view in ("fleet_slots", "interruption_slots"):
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
         _drop(con, "job_metrics")  # per-job results are materialized on first need (job_metrics): a trend needs none
     except duckdb.Error as exc:
@@ -183,13 +183,16 @@ def prepare(trace: Trace, batches: int | None = None, grid_ms: int | None = None
 
 
 def job_metrics(trace: Trace) -> None:
-    """Materialize ``job_metrics`` (``job_summary.sql``: one row a job, in job id order) once per preparation.
+    """Materialize ``job_metrics`` (``job_summary.sql``: one row a job, in job id order) and ``job_component_time``
+    once per preparation.
 
     Per-job results, groups and stalls read it; a trend does not, so :func:`prepare` leaves it to the first of them
     (2.9 s of a 1M-job trend otherwise)."""
     prepare(trace)
     if not trace.attribution.job_metrics:
         trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
+        # the components of each job, read by the per-job and the per-group results
+        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_component_time AS {sql('metric/job_component_time')}")
         trace.attribution.job_metrics = True
 
 
@@ -316,6 +319,10 @@ class Engine(Protocol):
     def per_job(self) -> pl.DataFrame:
         """``job_summary.sql``'s rows (one a job) in job id order."""
 
+    def per_job_components(self) -> pl.DataFrame:
+        """``job_component_time.sql``'s rows (one a job and component with time), as materialized for the per-job
+        and per-group results."""
+
     def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
         """One query of ``ettcore/sql/`` (``metric/<name>``) on the prepared views, parameters bound."""
 
@@ -345,6 +352,10 @@ class DuckDBEngine:
         # million ids
         return self.trace.sql("SELECT * FROM job_metrics")
 
+    def per_job_components(self) -> pl.DataFrame:
+        job_metrics(self.trace)
+        return self.trace.sql("SELECT * FROM job_component_time")
+
     def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
         return self.trace.sql(sql(name), params)
 
@@ -361,7 +372,8 @@ def engine_of(trace: Any) -> Engine:
     engine (:func:`ettcore.engines.open_trace` with ``engine="spark"``), which is its own engine."""
     if isinstance(trace, Trace):
         return DuckDBEngine(trace)
-    if all(callable(getattr(trace, m, None)) for m in ("prepare", "per_job", "run", "set_groups")) and isinstance(
+    methods = ("prepare", "per_job", "per_job_components", "run", "set_groups")
+    if all(callable(getattr(trace, m, None)) for m in methods) and isinstance(
         getattr(trace, "phase_map", None), PhaseMap
     ):
         return trace
@@ -421,7 +433,7 @@ def job_summary(trace: Any) -> pl.DataFrame:
     e = engine_of(trace)
     jobs = e.per_job()
     return with_components(
-        jobs, e.run("metric/job_component_time"), "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components
+        jobs, e.per_job_components(), "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components
     )
 
 

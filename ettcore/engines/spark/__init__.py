@@ -364,6 +364,9 @@ class SparkTrace:
     def per_job(self) -> pl.DataFrame:
         return self.sql("SELECT * FROM job_metrics ORDER BY job_id")
 
+    def per_job_components(self) -> pl.DataFrame:
+        return self.sql("SELECT * FROM job_component_time")
+
     def run(self, name: str, params: dict | None = None) -> pl.DataFrame:
         return self.sql(spark_sql(name), params)
 
