@@ -39,6 +39,7 @@ from ettcore.demo.jobs.ground_truth import (  # noqa: E402
     read_events,
     table,
     trace_measures,
+    wait_for_exit_watchers,
 )
 from ettcore.importers.recorder import convert  # noqa: E402
 
@@ -74,11 +75,11 @@ def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp
     )
     reap = time.time()
     assert p.returncode == 0, (p.stdout + p.stderr)[-4000:]
-    time.sleep(0.2)
+    seen = wait_for_exit_watchers(run)  # their records are on disk once they are gone
     conv = convert(run, tmp_path / "trace")
     assert conv.problems == [], conv.note_lines()
     events = read_events(work)
-    truth = ground_truth(events, 60, spawn, reap)
+    truth = ground_truth(events, 60, spawn, reap, seen)
     assert truth.steps_per_try == {0: (1, 25), 1: (21, 60)}
     rows = compare(truth, tmp_path / "trace", reasons=["failure", "completed"], saves_evals=None)
     save_s, _, saves, _ = phase_truth(events, ("save", "eval"))

@@ -20,6 +20,8 @@ import os
 import time
 from pathlib import Path
 
+FIRST_T = time.time()  # ground truth: this process was running by now (only the standard library imported)
+
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -39,6 +41,7 @@ def main() -> None:
     a = ap.parse_args()
     rank, restart = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     log = EventLog(a.work, restart)
+    log.lifetime(FIRST_T)  # every rank: the agent started before and ends after each of its workers
     tl = record_worker(writer="rank0", model="linear", progress_interval_s=0.25)  # records on rank 0 only
     with tl.phase("trainer_init", "process_group_init"):
         dist.init_process_group("gloo")
