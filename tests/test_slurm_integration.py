@@ -96,7 +96,9 @@ def cluster():
         subprocess.run([str(STOP), "--purge"], env=env, capture_output=True, timeout=300)
         pytest.fail(f"tools/slurm/start.sh failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
     print(f"started a Slurm cluster in {time.time() - t:.1f} s: {out.stdout.strip().splitlines()[-2]}")
-    env["SLURM_CONF"] = subprocess.run([str(START), "--conf"], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    env["SLURM_CONF"] = subprocess.run(
+        [str(START), "--conf"], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     try:
         yield env
     finally:
