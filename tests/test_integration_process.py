@@ -257,6 +257,26 @@ def test_process_start_time_is_the_kernels() -> None:
     assert before - 0.02 <= start <= first, (start - before, first - start)
 
 
+def test_the_clock_offset_holds_when_the_process_waits_between_readings() -> None:
+    """The kernel gives the start since boot; the offset to the wall clock takes two clocks read one after the other.
+    A process descheduled between them (a busy machine) must not move the start by the time it waited: here the first
+    readings are 0.3 s apart (a wait between them), the later ones 2 us, and the offset is off by at most 1 us."""
+    boot_at_epoch = 1_800_000_000.0
+    now = [5_000.0]  # seconds since boot
+    waits = iter([0.0, 0.3, 0.0, 0.0, 0.0, 0.3] + [0.0] * 100)
+
+    def advance() -> float:
+        now[0] += 1e-6 + next(waits)
+        return now[0]
+
+    got = process.wall_minus_boot(wall=lambda: boot_at_epoch + advance(), boot=advance)
+    assert got == pytest.approx(boot_at_epoch, abs=1e-6)
+    # one pair of readings, as before, would have been off by the whole wait
+    now[0], waits = 5_000.0, iter([0.0, 0.3])
+    b = advance()
+    assert abs(boot_at_epoch + advance() - b - boot_at_epoch) > 0.29
+
+
 # ---------------------------------------------------------------- the attempt, in real child processes
 
 CHILD = """
