@@ -86,10 +86,13 @@ def main() -> None:
                 if rank == 0:
                     t1 = time.time()
                     with tl.phase("checkpoint_save"):
+                        s0 = time.time()
                         tmp = ckpt.with_suffix(".tmp")
                         torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
                         os.replace(tmp, ckpt)
-                    log.write("save", step, t1, time.time())
+                        s1 = time.time()
+                    log.write("save", step, t1, time.time())  # around the recorded phase
+                    log.write("save_inside", step, s0, s1)  # inside it
                 dist.barrier()
     except Exception:
         if rank == 0:  # the instant rank 0's loop learnt of the failure (its collective with the dead peer failed)

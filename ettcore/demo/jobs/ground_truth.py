@@ -5,14 +5,16 @@ spawned it and when it reaped it.  The training script logs, with its own
 code (a module hook, its own callback, an overridden save; never through
 ettcore), one CSV line per event to ``events-t<try>.csv``:
 
-    kind,try,step,start,end     kind: process | train_start | step | eval | save | crash | exit
+    kind,try,step,start,end     kind: process | train_start | step | eval | save | save_inside | crash | exit
 
 ``process`` is the script's first moment (after the standard library's
 imports) and ``exit`` its last (an ``atexit`` handler that runs after
 ettcore's; none when a signal killed the process), ``train_start`` is the
 framework's own train-start hook, ``step`` a training
 step that completed (``step`` = the global step after it), ``eval`` and
-``save`` an evaluation and a checkpoint save, ``crash`` the instant the
+``save`` an evaluation and a checkpoint save (the torchrun job also logs
+``save_inside``, its instants just inside the recorded phase, where ``save``'s
+are just outside it), ``crash`` the instant the
 script raised its injected error or sent itself a signal (for the torchrun
 job: when rank 0's loop failed on the dead peer; other kinds are ignored).
 
