@@ -175,6 +175,8 @@ class Browser:
         return session
 
     def visit(self, session: str, url: str, settle_s: float = 20.0) -> Visit:
+        """Load ``url`` and wait until the page has loaded and drawn every chart; ``settle_s`` only bounds a page that
+        never does (a chart that fails to draw), it is not how long a page may take."""
         visit = Visit(url)
         self.send("Page.navigate", {"url": url}, session)
         deadline = time.monotonic() + settle_s

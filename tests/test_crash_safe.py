@@ -56,9 +56,13 @@ def _spawn(code: str, ready: Path) -> subprocess.Popen:
 
 
 def _kill_when_ready(proc: subprocess.Popen, ready: Path) -> None:
-    """Wait until the child wrote ``ready`` (it is mid-write), then SIGKILL it."""
+    """Wait until the child wrote ``ready`` (it is mid-write), then SIGKILL it.
+
+    Ready is the file's content, not its existence: ``write_text`` creates the file, then writes; a kill in between
+    (a loaded machine may run the test first) would leave it empty and the test reading no path.
+    """
     deadline = time.monotonic() + READY_TIMEOUT_S
-    while not ready.exists():
+    while not (ready.exists() and ready.stat().st_size):
         if proc.poll() is not None:
             out, err = proc.communicate()
             pytest.fail(f"child ended before it was killed (rc {proc.returncode}): {err.decode()[-2000:]}")

@@ -426,17 +426,18 @@ def test_threads_write_whole_lines(tmp_path: Path) -> None:
 
 
 def test_per_step_overhead_is_under_one_percent_of_a_10ms_step(tmp_path: Path) -> None:
-    """advance() per call, with the default progress interval, against a 10 ms step (budget: 100 us)."""
+    """advance() per call, with the default progress interval, against a 10 ms step (budget: 100 us).  The cost is
+    this process's CPU time (user + system: the writes count), which other work on the machine does not inflate."""
     rec = Recorder(tmp_path, "j", 0)
     rec.attempt_start()
     n = 20_000
     per_call = []
     with rec.train_span(0) as span:
         for rep in range(5):
-            t = time.perf_counter()
+            t = time.process_time()
             for i in range(n):
                 span.advance(rep * n + i)
-            per_call.append((time.perf_counter() - t) / n)
+            per_call.append((time.process_time() - t) / n)
     rec.close()
     best = min(per_call)
     assert best < 100e-6, f"advance() costs {best * 1e6:.2f} us per step, over 1% of a 10 ms step"

@@ -81,14 +81,37 @@ _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 # --------------------------------------------------------------------------- ids and times
 
 
+def _boot_clock() -> float:
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def wall_minus_boot(
+    wall: Callable[[], float] = time.time, boot: Callable[[], float] = _boot_clock, tries: int = 8
+) -> float:
+    """The wall clock minus the time since boot (``CLOCK_BOOTTIME``), in seconds.
+
+    The two clocks cannot be read at one instant: a process descheduled between the readings (a busy machine) would
+    shift the result by however long it waited.  So the wall clock is read between two boot-clock readings, the
+    wall clock is set against their midpoint (off by at most half their gap), and of ``tries`` such triples the one
+    read closest together is kept.
+    """
+    best_gap, best = float("inf"), 0.0
+    for _ in range(tries):
+        b0 = boot()
+        w = wall()
+        b1 = boot()
+        if b1 - b0 < best_gap:
+            best_gap, best = b1 - b0, w - (b0 + b1) / 2
+    return best
+
+
 def process_start_time() -> float:
     """When this process started, in epoch seconds (Linux: the kernel's start time; elsewhere this module's import)."""
     try:
         raw = Path("/proc/self/stat").read_text()
         ticks = int(raw[raw.rindex(")") + 2 :].split()[19])  # field 22, starttime, in clock ticks since boot
         since_boot = ticks / os.sysconf("SC_CLK_TCK")
-        now_boot = time.clock_gettime(time.CLOCK_BOOTTIME)
-        return min(time.time() - (now_boot - since_boot), _IMPORTED_AT)
+        return min(wall_minus_boot() + since_boot, _IMPORTED_AT)
     except (OSError, ValueError, IndexError, AttributeError):
         return _IMPORTED_AT
 

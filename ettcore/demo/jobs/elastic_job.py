@@ -20,6 +20,8 @@ import os
 import time
 from pathlib import Path
 
+FIRST_T = time.time()  # ground truth: this process was running by now (only the standard library imported)
+
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
@@ -39,6 +41,7 @@ def main() -> None:
     a = ap.parse_args()
     rank, restart = int(os.environ["RANK"]), int(os.environ["TORCHELASTIC_RESTART_COUNT"])
     log = EventLog(a.work, restart)
+    log.lifetime(FIRST_T)  # every rank: the agent started before and ends after each of its workers
     tl = record_worker(writer="rank0", model="linear", progress_interval_s=0.25)  # records on rank 0 only
     with tl.phase("trainer_init", "process_group_init"):
         dist.init_process_group("gloo")
@@ -83,10 +86,13 @@ def main() -> None:
                 if rank == 0:
                     t1 = time.time()
                     with tl.phase("checkpoint_save"):
+                        s0 = time.time()
                         tmp = ckpt.with_suffix(".tmp")
                         torch.save({"model": model.module.state_dict(), "opt": opt.state_dict(), "step": step}, tmp)
                         os.replace(tmp, ckpt)
-                    log.write("save", step, t1, time.time())
+                        s1 = time.time()
+                    log.write("save", step, t1, time.time())  # around the recorded phase
+                    log.write("save_inside", step, s0, s1)  # inside it
                 dist.barrier()
     except Exception:
         if rank == 0:  # the instant rank 0's loop learnt of the failure (its collective with the dead peer failed)

@@ -19,6 +19,8 @@ import os
 import signal
 import time
 
+FIRST_T = time.time()  # ground truth: this process was running by now (only the standard library imported)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
@@ -106,8 +108,9 @@ class LoggedTrainer(Trainer):
 
 def main() -> None:
     a = job_arguments(__doc__)
-    callback = ETTCallback(a.run_dir, job_id="hf-tiny", model_family="gpt2")
     log = EventLog(a.work, a.try_no)
+    log.lifetime(FIRST_T)  # before the callback: its exit record is then written after ettcore's atexit
+    callback = ETTCallback(a.run_dir, job_id="hf-tiny", model_family="gpt2")
     torch.manual_seed(0)
     model = tiny_gpt2()
     out = a.work / "hf-output"

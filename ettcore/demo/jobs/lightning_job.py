@@ -19,6 +19,8 @@ import os
 import signal
 import time
 
+FIRST_T = time.time()  # ground truth: this process was running by now (only the standard library imported)
+
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
@@ -102,8 +104,9 @@ class LoggedCheckpoint(ModelCheckpoint):
 
 def main() -> None:
     a = job_arguments(__doc__)
-    callback = ETTCallback(a.run_dir, job_id="lightning-tiny", model_family="mlp")
     log = EventLog(a.work, a.try_no)
+    log.lifetime(FIRST_T)  # before the callback: its exit record is then written after ettcore's atexit
+    callback = ETTCallback(a.run_dir, job_id="lightning-tiny", model_family="mlp")
     g = torch.Generator().manual_seed(0)
     x = torch.randn(1024, 16, generator=g)
     y = x[:, :1] * 0.5 + 0.1 * torch.randn(1024, 1, generator=g)
