@@ -146,6 +146,52 @@ def test_a_users_component_same_on_spark(session, tmp_path):
 
 @needs_spark
 @spark_group
+def test_sub_millisecond_instants_round_alike_on_spark(session, tmp_path):
+    """An instant with microseconds becomes whole ms rounded half up on both engines (Spark's unix_millis truncates):
+    ISO text and Parquet timestamps.  start ...00.0006 -> ...00.001, end ...00.0004 -> ...00.000: a wall of 3599.999 s.
+    """
+    from datetime import datetime
+
+    csv = tmp_path / "csv"
+    csv.mkdir()
+    (csv / "jobs.csv").write_text("job_id,model,gpus\nj1,m,8\n")
+    (csv / "attempts.csv").write_text(
+        "job_id,attempt,start,end,end_reason\nj1,0,2026-01-05T00:00:00.0006Z,2026-01-05T01:00:00.0004Z,completed\n"
+    )
+    (csv / "spans.csv").write_text("job_id,attempt,phase,start,end,cursor_start,cursor_end\n")
+    pq = tmp_path / "parquet"
+    pq.mkdir()
+    pl.DataFrame({"job_id": ["j1"], "model": ["m"], "gpus": [8]}).write_parquet(pq / "jobs.parquet")
+    pl.DataFrame(
+        {
+            "job_id": ["j1"],
+            "attempt": [0],
+            "start": [datetime(2026, 1, 5, 0, 0, 0, 600)],
+            "end": [datetime(2026, 1, 5, 1, 0, 0, 400)],
+            "end_reason": ["completed"],
+        },
+        schema_overrides={"start": pl.Datetime("us"), "end": pl.Datetime("us")},
+    ).write_parquet(pq / "attempts.parquet")
+    pl.DataFrame(
+        schema={
+            "job_id": pl.String,
+            "attempt": pl.Int64,
+            "phase": pl.String,
+            "start": pl.Datetime("us"),
+            "end": pl.Datetime("us"),
+            "cursor_start": pl.Float64,
+            "cursor_end": pl.Float64,
+        }
+    ).write_parquet(pq / "spans.parquet")
+    for folder in (csv, pq):
+        duck = engines.job_summary(folder, engine="duckdb")
+        spark = engines.job_summary(folder, engine="spark", spark_master="local[2]")
+        assert duck["wall_s"].to_list() == [3599.999], folder.name
+        assert_same(duck, spark)
+
+
+@needs_spark
+@spark_group
 def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
     """An explicit as-of clips running work on both engines; a Spark table that differs from DuckDB's is refused."""
     from ettcore.engines import spark as sp

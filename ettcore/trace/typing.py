@@ -98,8 +98,10 @@ SPARK = Dialect(
     # Spark has no isfinite: NaN is a value of its own, and the infinities lie beyond the largest DOUBLE
     finite=lambda d: f"({d} IS NOT NULL AND NOT isnan({d}) AND abs({d}) <= CAST('1.7976931348623157E308' AS DOUBLE))",
     whole=lambda d: f"{d} = round({d})",  # Spark's trunc truncates dates only
-    timestamp_ms=lambda q: plausible_ms(f"unix_millis(CAST({q} AS TIMESTAMP))"),
-    text_ms=lambda q: f"unix_millis(TRY_CAST({q} AS TIMESTAMP))",
+    # the microseconds rounded to the nearest ms, half up, as DuckDB's epoch_ms (unix_millis would truncate them); the
+    # plausible bounds keep the values positive, where integer division is the floor
+    timestamp_ms=lambda q: plausible_ms(f"((unix_micros(CAST({q} AS TIMESTAMP)) + 500) div 1000)"),
+    text_ms=lambda q: f"((unix_micros(TRY_CAST({q} AS TIMESTAMP)) + 500) div 1000)",
 )
 
 DIALECTS = {d.name: d for d in (DUCKDB, SPARK)}
