@@ -65,12 +65,16 @@ class PhaseMap:
     def order(self, phase: str) -> int:
         return self.phases.index(phase)
 
+    def owner(self, component: str) -> str:
+        """The team that owns ``component``; ``(none)`` for ``unattributed`` and a component without an owner."""
+        return "(none)" if component == UNATTRIBUTED else self.owner_of.get(component, "(none)")
+
     def rows(self) -> list[tuple[int, str, str, str]]:
         """(phase_id, phase, component, owner) rows; id 0 is ``unattributed``."""
-        out = [(0, UNATTRIBUTED, UNATTRIBUTED, "(none)")]
+        out = [(0, UNATTRIBUTED, UNATTRIBUTED, self.owner(UNATTRIBUTED))]
         for i, p in enumerate(self.phases, start=1):
             c = self.component_of[p]
-            out.append((i, p, c, self.owner_of.get(c, "(none)")))
+            out.append((i, p, c, self.owner(c)))
         return out
 
 

@@ -98,10 +98,7 @@ def family(name: str, help_text: str, samples: Iterable[tuple[str, Any]]) -> Ite
 def _owners(trace: Trace) -> dict[str, str]:
     """Each of the trace's components (in report order: the defaults, a mapping file's own, unattributed) and its
     owner."""
-    out = {c: trace.phase_map.owner_of.get(c, "(none)") for c in metric.components(trace)}
-    for _, _, component, owner in trace.phase_map.rows():
-        out[component] = owner
-    return out
+    return {c: trace.phase_map.owner(c) for c in metric.components(trace)}
 
 
 def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[str, str]) -> Iterator[str]:

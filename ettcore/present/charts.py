@@ -255,7 +255,7 @@ def gantt(
     x = alt.X(f"{field0}:{xtype}", title=axis["title"], scale=x_scale, axis=alt.Axis(**axis_kw))
     y = alt.Y("lane:N", sort=lanes, title=None, axis=alt.Axis(labelLimit=320))
     times = ["start (UTC):N", "end (UTC):N", "duration:N", "from T0:N"]
-    comps = component_order([c for c in tl.components if c in set(iv["component"])]) or list(COMPONENT_ORDER)
+    comps = [c for c in tl.components if c in set(iv["component"])] or list(COMPONENT_ORDER)  # in report order
     buckets = [b for b in L1_COLORS if b in set(iv["bucket"])]
     bars_l2 = (
         alt.Chart(l2)
