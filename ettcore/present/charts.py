@@ -849,6 +849,7 @@ EVIDENCE_COLORS: dict[str, str] = {
     "measured": "#1a9850",
     "calibrated": "#f46d43",
     "analytic": "#4575b4",
+    "external": "#7b3294",
     "identity": "#999999",
 }
 

@@ -527,7 +527,7 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     import polars as pl
 
     from ettcore.present import charts
-    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE
+    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE, PUBLISHED_INPUTS, result_text
     from ettcore.present.tables import table
 
     e = html.escape
@@ -545,7 +545,13 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
             if r.ok
             else f"**FAILED** {_md(r.notebook)} ([executed notebook]({r.notebook}.failed.ipynb)): {_md(r.error)}"
         )
-        data = "SYNTHETIC" if card.get("synthetic") else ("REAL" if card else "")
+        data = (
+            "SYNTHETIC"
+            if card.get("synthetic")
+            else "PUBLISHED"
+            if card.get("trace") == PUBLISHED_INPUTS
+            else ("REAL" if card else "")
+        )
         heads = "; ".join(
             f"{h['label']}: **{_md(_fmt(h['value']))}** {_md(h.get('unit', ''))}".rstrip()
             for h in card.get("headlines", [])
@@ -581,27 +587,33 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
                     "published": f"{c['published']} {c['unit']}".strip(),
                     "ettcore_value": c["reproduced"],
                     "tolerance": c["tolerance"],
-                    "result": "pass" if c["passed"] else "FAIL",
+                    "result": result_text(c["passed"], c.get("comparison", False)),
+                    "holds_over": c.get("holds_over", ""),
                     "report": f"[{_md(c['notebook'])}]({c['notebook']}.html)",
                     "basis": c["basis"],
                 }
                 for c in cs
             ]
         )
+        if not any(c.get("holds_over") for c in cs):
+            f = f.drop("holds_over")
         head = {
             "measured": "Measured on real runs",
             "calibrated": "Calibrated consistency checks (SYNTHETIC traces)",
             "analytic": "Analytic: formulas on published inputs",
+            "external": "External model checks: the project's model on other publications' inputs",
             "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)",
         }[k]
         sections.append(
             f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
             + table(
                 f,
-                labels={"ettcore_value": "ettcore value"},
+                labels={"ettcore_value": "ettcore value", "holds_over": "holds over"},
                 decimals={"ettcore_value": 3, "tolerance": 2},
                 markdown=["report"],
-                notes=[f"{k}: {EVIDENCE[k]}."],
+                notes=[f"{k}: {EVIDENCE[k]}."]
+                + ([board["comparison_meaning"]] if any(c.get("comparison") for c in cs) else [])
+                + ([board["holds_over_meaning"]] if any(c.get("holds_over") for c in cs) else []),
             ).html()
         )
     if not any(c["evidence"] == "measured" for c in detail):
@@ -638,7 +650,13 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     counts = ", ".join(f'<b id="count-{k}">{ev[k]}</b> {k}' for k in COUNTED_EVIDENCE)
     chart = _embed_html(charts.to_v5_spec(charts.evidence_scatter(detail)), "ett-chart-1") if detail else ""
     ok = sum(r.ok for r in results)
-    failed = board["checks"] - board["checks_passed"]
+    findings = board.get("comparisons_failed", 0)
+    failed = board["checks"] - board["checks_passed"] - findings
+    fails = ", ".join(
+        x
+        for x in (f"{failed} FAIL" if failed else "", f"{findings} comparison FAIL, a finding kept" if findings else "")
+        if x
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ETT% reports: index and scorecard</title>
 <script type="text/javascript">
@@ -660,7 +678,7 @@ REAL measured runs; the data column below says the same.</div>
 {counts}, and <b id="count-identity">{board["identity_rows"]}</b> identities (arithmetic of other published figures,
 counted in no class); {len(board["not_reproduced"])} are not checked (listed at the end). Each figure counts once,
 under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks \
-pass{f" ({failed} FAIL)" if failed else ""}.</p>
+pass{f" ({fails})" if fails else ""}.</p>
 <p id="calibrated-meaning">{e(board["calibrated_meaning"])}</p>
 {chart}
 {reports}
