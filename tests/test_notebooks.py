@@ -266,7 +266,6 @@ def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
     import slurm_oracle  # tests/slurm_oracle.py
 
-    from ettcore.config import DATA_DIR
     from ettcore.metric import reference as ref
 
     fleet_dir = DATA_DIR / "slurm-fleet"
