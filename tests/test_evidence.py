@@ -95,7 +95,7 @@ def test_holding_range_on_a_grid() -> None:
     )
     assert (g["restart_min_s"], g["restart_max_s"]) == (600.0, 4200.0)  # 4,400 s gives 94.91
     assert [round(e, 6) for _, e, _ in g["points"]] == [round(100 * (86_400 - r) / 86_400, 6) for r in grid]
-    assert evidence.range_text([g], grid) == "blocking 0 s: restart 10-70 min [grid: restart 10-120 min (5 points)]"
+    assert evidence.range_text([g], grid) == "restart 10-70 min (b 0 s); grid 10-120 min, 5 points"
     (none,) = evidence.holding_range(
         evidence.Window(1, 1, 0, planned=1),
         evidence.Costs(0, 0, interval_s=2 * 86_400),
@@ -105,7 +105,7 @@ def test_holding_range_on_a_grid() -> None:
         restarts_s=grid,
         blockings_s=[0.0],
     )
-    assert none["restart_min_s"] is None and "nowhere on the grid" in evidence.range_text([none], grid)
+    assert none["restart_min_s"] is None and evidence.range_text([none], grid).startswith("restart none (b 0 s);")
 
 
 # ----------------------------------------------------------------------------- measured ratios
@@ -188,4 +188,6 @@ def test_a_failing_comparison_is_a_finding_not_a_broken_reproduction(tmp_path: P
     html = report.index_html([], scorecard.load_cards(tmp_path), board, 1.0)
     assert '<b id="count-external">1</b> external' in html
     assert 'id="evidence-external"' in html and "FAIL (comparison)" in html
-    assert "2 comparison FAIL, a finding kept" in html
+    assert "2 comparisons FAIL: findings, kept" in html and "(42 of the paper," in html
+    assert "1 comparison FAIL (a finding, kept)" in report._evidence_counts(card.as_dict()["checks"])
+    assert 'class="ett-banner published"' in report.banner_html(False, scorecard.PUBLISHED_INPUTS)

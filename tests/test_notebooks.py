@@ -246,8 +246,8 @@ def check_external_evidence(card: dict) -> None:
     assert (
         checks["byterobust_ettr"]["reproduced"] == approx(82.22, abs=0.05) and not checks["byterobust_ettr"]["passed"]
     )
-    assert "blocking 3.24 s: restart 1-12 min" in checks["llama3_ett"]["holds_over"]
-    assert "blocking 3.24 s: restart 3-5 min" in checks["byterobust_ettr"]["holds_over"]
+    assert checks["llama3_ett"]["holds_over"].startswith("restart 1-12 min (b 3.24 s); 1-3 min (b 32.4 s)")
+    assert checks["byterobust_ettr"]["holds_over"].startswith("restart 3-5 min (b 3.24 s); none (b 32.4 s)")
     assert card["synthetic"] is False and card["trace"] == scorecard.PUBLISHED_INPUTS
 
 

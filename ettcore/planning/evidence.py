@@ -262,17 +262,20 @@ def paired_reduction_pct(before: Sequence[float], after: Sequence[float]) -> tup
 
 
 def range_text(ranges: Sequence[dict], restarts_s: Sequence[float]) -> str:
-    """``holding_range``'s result in words: per blocking time, the restart overheads (minutes) of the grid at which
-    the comparison holds, and the grid."""
+    """``holding_range``'s result in words: per blocking time b, the restart overheads (minutes) of the grid at which
+    the comparison holds, then the grid."""
     parts = []
     for r in ranges:
-        b = f"blocking {r['blocking_s']:.3g} s"
+        b = f"b {r['blocking_s']:.3g} s"
         if r["restart_min_s"] is None:
-            parts.append(f"{b}: nowhere on the grid")
+            parts.append(f"none ({b})")
         else:
-            parts.append(f"{b}: restart {r['restart_min_s'] / 60:g}-{r['restart_max_s'] / 60:g} min")
-    grid = f"grid: restart {min(restarts_s) / 60:g}-{max(restarts_s) / 60:g} min ({len(restarts_s)} points)"
-    return "; ".join(parts) + f" [{grid}]"
+            parts.append(f"{r['restart_min_s'] / 60:g}-{r['restart_max_s'] / 60:g} min ({b})")
+    return (
+        "restart "
+        + "; ".join(parts)
+        + f"; grid {min(restarts_s) / 60:g}-{max(restarts_s) / 60:g} min, {len(restarts_s)} points"
+    )
 
 
 def _rule(b_startup, b_runs, o_startup, o_runs) -> tuple[float, float]:

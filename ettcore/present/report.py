@@ -231,6 +231,7 @@ PAGE_CSS = """
 .ett-banner { padding: 0.5em 0.9em; margin: 0 0 0.6em 0; border-radius: 3px; font-family: sans-serif; font-size: 14px; }
 .ett-banner.synthetic { background: #fff3cd; border: 1px solid #e0c36a; }
 .ett-banner.real { background: #e3f1df; border: 1px solid #8fbf7f; }
+.ett-banner.published { background: #e8e4f3; border: 1px solid #a99bd1; }
 .ett-nav { display: flex; justify-content: space-between; gap: 1em; font-family: sans-serif; font-size: 14px;
            padding: 0.4em 0; margin: 0 0 0.4em 0; border-bottom: 1px solid #ddd; }
 .ett-nav.bottom { border-bottom: none; border-top: 1px solid #ddd; margin-top: 1.5em; }
@@ -272,11 +273,19 @@ def neighbours(notebooks: Sequence[Path]) -> dict[str, dict[str, tuple[str, str]
 
 
 def banner_html(synthetic: bool | None, trace: str = "") -> str:
-    """The data banner at the top of a page: SYNTHETIC or REAL (nothing when unknown)."""
+    """The data banner at the top of a page: SYNTHETIC, REAL, or PUBLISHED figures (nothing when unknown)."""
+    from ettcore.present.scorecard import PUBLISHED_INPUTS
+
     e = html.escape
     where = f" Trace: <code>{e(trace)}</code>." if trace else ""
     if synthetic is None:
         return ""
+    if trace == PUBLISHED_INPUTS:
+        return (
+            '<div class="ett-banner published" id="ett-banner"><b>PUBLISHED figures</b>: no trace; the project\'s '
+            "model on numbers other publications report (<code>data/reference/external-figures.csv</code>), with "
+            "stated assumptions.</div>"
+        )
     if synthetic:
         return (
             '<div class="ett-banner synthetic" id="ett-banner"><b>SYNTHETIC data</b>: computed on generated traces or '
@@ -519,7 +528,10 @@ def _evidence_counts(checks: Sequence[dict]) -> str:
     n = {k: sum(c["evidence"] == k for c in checks) for k in EVIDENCE}
     passed = sum(c["passed"] for c in checks)
     by = ", ".join(f"{v} {k}" for k, v in n.items() if v)
-    return f"{passed}/{len(checks)} checks pass ({by})"
+    findings = sum(c.get("comparison", False) and not c["passed"] for c in checks)
+    return f"{passed}/{len(checks)} checks pass ({by})" + (
+        f"; {findings} comparison{'s' if findings > 1 else ''} FAIL (a finding, kept)" if findings else ""
+    )
 
 
 def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wall_s: float) -> str:
@@ -527,7 +539,7 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     import polars as pl
 
     from ettcore.present import charts
-    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE, PUBLISHED_INPUTS, result_text
+    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE, PUBLISHED_INPUTS, published, result_text
     from ettcore.present.tables import table
 
     e = html.escape
@@ -654,9 +666,13 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     failed = board["checks"] - board["checks_passed"] - findings
     fails = ", ".join(
         x
-        for x in (f"{failed} FAIL" if failed else "", f"{findings} comparison FAIL, a finding kept" if findings else "")
+        for x in (
+            f"{failed} FAIL" if failed else "",
+            f"{findings} comparison{'s' if findings > 1 else ''} FAIL: findings, kept" if findings else "",
+        )
         if x
     )
+    paper_rows = len(published(external=None))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ETT% reports: index and scorecard</title>
 <script type="text/javascript">
@@ -671,10 +687,12 @@ h3 {{ margin-top: 1.4em; }} .pass {{ color: #2e7d32; font-weight: bold; }} \
 <h1>Effective Training Time (ETT%) reports</h1>
 <div class="ett-banner synthetic" id="ett-banner"><b>Mostly SYNTHETIC data.</b> Each report says at its top whether it
 is computed on SYNTHETIC traces (generated, calibrated to the paper's published aggregates, arXiv 2610.02057) or on
-REAL measured runs; the data column below says the same.</div>
+REAL measured runs, or holds the project's model to PUBLISHED figures of other publications; the data column below
+says the same.</div>
 <p>{ok} of {len(results)} reports built in {wall_s:.0f} s.</p>
 <h2 id="evidence">What the scorecard shows</h2>
-<p id="evidence-summary">Of {board["published_rows"]} published figures, {board["checked_rows"]} are checked:
+<p id="evidence-summary">Of {board["published_rows"]} published figures ({paper_rows} of the paper,
+{board["published_rows"] - paper_rows} of other publications), {board["checked_rows"]} are checked:
 {counts}, and <b id="count-identity">{board["identity_rows"]}</b> identities (arithmetic of other published figures,
 counted in no class); {len(board["not_reproduced"])} are not checked (listed at the end). Each figure counts once,
 under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks \
