@@ -13,7 +13,7 @@ from pytest import approx
 
 from ettcore.planning import evidence
 from ettcore.planning.expected import simulate_ett
-from ettcore.present import report, scorecard
+from ettcore.present import charts, report, scorecard
 
 # ----------------------------------------------------------------------------- the window model
 
@@ -191,3 +191,9 @@ def test_a_failing_comparison_is_a_finding_not_a_broken_reproduction(tmp_path: P
     assert "2 comparisons FAIL: findings, kept" in html and "(42 of the paper," in html
     assert "1 comparison FAIL (a finding, kept)" in report._evidence_counts(card.as_dict()["checks"])
     assert 'class="ett-banner published"' in report.banner_html(False, scorecard.PUBLISHED_INPUTS)
+    # the index's chart colours and counts the classes, the new one included
+    spec = charts.to_v5_spec(charts.evidence_scatter(board["detail"]))
+    assert spec["title"]["subtitle"] == "3 checks (2 measured, 1 external); on the dashed line the two agree"
+    colours = [layer["encoding"]["color"] for layer in spec["layer"] if "color" in layer.get("encoding", {})]
+    assert colours[0]["scale"]["domain"] == ["measured", "external"]
+    assert colours[0]["scale"]["range"] == [charts.EVIDENCE_COLORS["measured"], charts.EVIDENCE_COLORS["external"]]
