@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Callable
 
 import nbformat
+import polars as pl
 import pytest
 from pytest import approx
 
-from ettcore.config import NOTEBOOK_DIR
-from ettcore.present import report
+from ettcore.config import DATA_DIR, NOTEBOOK_DIR
+from ettcore.present import report, scorecard
 
 NOTEBOOKS = report.discover()
 
@@ -212,6 +213,43 @@ def check_live_job(card: dict) -> None:
     assert h["TTS change (optimized minus baseline; not a reduction)"] > 0
     assert h["recovery time saved"] > 0
     assert card["synthetic"] is False
+    # Mega-Cache on the restarts against Table III's 87.6 % (a comparison of scale): the pooled reduction from the
+    # live job's own measurements in runs.json (compile per attempt, cache loads), not from the trace
+    runs = json.loads((DATA_DIR / "live-job" / "runs.json").read_text(encoding="utf-8"))["measurements"]
+    base = [runs["baseline"]["compile_s_by_attempt"][a] for a in ("1", "2")]
+    opt = [runs["optimized"]["compile_s_by_attempt"][a] for a in ("1", "2")] + runs["optimized"]["cache_load_s"]
+    (c,) = card["checks"]
+    assert (c["id"], c["published"], c["evidence"], c["comparison"]) == (
+        "compile_cold_reduction",
+        "87.6",
+        "measured",
+        True,
+    )
+    assert c["reproduced"] == approx(100 * (1 - sum(opt) / sum(base)), abs=0.01)  # 70.12 %
+    # tolerance: 2 standard errors of the two per-restart reductions (81.8 % and 35.0 %): |81.8 - 35.0| = 46.8
+    assert c["tolerance"] == approx(46.78, abs=0.05) and c["passed"]
+
+
+def check_external_evidence(card: dict) -> None:
+    """The published numbers literally (Llama 3: 16,384 GPUs, 54 days, 47 + 419 interruptions, >90 %; ByteRobust:
+    9,600 GPUs, 97 %), and the model's answer at the stated costs: both rows FAIL and stay."""
+    x = scorecard.external_inputs()
+    assert (x["llama3_gpus"], x["llama3_days"], x["llama3_planned"], x["llama3_unexpected"]) == (16384, 54, 47, 419)
+    assert (x["byterobust_gpus"], x["byterobust_months"]) == (9600, 3)
+    checks = {c["id"]: c for c in card["checks"]}
+    assert set(checks) == {"llama3_ett", "byterobust_ettr"}
+    assert all(c["evidence"] == "external" and c["comparison"] for c in checks.values())
+    assert checks["llama3_ett"]["published"] == ">=90" and checks["byterobust_ettr"]["published"] == "97"
+    # 51-min restarts (the paper's cold start C) at 419 failures + 47 planned stops in 54 days: about 419 x (51 min +
+    # half a 3.7-min interval) + 47 x 51 min = 409 h lost, and 3.24 s of blocking every 3.7 min of a loop of about
+    # 880 h (13 h): 1,296 - 422 = 874 h of training, ETT near 67 %, not > 90
+    assert checks["llama3_ett"]["reproduced"] == approx(67.45, abs=0.05) and not checks["llama3_ett"]["passed"]
+    assert (
+        checks["byterobust_ettr"]["reproduced"] == approx(82.22, abs=0.05) and not checks["byterobust_ettr"]["passed"]
+    )
+    assert checks["llama3_ett"]["holds_over"].startswith("restart 1-12 min (b 3.24 s); 1-3 min (b 32.4 s)")
+    assert checks["byterobust_ettr"]["holds_over"].startswith("restart 3-5 min (b 3.24 s); none (b 32.4 s)")
+    assert card["synthetic"] is False and card["trace"] == scorecard.PUBLISHED_INPUTS
 
 
 def check_framework_run(card: dict) -> None:
@@ -229,7 +267,6 @@ def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
     import slurm_oracle  # tests/slurm_oracle.py
 
-    from ettcore.config import DATA_DIR
     from ettcore.metric import reference as ref
 
     fleet_dir = DATA_DIR / "slurm-fleet"
@@ -250,7 +287,25 @@ def check_slurm_fleet(card: dict) -> None:
     assert h["fleet ETT% (baseline, measured)"] == approx(by_variant["baseline"], abs=0.01)
     assert h["fleet ETT% (optimized, measured)"] == approx(by_variant["optimized"], abs=0.01)
     assert h["fleet ETT% (measured)"] == approx(ref.reference_fleet(want)[0]["ett_pct"], abs=0.01)
-    assert card["synthetic"] is False and card["checks"] == []
+    assert card["synthetic"] is False
+    # the two comparisons with the paper, measured on the fleet: save blocking from the spans file read directly
+    spans = pl.read_parquet(fleet_dir / "trace" / "spans.parquet").join(
+        pl.read_parquet(fleet_dir / "trace" / "jobs.parquet").select("job_id", "variant"), on="job_id"
+    )
+    saves = spans.filter(pl.col("phase") == "checkpoint_save").with_columns(
+        (pl.col("end") - pl.col("start")).dt.total_microseconds().alias("us")
+    )
+    mean = {v: saves.filter(pl.col("variant") == v)["us"].mean() for v in ("baseline", "optimized")}
+    checks = {c["id"]: c for c in card["checks"]}
+    assert set(checks) == {"ckpt_blocking", "restart_rule"}
+    blocking = checks["ckpt_blocking"]
+    assert blocking["published"] == "77" and blocking["evidence"] == "measured" and blocking["comparison"]
+    assert blocking["reproduced"] == approx(100 * (1 - mean["optimized"] / mean["baseline"]), abs=0.05)  # 66.0 %
+    assert not blocking["passed"]  # 77 % is outside 66.0 +- 4.1: a finding, kept
+    rule = checks["restart_rule"]
+    measured, predicted = (float(v) for v in str(h["start-up saved per job: measured vs (1 + NoF) rule"]).split(" vs "))
+    assert rule["published"] == "1" and rule["reproduced"] == approx(measured / predicted, abs=0.01)  # 76.6 / 69.2
+    assert rule["passed"] and 0 < rule["tolerance"] < 0.5
 
 
 PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
@@ -269,6 +324,7 @@ PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "13-live-job": check_live_job,
     "15-framework-run": check_framework_run,
     "14-slurm-fleet": check_slurm_fleet,
+    "17-external-evidence": check_external_evidence,
 }
 
 
@@ -314,8 +370,10 @@ def test_notebook_reproduces_committed_copy_and_paper(nb_path: Path, tmp_path: P
     )
     card = json.loads((tmp_path / f"{nb_path.stem}.scorecard.json").read_text(encoding="utf-8"))
     PAPER_NUMBERS[nb_path.stem](card)
-    assert all(c["passed"] for c in card["checks"]), [c for c in card["checks"] if not c["passed"]]
-    assert all(c["evidence"] in ("measured", "calibrated", "analytic", "identity") for c in card["checks"])
+    # a comparison (another scale or publication) may FAIL: its notebook's test above says which, literally
+    broken = [c for c in card["checks"] if not c["passed"] and not c["comparison"]]
+    assert not broken, broken
+    assert all(c["evidence"] in ("measured", "calibrated", "analytic", "external", "identity") for c in card["checks"])
     _assert_report_outputs_are_formatted(executed, nb_path.stem)
 
 

@@ -849,6 +849,7 @@ EVIDENCE_COLORS: dict[str, str] = {
     "measured": "#1a9850",
     "calibrated": "#f46d43",
     "analytic": "#4575b4",
+    "external": "#7b3294",
     "identity": "#999999",
 }
 
@@ -916,7 +917,8 @@ def evidence_scatter(checks: Sequence[dict]) -> alt.LayerChart:
             ],
         )
     )
-    sub = f"{drawable.height} checks; on the dashed line the two agree" + (
+    by_class = ", ".join(f"{n} {k}" for k in classes if (n := int((drawable["evidence"] == k).sum())))
+    sub = f"{drawable.height} checks ({by_class}); on the dashed line the two agree" + (
         f"; {left_out} with a value <= 0 not drawn" if left_out else ""
     )
     return (diag + pts).properties(

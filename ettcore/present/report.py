@@ -231,6 +231,7 @@ PAGE_CSS = """
 .ett-banner { padding: 0.5em 0.9em; margin: 0 0 0.6em 0; border-radius: 3px; font-family: sans-serif; font-size: 14px; }
 .ett-banner.synthetic { background: #fff3cd; border: 1px solid #e0c36a; }
 .ett-banner.real { background: #e3f1df; border: 1px solid #8fbf7f; }
+.ett-banner.published { background: #e8e4f3; border: 1px solid #a99bd1; }
 .ett-nav { display: flex; justify-content: space-between; gap: 1em; font-family: sans-serif; font-size: 14px;
            padding: 0.4em 0; margin: 0 0 0.4em 0; border-bottom: 1px solid #ddd; }
 .ett-nav.bottom { border-bottom: none; border-top: 1px solid #ddd; margin-top: 1.5em; }
@@ -272,11 +273,19 @@ def neighbours(notebooks: Sequence[Path]) -> dict[str, dict[str, tuple[str, str]
 
 
 def banner_html(synthetic: bool | None, trace: str = "") -> str:
-    """The data banner at the top of a page: SYNTHETIC or REAL (nothing when unknown)."""
+    """The data banner at the top of a page: SYNTHETIC, REAL, or PUBLISHED figures (nothing when unknown)."""
+    from ettcore.present.scorecard import PUBLISHED_INPUTS
+
     e = html.escape
     where = f" Trace: <code>{e(trace)}</code>." if trace else ""
     if synthetic is None:
         return ""
+    if trace == PUBLISHED_INPUTS:
+        return (
+            '<div class="ett-banner published" id="ett-banner"><b>PUBLISHED figures</b>: no trace; the project\'s '
+            "model on numbers other publications report (<code>data/reference/external-figures.csv</code>), with "
+            "stated assumptions.</div>"
+        )
     if synthetic:
         return (
             '<div class="ett-banner synthetic" id="ett-banner"><b>SYNTHETIC data</b>: computed on generated traces or '
@@ -519,7 +528,10 @@ def _evidence_counts(checks: Sequence[dict]) -> str:
     n = {k: sum(c["evidence"] == k for c in checks) for k in EVIDENCE}
     passed = sum(c["passed"] for c in checks)
     by = ", ".join(f"{v} {k}" for k, v in n.items() if v)
-    return f"{passed}/{len(checks)} checks pass ({by})"
+    findings = sum(c.get("comparison", False) and not c["passed"] for c in checks)
+    return f"{passed}/{len(checks)} checks pass ({by})" + (
+        f"; {findings} comparison{'s' if findings > 1 else ''} FAIL (a finding, kept)" if findings else ""
+    )
 
 
 def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wall_s: float) -> str:
@@ -527,7 +539,7 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     import polars as pl
 
     from ettcore.present import charts
-    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE
+    from ettcore.present.scorecard import COUNTED_EVIDENCE, EVIDENCE, PUBLISHED_INPUTS, published, result_text
     from ettcore.present.tables import table
 
     e = html.escape
@@ -545,7 +557,13 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
             if r.ok
             else f"**FAILED** {_md(r.notebook)} ([executed notebook]({r.notebook}.failed.ipynb)): {_md(r.error)}"
         )
-        data = "SYNTHETIC" if card.get("synthetic") else ("REAL" if card else "")
+        data = (
+            "SYNTHETIC"
+            if card.get("synthetic")
+            else "PUBLISHED"
+            if card.get("trace") == PUBLISHED_INPUTS
+            else ("REAL" if card else "")
+        )
         heads = "; ".join(
             f"{h['label']}: **{_md(_fmt(h['value']))}** {_md(h.get('unit', ''))}".rstrip()
             for h in card.get("headlines", [])
@@ -581,27 +599,33 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
                     "published": f"{c['published']} {c['unit']}".strip(),
                     "ettcore_value": c["reproduced"],
                     "tolerance": c["tolerance"],
-                    "result": "pass" if c["passed"] else "FAIL",
+                    "result": result_text(c["passed"], c.get("comparison", False)),
+                    "holds_over": c.get("holds_over", ""),
                     "report": f"[{_md(c['notebook'])}]({c['notebook']}.html)",
                     "basis": c["basis"],
                 }
                 for c in cs
             ]
         )
+        if not any(c.get("holds_over") for c in cs):
+            f = f.drop("holds_over")
         head = {
             "measured": "Measured on real runs",
             "calibrated": "Calibrated consistency checks (SYNTHETIC traces)",
             "analytic": "Analytic: formulas on published inputs",
+            "external": "External model checks: the project's model on other publications' inputs",
             "identity": "Identities: arithmetic of other published figures (no evidence, counted in no class)",
         }[k]
         sections.append(
             f'<h3 id="evidence-{k}">{e(head)}: {len(cs)} checks</h3>'
             + table(
                 f,
-                labels={"ettcore_value": "ettcore value"},
+                labels={"ettcore_value": "ettcore value", "holds_over": "holds over"},
                 decimals={"ettcore_value": 3, "tolerance": 2},
                 markdown=["report"],
-                notes=[f"{k}: {EVIDENCE[k]}."],
+                notes=[f"{k}: {EVIDENCE[k]}."]
+                + ([board["comparison_meaning"]] if any(c.get("comparison") for c in cs) else [])
+                + ([board["holds_over_meaning"]] if any(c.get("holds_over") for c in cs) else []),
             ).html()
         )
     if not any(c["evidence"] == "measured" for c in detail):
@@ -638,7 +662,17 @@ def index_html(results: Sequence[Result], cards: Sequence[dict], board: dict, wa
     counts = ", ".join(f'<b id="count-{k}">{ev[k]}</b> {k}' for k in COUNTED_EVIDENCE)
     chart = _embed_html(charts.to_v5_spec(charts.evidence_scatter(detail)), "ett-chart-1") if detail else ""
     ok = sum(r.ok for r in results)
-    failed = board["checks"] - board["checks_passed"]
+    findings = board.get("comparisons_failed", 0)
+    failed = board["checks"] - board["checks_passed"] - findings
+    fails = ", ".join(
+        x
+        for x in (
+            f"{failed} FAIL" if failed else "",
+            f"{findings} comparison{'s' if findings > 1 else ''} FAIL: findings, kept" if findings else "",
+        )
+        if x
+    )
+    paper_rows = len(published(external=None))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>ETT% reports: index and scorecard</title>
 <script type="text/javascript">
@@ -653,14 +687,16 @@ h3 {{ margin-top: 1.4em; }} .pass {{ color: #2e7d32; font-weight: bold; }} \
 <h1>Effective Training Time (ETT%) reports</h1>
 <div class="ett-banner synthetic" id="ett-banner"><b>Mostly SYNTHETIC data.</b> Each report says at its top whether it
 is computed on SYNTHETIC traces (generated, calibrated to the paper's published aggregates, arXiv 2610.02057) or on
-REAL measured runs; the data column below says the same.</div>
+REAL measured runs, or holds the project's model to PUBLISHED figures of other publications; the data column below
+says the same.</div>
 <p>{ok} of {len(results)} reports built in {wall_s:.0f} s.</p>
 <h2 id="evidence">What the scorecard shows</h2>
-<p id="evidence-summary">Of {board["published_rows"]} published figures, {board["checked_rows"]} are checked:
+<p id="evidence-summary">Of {board["published_rows"]} published figures ({paper_rows} of the paper,
+{board["published_rows"] - paper_rows} of other publications), {board["checked_rows"]} are checked:
 {counts}, and <b id="count-identity">{board["identity_rows"]}</b> identities (arithmetic of other published figures,
 counted in no class); {len(board["not_reproduced"])} are not checked (listed at the end). Each figure counts once,
 under its strongest evidence. {board["checks_passed"]} of {board["checks"]} checks \
-pass{f" ({failed} FAIL)" if failed else ""}.</p>
+pass{f" ({fails})" if fails else ""}.</p>
 <p id="calibrated-meaning">{e(board["calibrated_meaning"])}</p>
 {chart}
 {reports}
