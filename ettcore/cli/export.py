@@ -12,7 +12,7 @@ import sys
 from ettcore.atomic import write_text
 from ettcore.cli.common import add_money_args, add_trace_args, open_checked, prices_of
 from ettcore.errors import InputError, Problem
-from ettcore.exporters import prometheus
+from ettcore.exporters import alert_rules, prometheus
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -50,6 +50,16 @@ def run_prometheus(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_rules(args: argparse.Namespace) -> int:
+    text = alert_rules.rules_yaml({t.name: getattr(args, t.name) for t in alert_rules.THRESHOLDS})
+    if args.out:
+        write_text(args.out, text)
+        print(f"wrote {args.out} ({len(alert_rules.RULE_NAMES)} rules)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def register(sub) -> None:
     p = sub.add_parser("export", help="write the metric where dashboards read it (Prometheus text format)")
     kinds = p.add_subparsers(dest="export_kind", metavar="FORMAT", required=True)
@@ -73,3 +83,12 @@ def register(sub) -> None:
     )
     add_money_args(q)
     q.set_defaults(func=run_prometheus)
+    r = kinds.add_parser(
+        "prometheus-rules",
+        help="the project's Prometheus alerting rules (hung job, ETT%% below a threshold, interruption burst, "
+        "pending and recovery too long, stale export), with thresholds as options",
+    )
+    for t in alert_rules.THRESHOLDS:
+        r.add_argument(t.flag, dest=t.name, metavar="VALUE", help=f"{t.help} (default {t.default})".replace("%", "%%"))
+    r.add_argument("--out", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    r.set_defaults(func=run_rules)

@@ -54,6 +54,8 @@ L1_BUCKETS = {
     "shutdown_tail": "shutdown_tail",
 }  # label value -> column stem of job_summary / group_summary
 CAUSES = ("failure", "preemption")
+JOB_OWNER_COLUMNS = ("owner", "team", "user", "account")
+"""The jobs table's columns that name who owns a job, first present wins (``ett_job_owner``; the alerts name it)."""
 
 
 def escape_label(value: Any) -> str:
@@ -331,6 +333,15 @@ def exposition(
         "ett_job_info",
         "A measured job (1), with its status.",
         [(labels(lab + [("status", r["status"])]), 1) for r, lab in zip(rows, job_lab)],
+    )
+    owner_col = next((c for c in JOB_OWNER_COLUMNS if c in jobs.columns), None)
+    yield from family(
+        "ett_job_owner",
+        f"Who owns the job (1): the jobs table's first of {', '.join(JOB_OWNER_COLUMNS)}; 'unknown' without one.",
+        [
+            (labels(lab + [("owner", (r[owner_col] if owner_col and r[owner_col] is not None else "unknown"))]), 1)
+            for r, lab in zip(rows, job_lab)
+        ],
     )
     yield from per_job("ett_job_gpus", "Accelerators held by the job.", lambda r, e: r["gpus"])
     yield from per_job(
