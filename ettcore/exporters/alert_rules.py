@@ -89,7 +89,7 @@ THRESHOLDS: tuple[Threshold, ...] = (
         "ett_range",
         "6h",
         "the range ETT% is measured over (increase() of the counters)",
-        _duration(60, 30 * 86400),
+        _duration(10, 30 * 86400),
         str,
     ),
     Threshold(
