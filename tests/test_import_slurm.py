@@ -188,6 +188,21 @@ def test_gpus_from_alloc_tres_typed_and_default(tmp_path):
     frames, report = import_sacct([p], gpus=1)
     assert dict(frames.jobs.select("job_id", "gpus").iter_rows()) == {"1": 8, "2": 4, "3": 1}
     assert "no gres/gpu in AllocTRES: gpus = 1 (--gpus)" in report.to_markdown()
+    # the GPU type is kept as a label (typed names joined in name order), none for an untyped count
+    assert dict(frames.jobs.select("job_id", "gpu_type").iter_rows()) == {"1": None, "2": "a100+h100", "3": None}
+
+
+def test_gpu_type_label_from_alloc_tres(tmp_path):
+    rows = [
+        row("1", "COMPLETED", T, T + 1, T + 2, gpus=None, AllocTRES="cpu=4,gres/gpu=8,gres/gpu:h100=8,node=1"),
+        row("2", "COMPLETED", T, T + 1, T + 2, gpus=None, AllocTRES="gres/gpu:a100=2"),
+    ]
+    frames, _ = import_sacct([write_text(tmp_path / "s.txt", rows)])
+    got = {r[0]: r[1:] for r in frames.jobs.select("job_id", "gpus", "gpu_type").iter_rows()}
+    assert got == {"1": (8, "h100"), "2": (2, "a100")}
+    # untyped counts only: no gpu_type column at all (nothing invented)
+    plain, _ = import_sacct([write_text(tmp_path / "p.txt", [row("1", "COMPLETED", T, T + 1, T + 2, gpus=4)])])
+    assert "gpu_type" not in plain.jobs.columns
 
 
 def test_users_hashed_unless_kept(tmp_path):
@@ -351,7 +366,13 @@ def test_json_form_and_its_errors(tmp_path):
     assert attempts_of(frames, "3") == [(0, T, T + 50, "failure"), (1, T + 70, T + 150, "completed")]
     assert attempts_of(frames, "4")[0][3] == "preemption"
     assert frames.jobs["gpus"].to_list() == [2, 2]
+    assert "gpu_type" not in frames.jobs.columns  # untyped gres: no type invented
     assert report.files[0].facts["slurm_release"] == "22.05.8"
+    typed = _json_job(5, "COMPLETED", T, T + 5, T + 50)
+    typed["tres"]["allocated"][1]["name"] = "gpu:h100"
+    typed_path = tmp_path / "typed.json"
+    typed_path.write_text(json.dumps(_json_doc([typed])))
+    assert import_sacct([typed_path])[0].jobs.select("gpus", "gpu_type").row(0) == (2, "h100")
     # truncated export: names the line where the JSON stops
     text = p.read_text()
     cut = tmp_path / "cut.json"

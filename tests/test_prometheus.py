@@ -44,7 +44,10 @@ def promtool_check(text: str) -> subprocess.CompletedProcess:
 
 
 def export(trace_path, *args) -> str:
+    """The export of a trace (every job's series unless ``args`` set ``--job-series-within``)."""
     out = Path(str(trace_path) + ".prom")
+    if "--job-series-within" not in args:
+        args = (*args, "--job-series-within", "all")
     assert main(["export", "prometheus", str(trace_path), *args, "--out", str(out)]) == 0
     return out.read_bytes().decode("utf-8")  # bytes as written: no newline translation (a raw CR in an id stays one)
 
@@ -54,8 +57,9 @@ def series(text: str) -> dict[tuple[str, tuple], float]:
     seen: Counter = Counter()
     out = {}
     for fam in text_string_to_metric_families(text):
-        assert fam.type == "gauge", fam.name
         for s in fam.samples:
+            # counters are the cumulative _total families; everything else is a gauge
+            assert fam.type == ("counter" if s.name.endswith("_total") else "gauge"), s.name
             key = (s.name, tuple(sorted(s.labels.items())))
             seen[key] += 1
             out[key] = s.value

@@ -10,6 +10,7 @@ from typing import Any
 from ettcore import engines, metric
 from ettcore.cli.output import exclusion_records, format_table
 from ettcore.errors import summarize_problems
+from ettcore.metric import money
 from ettcore.trace.instants import iso as _iso_ms
 from ettcore.trace.load import Trace
 
@@ -150,3 +151,20 @@ def print_window(trace: Trace, out=None) -> None:
         )
     if not w.whole:
         print(file=out)
+
+
+def add_money_args(p: argparse.ArgumentParser) -> None:
+    """``--gpu-hour-price PRICE|FILE`` and ``--currency``: lost GPU-hours as money (ettcore.metric.money)."""
+    p.add_argument(
+        "--gpu-hour-price",
+        metavar="PRICE|FILE",
+        help="price of a GPU-hour held: a number, or a CSV/YAML table of prices by job label (partition, gpu_type, "
+        "...; first matching row wins); lost time becomes money (scheduling, no GPU held, is not billed)",
+    )
+    p.add_argument("--currency", default="USD", help="the currency the price is in (default USD)")
+
+
+def prices_of(args: argparse.Namespace) -> money.Prices | None:
+    """The parsed ``--gpu-hour-price`` (``ettcore.metric.money.Prices``), or None when none was given."""
+    text = getattr(args, "gpu_hour_price", None)
+    return None if text is None else money.parse_prices(text, getattr(args, "currency", "USD") or "USD")

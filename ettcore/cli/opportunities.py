@@ -8,10 +8,13 @@ import math
 import sys
 from typing import Any
 
+import polars as pl
+
 from ettcore import metric
-from ettcore.cli.common import skip_report
+from ettcore.cli.common import add_money_args, prices_of, skip_report
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
+from ettcore.metric import money
 from ettcore.planning.opportunities import (
     BY_CHOICES,
     lost_by_component,
@@ -25,6 +28,7 @@ from ettcore.trace import load_trace
 def run(args: argparse.Namespace) -> int:
     """``ett opportunities``: load the trace, build the lost-time frame, rank, print (exit 2 on bad input)."""
     try:
+        prices = prices_of(args)
         trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
         if trace.excluded_jobs:
             print(skip_report(trace), file=sys.stderr)
@@ -41,6 +45,14 @@ def run(args: argparse.Namespace) -> int:
         if summary.height == 0:
             raise InputError(Problem(str(args.trace), None, None, "the trace has no jobs to rank"))
         lost = lost_by_component(summary, metric.l2_matrix(trace), comparable=args.comparable)
+        if prices is not None:  # each job's price; nothing for the components that hold no GPU (scheduling)
+            priced = summary.select("job_id", prices.job_prices(summary).alias("price_per_gpu_h"))
+            lost = lost.join(priced, on="job_id", how="left").with_columns(
+                pl.when(pl.col("component").is_in(list(money.UNBILLED)))
+                .then(0.0)
+                .otherwise(pl.col("price_per_gpu_h"))
+                .alias("price_per_gpu_h")
+            )
         days = args.days if args.days is not None else window_days(summary)
         repeated = repeated_components(trace.phase_map)
         ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by, repeated=repeated)
@@ -63,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             "window_days": days,
             "target": target,
             "by": args.by,
+            **({"money": prices.as_dict()} if prices is not None else {}),
             "rows": ranked.to_dicts(),
         }
         print(json.dumps(doc, indent=2))
@@ -76,6 +89,11 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"GPU-hours a day returned if each {'owner' if args.by == 'owner' else 'component'} fell to {what}")
     print(f"(observation window {days:.3g} days; (1 + NoF) counted for {', '.join(sorted(repeated))})")
+    if prices is not None:
+        print(
+            f"ranked by {prices.currency} a day returned, at {prices.describe()} "
+            f"({', '.join(money.UNBILLED)} holds no GPU: not billed)"
+        )
     cols = [
         "rank",
         "owner",
@@ -84,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
         "lost_gpu_h_per_day",
         "returned_gpu_h_per_day",
         "returned_share_pct",
+        *(["lost_cost_per_day", "returned_cost_per_day"] if prices is not None else []),
     ]
     print(format_table(ranked, cols, digits=2))
     return 0
@@ -129,4 +148,5 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--days", type=_positive, metavar="D", help="window in days for 'a day' (default: the trace's span)")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_money_args(p)
     p.set_defaults(func=run)

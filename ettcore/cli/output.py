@@ -67,7 +67,9 @@ def _iso(name: str) -> pl.Expr:
     )
 
 
-def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str]) -> list[pl.Expr]:
+def _job_json_fields(
+    jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str], money: Sequence[str] = ()
+) -> list[pl.Expr]:
     fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
     fields.append(
         pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in components_in(jobs.columns)]).alias(
@@ -80,6 +82,8 @@ def _job_json_fields(jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[
                 "labels"
             )
         )
+    if money:  # --gpu-hour-price: the job's price, held GPU-hours, cost, lost cost by component, waiting
+        fields.append(pl.struct([_finite(c, jobs.schema[c]) for c in money]).alias("money"))
     return fields + [_iso("t0"), _iso("t1")]
 
 
@@ -90,6 +94,7 @@ def job_json_blocks(
     extra: Sequence[str] = (),
     as_bytes: bool = False,
     workers: int = 2,
+    money: Sequence[str] = (),
 ):
     """Per-job objects of ``ett summarize --json`` (components and the jobs table's labels nested; ``extra``: more
     top-level keys), one JSON text a job, joined with ``,`` + newline + indent.
@@ -99,7 +104,7 @@ def job_json_blocks(
     releases the interpreter while it encodes), and at most ``workers`` more wait for the reader, so memory holds a
     few chunks, never the whole text; blocks come in job order.
     """
-    fields = _job_json_fields(jobs, labels, extra)
+    fields = _job_json_fields(jobs, labels, extra, money)
 
     def encode(part: pl.DataFrame):
         block = part.select(pl.struct(fields).struct.json_encode().str.join(",\n    "))
@@ -128,10 +133,16 @@ def _utf8_buffer(out):
 
 
 def write_summary_json(
-    head: dict, jobs: pl.DataFrame, tail: dict, out=None, labels: Sequence[str] = (), extra: Sequence[str] = ()
+    head: dict,
+    jobs: pl.DataFrame,
+    tail: dict,
+    out=None,
+    labels: Sequence[str] = (),
+    extra: Sequence[str] = (),
+    money: Sequence[str] = (),
 ) -> None:
     """One JSON object: ``head``'s keys, then ``jobs`` (streamed, one job a line, ``labels`` nested),
-    then ``tail``'s keys.
+    then ``tail``'s keys.  ``money``: columns of ``jobs`` nested as each job's ``money`` object.
 
     The jobs go to ``out``'s binary buffer where it has one and writes UTF-8 (:func:`_utf8_buffer`)."""
     out = out or sys.stdout
@@ -143,7 +154,7 @@ def write_summary_json(
     out.flush()
     stream, lead, sep = (raw, b"\n    ", b",\n    ") if raw is not None else (out, "\n    ", ",\n    ")
     first = True
-    for block in job_json_blocks(jobs, labels=labels, extra=extra, as_bytes=raw is not None):
+    for block in job_json_blocks(jobs, labels=labels, extra=extra, as_bytes=raw is not None, money=money):
         stream.write((lead if first else sep) + block)
         first = False
     stream.flush()

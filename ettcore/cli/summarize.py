@@ -8,15 +8,67 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window, window_head
+from ettcore.cli.common import (
+    add_engine_args,
+    add_money_args,
+    add_trace_args,
+    open_checked,
+    prices_of,
+    print_window,
+    window_head,
+)
 from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_summary_json, write_table
+from ettcore.metric import money
 from ettcore.phases import components_in
 from ettcore.trace.instants import iso as _iso_ms
 
 
+def _money_json(tables: dict[str, pl.DataFrame], prices: money.Prices) -> dict[str, Any]:
+    """The ``money`` key of ``summarize --json``: the price, the fleet's money and every breakdown of lost money."""
+    fleet = money.records(tables["fleet"])[0]
+    return {
+        **prices.as_dict(),
+        "fleet": fleet,
+        "by_model": money.records(tables["model"]),
+        **{f"lost_by_{k}": money.records(tables[k]) for k in tables if k not in ("jobs", "fleet", "model")},
+    }
+
+
+def _print_money(tables: dict[str, pl.DataFrame], prices: money.Prices) -> None:
+    cur = prices.currency
+    print()
+    print(
+        f"Money ({prices.describe()}; {', '.join(money.UNBILLED)} is waiting with no GPU held: not billed, "
+        "shown as waiting_gpu_h):"
+    )
+    per_job = tables["jobs"]
+    write_table(
+        per_job, ["job_id", "model", "price_per_gpu_h", "held_gpu_h", "cost", "lost_cost", "waiting_gpu_h"], digits=2
+    )
+    for k in tables:
+        if k in ("jobs", "fleet", "model"):
+            continue
+        print()
+        print(f"Lost {cur} by {k}:")
+        print(format_table(tables[k], list(tables[k].columns), digits=2))
+    print()
+    print(f"{cur} by model:")
+    print(
+        format_table(tables["model"], ["model", "jobs", "held_gpu_h", "cost", "lost_cost", "waiting_gpu_h"], digits=2)
+    )
+    print()
+    print(f"Fleet {cur}:")
+    print(format_table(tables["fleet"], ["jobs", "held_gpu_h", "cost", "lost_cost", "waiting_gpu_h"], digits=2))
+
+
 def run(args: argparse.Namespace) -> int:
+    prices = prices_of(args)
     trace = open_checked(args)
     jobs = metric.job_summary(trace)
+    tables = None
+    if prices is not None:
+        owners = {c: trace.phase_map.owner(c) for c in metric.components(trace)}
+        tables = money.money_tables(jobs, prices, metric.components(trace), owners)
     fleet = metric.fleet_summary(trace)
     groups = metric.fleet_summary(trace, by=args.by) if args.by else None
     extra = ("excluded_s",) if trace.window.exclusions else ()
@@ -34,7 +86,15 @@ def run(args: argparse.Namespace) -> int:
         }
         if groups is not None:
             tail["groups"] = group_records(groups, args.by, extra)
-        write_summary_json(head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns], extra=extra)
+        money_cols: list[str] = []
+        if tables is not None:
+            tail["money"] = _money_json(tables, prices)
+            m = tables["jobs"].drop("model", "gpus")
+            money_cols = [c for c in m.columns if c != "job_id"]
+            jobs = jobs.join(m, on="job_id", how="left", maintain_order="left")
+        write_summary_json(
+            head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns], extra=extra, money=money_cols
+        )
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
@@ -71,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
             print()
         print("Fleet (GPU-time weighted):")
         print(format_table(fleet, list(FLEET_KEYS) + ["excluded_gpu_h"] * bool(extra), digits=2))
+        if tables is not None:
+            _print_money(tables, prices)
     return 0
 
 
@@ -79,6 +141,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
     add_trace_args(p)
     add_engine_args(p)
+    add_money_args(p)
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")

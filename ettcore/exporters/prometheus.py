@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.metric import stalls
+from ettcore.metric import intervals, money, stalls
 from ettcore.trace.load import Trace
 
 L1_BUCKETS = {
@@ -54,6 +54,8 @@ L1_BUCKETS = {
     "shutdown_tail": "shutdown_tail",
 }  # label value -> column stem of job_summary / group_summary
 CAUSES = ("failure", "preemption")
+JOB_OWNER_COLUMNS = ("owner", "team", "user", "account")
+"""The jobs table's columns that name who owns a job, first present wins (``ett_job_owner``; the alerts name it)."""
 
 
 def escape_label(value: Any) -> str:
@@ -65,9 +67,14 @@ def escape_help(text: str) -> str:
     return text.replace("\\", "\\\\").replace("\n", "\\n")
 
 
-def number(value: Any) -> str:
-    """A sample value: integers as such, floats in Python's shortest round-trip form,
-    NaN and infinities spelled as Go reads them."""
+SECONDS_DIGITS = 3  # the metric's resolution: milliseconds (GPU-seconds: gpus x milliseconds)
+MONEY_DIGITS = 6  # money: a millionth of the currency unit
+
+
+def number(value: Any, digits: int | None = None) -> str:
+    """A sample value: integers as such, floats in Python's shortest round-trip form (rounded to ``digits`` decimals
+    when given, so that a sum of milliseconds reads ``32696.645``, not ``32696.644999999997``), NaN and infinities
+    spelled as Go reads them."""
     if value is None:
         return "NaN"
     if isinstance(value, bool):
@@ -79,6 +86,10 @@ def number(value: Any) -> str:
         return "NaN"
     if math.isinf(v):
         return "+Inf" if v > 0 else "-Inf"
+    if digits is not None:
+        v = round(v, digits) + 0.0  # + 0.0: no "-0.0"
+        if v == int(v) and abs(v) < 2**53:
+            return str(int(v))
     return repr(v)
 
 
@@ -87,12 +98,19 @@ def labels(pairs: Iterable[tuple[str, Any]]) -> str:
     return "{" + inner + "}" if inner else ""
 
 
-def family(name: str, help_text: str, samples: Iterable[tuple[str, Any]]) -> Iterator[str]:
-    """HELP, TYPE and the samples (``(label text, value)``) of one gauge family."""
+def family(
+    name: str, help_text: str, samples: Iterable[tuple[str, Any]], digits: int | None = None, kind: str | None = None
+) -> Iterator[str]:
+    """HELP, TYPE and the samples (``(label text, value)``) of one family: a gauge, or a counter for a name ending
+    in ``_total``; values rounded to ``digits`` decimals (seconds: :data:`SECONDS_DIGITS`) or, by default, to
+    milliseconds for names ending in ``seconds`` or ``seconds_total``."""
+    kind = kind or ("counter" if name.endswith("_total") else "gauge")
+    if digits is None and (name.endswith("_seconds") or name.endswith("_seconds_total")):
+        digits = SECONDS_DIGITS
     yield f"# HELP {name} {escape_help(help_text)}"
-    yield f"# TYPE {name} gauge"
+    yield f"# TYPE {name} {kind}"
     for lab, value in samples:
-        yield f"{name}{lab} {number(value)}"
+        yield f"{name}{lab} {number(value, digits)}"
 
 
 def _owners(trace: Trace) -> dict[str, str]:
@@ -101,8 +119,18 @@ def _owners(trace: Trace) -> dict[str, str]:
     return {c: trace.phase_map.owner(c) for c in metric.components(trace)}
 
 
-def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[str, str]) -> Iterator[str]:
-    """The families of the fleet (``key`` None) or of one row a model, from group_summary rows (GPU-hours)."""
+def _group_families(
+    level: str,
+    rows: list[dict],
+    key: str | None,
+    owners: dict[str, str],
+    counters: bool = False,
+    money_rows: dict[Any, dict] | None = None,
+    currency: str = "USD",
+) -> Iterator[str]:
+    """The families of the fleet (``key`` None) or of one row a model, from group_summary rows (GPU-hours);
+    ``counters``: the monotone ``_total`` families too; ``money_rows``: each row's money (``money.group_money``,
+    by the row's key; the fleet's under None)."""
 
     def lab(r: dict, *more: tuple[str, Any]) -> str:
         return labels(([(key, r[key])] if key else []) + list(more))
@@ -115,11 +143,10 @@ def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[
         "GPU-time weighted (ETT% / 100).",
         [(lab(r), None if r["ett_pct"] is None else r["ett_pct"] / 100) for r in rows],
     )
-    yield from family(
-        f"ett_{level}_wall_gpu_seconds",
-        f"GPU-seconds of wall time of {what}.",
-        [(lab(r), r["wall_gpu_h"] * 3600) for r in rows],
-    )
+    wall = [(lab(r), r["wall_gpu_h"] * 3600) for r in rows]
+    lost = [(lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600) for r in rows for c in owners]
+    nof = [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES]
+    yield from family(f"ett_{level}_wall_gpu_seconds", f"GPU-seconds of wall time of {what}.", wall)
     yield from family(
         f"ett_{level}_l1_gpu_seconds",
         f"GPU-seconds of {what} per Level-1 bucket (they add up to the wall time).",
@@ -128,18 +155,64 @@ def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[
     yield from family(
         f"ett_{level}_l2_gpu_seconds",
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
-        [(lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600) for r in rows for c in owners],
+        lost,
     )
-    yield from family(
-        f"ett_{level}_interruptions",
-        f"Interruptions (NoF) of {what} by cause.",
-        [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES],
-    )
+    yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by cause.", nof)
     yield from family(
         f"ett_{level}_excluded_gpu_seconds",
         f"GPU-seconds of {what} left out by exclusion windows.",
         [(lab(r), r["excluded_gpu_h"] * 3600) for r in rows],
     )
+    if counters:
+        yield from family(
+            f"ett_{level}_wall_gpu_seconds_total",
+            f"GPU-seconds of wall time of {what}, cumulative over the trace's history (increase() over a range).",
+            wall,
+        )
+        yield from family(
+            f"ett_{level}_productive_gpu_seconds_total",
+            f"GPU-seconds of productive time of {what}, cumulative: increase(productive) / increase(wall) is the "
+            "ETT ratio over a range.",
+            [(lab(r), r["productive_gpu_h"] * 3600) for r in rows],
+        )
+        yield from family(
+            f"ett_{level}_lost_gpu_seconds_total",
+            f"GPU-seconds of lost time of {what} per Level-2 component and owner, cumulative.",
+            lost,
+        )
+        yield from family(
+            f"ett_{level}_interruptions_total", f"Interruptions (NoF) of {what} by cause, cumulative.", nof
+        )
+    if money_rows is not None:
+        cur = ("currency", currency)
+        billed = [c for c in owners if c not in money.UNBILLED]
+
+        def m(r: dict) -> dict:
+            return money_rows[r[key] if key else None]
+
+        yield from family(
+            f"ett_{level}_cost",
+            f"Cost of the GPU time held by {what} (wall minus {', '.join(money.UNBILLED)}, at its jobs' prices).",
+            [(lab(r, cur), m(r)["cost"]) for r in rows],
+            digits=MONEY_DIGITS,
+        )
+        lost_cost = [
+            (lab(r, ("component", c), ("owner", owners[c]), cur), m(r)[f"{c}_cost"]) for r in rows for c in billed
+        ]
+        yield from family(
+            f"ett_{level}_lost_cost",
+            f"Cost of the lost GPU time held by {what} per Level-2 component and owner "
+            f"({', '.join(money.UNBILLED)} holds no GPU and is not billed).",
+            lost_cost,
+            digits=MONEY_DIGITS,
+        )
+        if counters:
+            yield from family(
+                f"ett_{level}_lost_cost_total",
+                f"Cost of the lost GPU time held by {what} per component and owner, cumulative.",
+                lost_cost,
+                digits=MONEY_DIGITS,
+            )
 
 
 def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> list[dict]:
@@ -154,12 +227,53 @@ def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> li
     return list(rows.iter_rows(named=True))
 
 
-def exposition(trace: Trace) -> Iterator[str]:
-    """Every line of the export of a loaded trace (without line ends), in a stable order."""
+DEFAULT_JOB_SERIES_WITHIN_S = 86400.0
+"""Per-job series are written for jobs running or ended within this many seconds before the as-of time (24 h)."""
+
+
+def recent_jobs(jobs: pl.DataFrame, as_of_ms: int | None, within_s: float | None) -> pl.DataFrame:
+    """The jobs whose per-job series are written: running, or ended (``t1``) at most ``within_s`` seconds before the
+    as-of time (the latest ``t1`` when the trace has none); every job when ``within_s`` is None."""
+    if within_s is None or jobs.height == 0:
+        return jobs
+    end = (
+        pl.lit(as_of_ms).cast(pl.Datetime("ms")) if as_of_ms is not None else pl.col("t1").max().cast(pl.Datetime("ms"))
+    )
+    t1 = pl.col("t1").cast(pl.Datetime("ms"))
+    return jobs.filter((pl.col("status") == "running") | (t1 >= end - pl.duration(milliseconds=int(within_s * 1000))))
+
+
+def current_spells(trace: Trace, job_ids: list[str]) -> dict[str, tuple[str, float]]:
+    """For each running job: the L1 bucket it is in at its last measured instant and for how many seconds it has been
+    in it without a break (the trailing run of intervals of that bucket in the metric's own attribution)."""
+    if not job_ids:
+        return {}
+    iv = intervals.job_timeline(trace, job_ids).intervals.sort("job_id", "start_ms")
+    out: dict[str, tuple[str, float]] = {}
+    for (jid,), g in iv.group_by("job_id", maintain_order=True):
+        buckets, starts, ends = g["bucket"].to_list(), g["start_ms"].to_list(), g["end_ms"].to_list()
+        last, i = buckets[-1], len(buckets) - 1
+        while i > 0 and buckets[i - 1] == last and ends[i - 1] == starts[i]:
+            i -= 1
+        out[str(jid)] = (last, (ends[-1] - starts[i]) / 1000)
+    return out
+
+
+def exposition(
+    trace: Trace, prices: money.Prices | None = None, job_series_within_s: float | None = DEFAULT_JOB_SERIES_WITHIN_S
+) -> Iterator[str]:
+    """Every line of the export of a loaded trace (without line ends), in a stable order.
+
+    ``prices``: money families too; ``job_series_within_s``: per-job series only for jobs running or ended that
+    recently before the as-of time (None: every job).  The ``_total`` counters are written when the export measures
+    the whole trace (no window, no exclusion): a window's totals are not cumulative."""
     owners = _owners(trace)
-    jobs = metric.job_summary(trace)
+    all_jobs = metric.job_summary(trace)
     fleet = metric.fleet_summary(trace)
     models = metric.fleet_summary(trace, by="model")
+    counters = trace.window.whole
+    tables = money.money_tables(all_jobs, prices, metric.components(trace), owners) if prices is not None else None
+    jobs = recent_jobs(all_jobs, trace.as_of_ms, job_series_within_s)
     per_job_stalls = stalls.job_stalls(trace)
     yield from family(
         "ett_trace_info",
@@ -183,9 +297,24 @@ def exposition(trace: Trace) -> Iterator[str]:
             "End of the measured window, exclusive (Unix time).",
             [("", w.until_ms / 1000)],
         )
+    yield from family(
+        "ett_export_job_series_within_seconds",
+        "Per-job series are written for jobs running or ended this recently before the as-of time (+Inf: every job).",
+        [("", math.inf if job_series_within_s is None else job_series_within_s)],
+    )
+    yield from family(
+        "ett_export_jobs_with_series", "Jobs whose per-job series this export writes.", [("", jobs.height)]
+    )
     if fleet.height:
-        yield from _group_families("fleet", _group_rows(jobs, fleet, None), None, owners)
-        yield from _group_families("model", _group_rows(jobs, models, "model"), "model", owners)
+        cur = prices.currency if prices is not None else "USD"
+        fleet_money = {None: tables["fleet"].row(0, named=True)} if tables is not None else None
+        model_money = {r["model"]: r for r in tables["model"].iter_rows(named=True)} if tables is not None else None
+        yield from _group_families(
+            "fleet", _group_rows(all_jobs, fleet, None), None, owners, counters, fleet_money, cur
+        )
+        yield from _group_families(
+            "model", _group_rows(all_jobs, models, "model"), "model", owners, counters, model_money, cur
+        )
 
     rows = list(
         jobs.join(
@@ -204,6 +333,15 @@ def exposition(trace: Trace) -> Iterator[str]:
         "ett_job_info",
         "A measured job (1), with its status.",
         [(labels(lab + [("status", r["status"])]), 1) for r, lab in zip(rows, job_lab)],
+    )
+    owner_col = next((c for c in JOB_OWNER_COLUMNS if c in jobs.columns), None)
+    yield from family(
+        "ett_job_owner",
+        f"Who owns the job (1): the jobs table's first of {', '.join(JOB_OWNER_COLUMNS)}; 'unknown' without one.",
+        [
+            (labels(lab + [("owner", (r[owner_col] if owner_col and r[owner_col] is not None else "unknown"))]), 1)
+            for r, lab in zip(rows, job_lab)
+        ],
     )
     yield from per_job("ett_job_gpus", "Accelerators held by the job.", lambda r, e: r["gpus"])
     yield from per_job(
@@ -246,12 +384,49 @@ def exposition(trace: Trace) -> Iterator[str]:
     yield from per_job(
         "ett_job_longest_stall_seconds", "Seconds of the job's longest stall.", lambda r, e: r["longest_stall_s"] or 0.0
     )
+    running = [r["job_id"] for r in rows if r["status"] == "running"]
+    spells = current_spells(trace, running)
+
+    def spell(bucket: str):
+        return lambda r, e: spells[r["job_id"]][1] if spells.get(r["job_id"], ("", 0))[0] == bucket else 0.0
+
+    yield from per_job(
+        "ett_job_pending_seconds",
+        "Seconds a running job has been starting without training yet (in Time to Start now; 0 otherwise).",
+        spell("tts"),
+    )
+    yield from per_job(
+        "ett_job_recovering_seconds",
+        "Seconds a running job has been recovering from its last interruption (in Time to Recover now; 0 otherwise).",
+        spell("recovery"),
+    )
+    if tables is not None:
+        cur = ("currency", prices.currency)
+        jm = {r["job_id"]: r for r in tables["jobs"].iter_rows(named=True)}
+        yield from per_job(
+            "ett_job_gpu_hour_price",
+            "Price of a GPU-hour held by the job.",
+            lambda r, e: jm[r["job_id"]]["price_per_gpu_h"],
+            [[cur]],
+        )
+        yield from per_job(
+            "ett_job_cost",
+            "Cost of the GPU time the job held.",
+            lambda r, e: round(jm[r["job_id"]]["cost"], MONEY_DIGITS),
+            [[cur]],
+        )
+        yield from per_job(
+            "ett_job_lost_cost",
+            "Cost of the job's lost GPU time held (scheduling is not billed).",
+            lambda r, e: round(jm[r["job_id"]]["lost_cost"], MONEY_DIGITS),
+            [[cur]],
+        )
 
 
-def write(trace: Trace, out) -> int:
-    """Write the export to a text stream; returns the number of samples."""
+def write(trace: Trace, out, **options: Any) -> int:
+    """Write the export to a text stream; returns the number of samples (``options``: those of :func:`exposition`)."""
     n = 0
-    for line in exposition(trace):
+    for line in exposition(trace, **options):
         out.write(line + "\n")
         n += not line.startswith("#")
     return n

@@ -206,6 +206,7 @@ class Run:
     qos: str | None = None
     user: str | None = None
     gpus: int | None = None
+    gpu_type: str | None = None  # the typed gres/gpu name of AllocTRES (gres/gpu:h100=8 -> h100)
     exit_status: int | None = None  # the batch script's exit status (text form only)
     batch_failed: bool | None = None  # the batch step's state was FAILED (JSON form, with steps)
     db_index: int | None = None
@@ -276,10 +277,11 @@ def _state(value: Any, src: str, row: int, fld: str) -> str:
     return s
 
 
-def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
-    """``gres/gpu`` count of an AllocTRES string (``billing=1,cpu=1,gres/gpu=2,node=1``); typed counts summed if
-    alone."""
-    untyped, typed = None, 0
+def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> tuple[int | None, str | None]:
+    """``gres/gpu`` count and GPU type of an AllocTRES string (``billing=1,cpu=1,gres/gpu:h100=8,node=1``): the
+    untyped count, else the typed counts summed; the type is the typed names (``h100``; several joined by ``+`` in
+    name order), None when only an untyped count is given."""
+    untyped, typed, types = None, 0, set()
     for part in filter(None, (p.strip() for p in text.split(","))):
         if "=" not in part:
             raise InputError(_problem(src, row, fld, f"not a TRES list (name=count,...): {text!r}"))
@@ -296,9 +298,11 @@ def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> int | None:
             untyped = n
         else:
             typed += n
+            types.add(name.split(":", 1)[1])
+    gpu_type = "+".join(sorted(types)) or None
     if untyped is not None:
-        return untyped
-    return typed or None
+        return untyped, gpu_type
+    return typed or None, gpu_type
 
 
 def _allocated(nodes: str) -> bool:
@@ -403,6 +407,7 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
         db = opt("DBIndex")
         if db is not None and not db.isdigit():
             raise InputError(_problem(src, lineno, "DBIndex", f"not an integer: {db!r}", job_id))
+        gpus, gpu_type = _gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES")
         runs.append(
             Run(
                 src=src,
@@ -419,7 +424,8 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
                 account=opt("Account"),
                 qos=opt("QOS"),
                 user=opt("User"),
-                gpus=_gpus_from_tres(d.get("AllocTRES", ""), src, lineno, "AllocTRES"),
+                gpus=gpus,
+                gpu_type=gpu_type,
                 exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
                 db_index=int(db) if db is not None else None,
                 array_job_id=array_job,
@@ -532,7 +538,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
         submit = _parse_time(g("time", "submission"), src, i, f["Submission"], tz, zoneless)
         if submit is None:
             raise InputError(_problem(src, i, f["Submission"], "no submit time", job_id))
-        untyped, typed = None, 0
+        untyped, typed, types = None, 0, set()
         allocated_tres = g("tres", "allocated", required=False) or []
         if not isinstance(allocated_tres, list):
             raise InputError(
@@ -554,6 +560,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
                     untyped = n
                 else:
                     typed += n
+                    types.add(t["name"].split(":", 1)[1])
         gpus = untyped if untyped is not None else (typed or None)
         batch_failed = None
         steps = j.get("steps")
@@ -591,6 +598,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
                 qos=text_or_none("qos"),
                 user=text_or_none("user"),
                 gpus=gpus,
+                gpu_type="+".join(sorted(types)) or None,
                 batch_failed=batch_failed,
                 array_job_id=array_job_id,
                 array_task_id=array_task_id,
@@ -916,6 +924,7 @@ def _job_row(job: _Job, gpus: int, keep_users: bool) -> dict:
         array_task_id=last.array_task_id,
         slurm_state=last.state,
         slurm_runs=sum(1 for r in job.runs if r.start is not None),
+        gpu_type=next((r.gpu_type for r in reversed(job.runs) if r.gpu_type), None),
     )
 
 
@@ -961,6 +970,9 @@ def _build(
             no_gpus.append(next(r for r in job.runs if r.start is not None))
             continue
         built.job_rows.append(_job_row(job, n_gpus, keep_users))
+    if not any(r["gpu_type"] for r in built.job_rows):  # the label only where AllocTRES names a GPU type
+        for r in built.job_rows:
+            del r["gpu_type"]
     if no_gpus:
         raise InputError(
             [

@@ -124,7 +124,9 @@ def rank_opportunities(
     component); ``by="owner"`` sums each owner's components.  Columns:
     ``rank``, ``owner`` [, ``component``], ``jobs`` (jobs with something to
     gain), ``lost_gpu_h_per_day``, ``returned_gpu_h_per_day``,
-    ``returned_share_pct`` (of all returned), sorted best first (ties by name).
+    ``returned_share_pct`` (of all returned), sorted best first (ties by name).  With a ``price_per_gpu_h`` column
+    in ``lost`` (money: each job's price a GPU-hour, 0 for components that hold no GPU) the rows also carry
+    ``lost_cost_per_day`` and ``returned_cost_per_day`` and are ranked by money first.
     """
     missing = [c for c in LOST_COLUMNS if c not in lost.columns]
     if missing:
@@ -139,6 +141,7 @@ def rank_opportunities(
         bad = lost.filter(pl.col(c).is_null() | (pl.col(c) < 0))
         if bad.height:
             raise ValueError(f"lost-time frame: {c} is null or negative for job {bad['job_id'][0]!r}")
+    priced = "price_per_gpu_h" in lost.columns  # money: the frame's per-job price (0 for unbilled components)
     k = pl.when(pl.col("component").is_in(list(repeated))).then(1.0 + pl.col("nof")).otherwise(1.0)
     df = lost.with_columns(k.alias("k")).with_columns((pl.col("seconds") / pl.col("k")).alias("level"))
     if cut is None:
@@ -158,11 +161,26 @@ def rank_opportunities(
             (pl.col("saved_s") > 0).sum().alias("jobs"),
             (pl.col("gpus") * pl.col("seconds")).sum().truediv(per_day).alias("lost_gpu_h_per_day"),
             (pl.col("gpus") * pl.col("saved_s")).sum().truediv(per_day).alias("returned_gpu_h_per_day"),
+            *(
+                [
+                    (pl.col("gpus") * pl.col("seconds") * pl.col("price_per_gpu_h"))
+                    .sum()
+                    .truediv(per_day)
+                    .alias("lost_cost_per_day"),
+                    (pl.col("gpus") * pl.col("saved_s") * pl.col("price_per_gpu_h"))
+                    .sum()
+                    .truediv(per_day)
+                    .alias("returned_cost_per_day"),
+                ]
+                if priced
+                else []
+            ),
         )
     )
     total = sum(out["returned_gpu_h_per_day"].to_list())  # in key order, one addition at a time
     out = out.with_columns(
         (100.0 * pl.col("returned_gpu_h_per_day") / total if total > 0 else pl.lit(0.0)).alias("returned_share_pct")
     )
-    out = out.sort(["returned_gpu_h_per_day", *keys], descending=[True] + [False] * len(keys))
+    first = ["returned_cost_per_day", "returned_gpu_h_per_day"] if priced else ["returned_gpu_h_per_day"]
+    out = out.sort([*first, *keys], descending=[True] * len(first) + [False] * len(keys))
     return out.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int64))

@@ -249,6 +249,23 @@ class Trace(CheckedTrace):
 # ----------------------------------------------------------------------------- discovery
 
 
+def _holds_table(folder: Path, table: str) -> bool:
+    return any((folder / f"{table}{suffix}").is_file() for suffix in SUFFIXES) or (folder / table).is_dir()
+
+
+def _inner_trace_hint(path: Path, table: str) -> str:
+    """``; the trace is in PATH/trace`` when a folder just inside ``path`` holds the missing table (the folder above a
+    trace was given, e.g. ``data/slurm-fleet`` for ``data/slurm-fleet/trace``), else nothing."""
+    try:
+        inner = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    except OSError:
+        return ""
+    hits = [p for p in inner if _holds_table(p, table)]
+    if not hits:
+        return ""
+    return "; a trace is in " + " and ".join(str(p) for p in hits[:3]) + ": give that folder"
+
+
 def discover(path: Path) -> list[Source]:
     """Find the table files of a trace folder; an error names what is missing or ambiguous."""
     if not path.exists():
@@ -285,7 +302,8 @@ def discover(path: Path) -> list[Source]:
                         str(path),
                         None,
                         None,
-                        f"required table '{table}' not found ({table}.parquet, .csv, .jsonl or {table}/)",
+                        f"required table '{table}' not found ({table}.parquet, .csv, .jsonl or {table}/)"
+                        + _inner_trace_hint(path, table),
                     )
                 )
             continue
