@@ -90,6 +90,7 @@ def register_causes(trace: Trace) -> None:
             ]
         )
     trace.con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_causes AS {sql('metric/attempt_causes')}")
+    trace.con.execute(f"CREATE OR REPLACE TEMP VIEW attempt_held AS {sql('metric/attempt_held')}")
 
 
 def causes(trace: Trace) -> pl.DataFrame:

@@ -1,23 +1,11 @@
 -- One row a node: its exposure and its interruptions.  Reads node_attempts (job_key, attempt, node, k: one row a
--- node an attempt held, k the attempt's node count), metric_attempts, metric_jobs, unmeasured_time, attempt_causes
+-- node an attempt held, k the attempt's node count), attempt_held (attempt_held.sql), attempt_causes
 -- and $causes (the causes that count against a node).
---   held_ms: the attempt's measured time (its time to the as-of, less what the window and exclusions leave out);
 --   exposure_gpu_h: the node's share of the attempt's GPU-hours (gpus / k GPUs held for held_ms);
 --   attempt_gpu_h: the whole GPU-hours of the attempts the node was in (the Poisson test's exposure);
 --   interruptions: counted interruptions, each shared 1/k across the attempt's k nodes;
 --   involved: counted interruptions of attempts the node was in, whole.
-WITH held AS (
-    SELECT a.job_key, a.attempt, j.gpus,
-           (a.end_ms - a.start_ms) - coalesce(sum(
-               CASE WHEN x.job_key IS NOT NULL  -- least/greatest skip NULLs: an attempt without one overlaps nothing
-                    THEN greatest(0, least(a.end_ms, x.end_ms) - greatest(a.start_ms, x.start_ms)) END
-           ), 0) AS held_ms
-    FROM metric_attempts AS a
-    JOIN metric_jobs AS j ON j.job_key = a.job_key
-    LEFT JOIN unmeasured_time AS x ON x.job_key = a.job_key AND x.start_ms < a.end_ms AND a.start_ms < x.end_ms
-    GROUP BY a.job_key, a.attempt, a.start_ms, a.end_ms, j.gpus
-),
-counted AS (
+WITH counted AS (
     SELECT job_key, attempt, 1 AS n
     FROM attempt_causes
     WHERE list_contains($causes, cause)
@@ -32,7 +20,7 @@ SELECT
     coalesce(sum(c.n / n.k), 0) AS interruptions,
     coalesce(sum(c.n), 0)::BIGINT AS involved
 FROM node_attempts AS n
-JOIN held AS h ON h.job_key = n.job_key AND h.attempt = n.attempt
+JOIN attempt_held AS h ON h.job_key = n.job_key AND h.attempt = n.attempt
 LEFT JOIN counted AS c ON c.job_key = n.job_key AND c.attempt = n.attempt
 GROUP BY n.node
 ORDER BY n.node
