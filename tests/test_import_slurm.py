@@ -281,6 +281,18 @@ BAD = {
     "not a time": ([row("1", "COMPLETED", T, T + 1, T + 2, Submit="yesterday")], 2, "Submit", "not a time"),
     "far-future time": ([row("1", "COMPLETED", T, T + 1, 9_999_999_999_999)], 2, "End", "plausible range"),
     "bad exit code": ([row("1", "COMPLETED", T, T + 1, T + 2, ExitCode="x")], 2, "ExitCode", "not an exit code"),
+    "reversed node range": (
+        [row("1", "COMPLETED", T, T + 1, T + 2), row("2", "FAILED", T, T + 1, T + 2, NodeList="gpu[05-03]")],
+        3,
+        "NodeList",
+        "reversed range",
+    ),
+    "unbalanced node list": (
+        [row("1", "COMPLETED", T, T + 1, T + 2, NodeList="gpu[01-02")],
+        2,
+        "NodeList",
+        "not a node list Slurm writes",
+    ),
 }
 
 
@@ -299,6 +311,24 @@ def test_bad_text_rows(tmp_path, case, capsys):
     err = capsys.readouterr().err
     assert f"{p}, row {line}, field '{fld}'" in err and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+def test_node_lists_kept_in_slurms_form(tmp_path):
+    """Each run keeps its NodeList as Slurm wrote it; a run that never ran ("None assigned") has none."""
+    rows = [
+        row("1", "NODE_FAIL", T, T + 10, T + 100, NodeList="node[01-04,07]"),
+        row("1", "COMPLETED", T + 100, T + 120, T + 200, NodeList="n1,gpu[01-02]"),
+        row("2", "COMPLETED", T, T + 10, T + 20, NodeList="gpu08"),
+    ]
+    frames, _ = import_sacct([write_text(tmp_path / "s.txt", rows)])
+    got = frames.attempts.sort("job_id", "attempt").select("job_id", "attempt", "nodes").rows()
+    assert got == [("1", 0, "node[01-04,07]"), ("1", 1, "n1,gpu[01-02]"), ("2", 0, "gpu08")]
+    out = write_import(tmp_path / "trace", frames, _)
+    assert pl.read_parquet(out / "attempts.parquet")["nodes"].to_list() == ["node[01-04,07]", "n1,gpu[01-02]", "gpu08"]
+    # without NodeList in the export the column is not written at all
+    fields = [f for f in FIELDS if f != "NodeList"]
+    frames, _ = import_sacct([write_text(tmp_path / "s2.txt", rows, fields)])
+    assert "nodes" not in frames.attempts.columns
 
 
 def test_truncated_line_and_missing_header(tmp_path):

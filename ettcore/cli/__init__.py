@@ -21,6 +21,7 @@ from ettcore.cli import (
     from_recorder,
     imports,
     live_job,
+    nodes,
     opportunities,
     report,
     stalls,
@@ -35,7 +36,20 @@ from ettcore.errors import InputError, Problem, summarize_problems
 __all__ = ["COMMANDS", "build_parser", "format_table", "job_json_blocks", "main", "table_blocks", "write_summary_json"]
 
 # The subcommands, in the order ``ett --help`` lists them.
-COMMANDS = (summarize, trend, validate, opportunities, imports, synth, from_recorder, live_job, report, stalls, export)
+COMMANDS = (
+    summarize,
+    trend,
+    validate,
+    opportunities,
+    imports,
+    synth,
+    from_recorder,
+    live_job,
+    report,
+    stalls,
+    nodes,
+    export,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,6 +24,8 @@ ATTEMPT_SCHEMA = {
     "end": pl.Float64,
     "end_reason": pl.String,
 }
+# Optional attempts columns: written only when an importer gives a value on some row (docs/trace-format.md).
+OPTIONAL_ATTEMPT_SCHEMA = {"nodes": pl.String}
 SPAN_SCHEMA = {
     "job_id": pl.String,
     "attempt": pl.Int64,
@@ -54,15 +56,14 @@ class TraceFrames:
 
     @classmethod
     def from_rows(cls, attempts: list[dict], spans: list[dict], jobs: list[dict], metadata: dict) -> "TraceFrames":
-        attempts = [{k: r.get(k) for k in ATTEMPT_SCHEMA} for r in attempts]
+        a_schema = dict(ATTEMPT_SCHEMA)
+        given = {k: t for k, t in OPTIONAL_ATTEMPT_SCHEMA.items() if any(r.get(k) is not None for r in attempts)}
+        a_schema.update(given)
+        attempts = [{k: r.get(k) for k in a_schema} for r in attempts]
         spans = [
             {k: r.get(k) for k in SPAN_SCHEMA} for r in spans
         ]  # (importers' bookkeeping keys, such as ``how``, stay out)
-        a = (
-            pl.DataFrame(attempts, schema=ATTEMPT_SCHEMA, orient="row")
-            if attempts
-            else pl.DataFrame(schema=ATTEMPT_SCHEMA)
-        )
+        a = pl.DataFrame(attempts, schema=a_schema, orient="row") if attempts else pl.DataFrame(schema=a_schema)
         s = pl.DataFrame(spans, schema=SPAN_SCHEMA, orient="row") if spans else pl.DataFrame(schema=SPAN_SCHEMA)
         j = pl.DataFrame(jobs, infer_schema_length=None) if jobs else pl.DataFrame(schema={"job_id": pl.String})
         return cls(

@@ -74,6 +74,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import FileReport, ImportReport
+from ettcore.trace.hostlist import expand_field, no_nodes
 from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
 
 if TYPE_CHECKING:
@@ -213,6 +214,7 @@ class Run:
     array_job_id: str | None = None
     array_task_id: str | None = None
     allocated: bool | None = None  # False: no node was allocated (NodeList "None assigned"); None: not known
+    nodes: str | None = None  # the NodeList in Slurm's range form (gpu[01-03,07]), checked to expand; None: none
     fields: dict[str, str] = field(default_factory=dict)  # field name in the source, for messages
 
     def where(self, name: str) -> str:
@@ -307,7 +309,17 @@ def _gpus_from_tres(text: str, src: str, row: int, fld: str) -> tuple[int | None
 
 def _allocated(nodes: str) -> bool:
     """Whether a NodeList names allocated nodes (a job that never ran has ``None assigned``)."""
-    return nodes.strip().lower() not in ("", "none assigned", "(null)", "none")
+    return not no_nodes(nodes)
+
+
+def _nodes(text: str | None, src: str, row: int, fld: str) -> str | None:
+    """A run's node list as Slurm writes it (``gpu[01-03,07]``), checked to expand (:mod:`ettcore.trace.hostlist`);
+    None when it names no node."""
+    if no_nodes(text):
+        return None
+    text = text.strip()
+    expand_field(text, src, row, fld, table="sacct")
+    return text
 
 
 def _exit_status(text: str, src: str, row: int, fld: str) -> int | None:
@@ -431,6 +443,7 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
                 array_job_id=array_job,
                 array_task_id=array_task,
                 allocated=None if "NodeList" not in d else _allocated(d["NodeList"]),
+                nodes=_nodes(d.get("NodeList"), src, lineno, "NodeList"),
             )
         )
     if steps:
@@ -603,6 +616,7 @@ def _read_json(text: str, src: str, fr: FileReport) -> list[Run]:
                 array_job_id=array_job_id,
                 array_task_id=array_task_id,
                 allocated=_allocated(j["nodes"]) if isinstance(j.get("nodes"), str) else None,
+                nodes=_nodes(j.get("nodes") if isinstance(j.get("nodes"), str) else None, src, i, f"{pre}.nodes"),
                 fields={
                     "Submit": f["Submission"],
                     "Start": f["Start"],
@@ -883,7 +897,9 @@ def _build_job(
             a_start, queue = _first_queue(job, r, report)
             spans += queue
         end = r.end if reason is not None else None  # an active run's End is not its end
-        attempts.append(dict(job_id=job.job_id, attempt=k, start=a_start, end=end, end_reason=reason or "running"))
+        attempts.append(
+            dict(job_id=job.job_id, attempt=k, start=a_start, end=end, end_reason=reason or "running", nodes=r.nodes)
+        )
         bounds[(job.job_id, k)] = (r.start, end)
         prev_end = r.end
     return attempts, spans, bounds

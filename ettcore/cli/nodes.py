@@ -1,0 +1,128 @@
+"""``ett nodes TRACE``: interruptions per node per GPU-hour, and the nodes whose count is improbable (lemons)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ettcore.cli.common import add_trace_args, open_checked, print_window, window_head
+from ettcore.cli.output import format_table, jsonable
+from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
+from ettcore.planning.reliability import fit_trace, project
+
+
+def _causes(text: str) -> tuple[str, ...]:
+    return tuple(c.strip() for c in text.split(",") if c.strip())
+
+
+def run(args: argparse.Namespace) -> int:
+    trace = open_checked(args)
+    rep = node_report(trace, causes=_causes(args.causes), alpha=args.alpha)
+    head = {
+        "causes": list(rep.causes),
+        "alpha": rep.alpha,
+        "threshold": rep.threshold,
+        "fleet_rate_per_1k_gpu_h": rep.fleet_rate_per_1k_gpu_h,
+        "counted": rep.counted,
+        "gpu_h": rep.gpu_h,
+        "attempts_without_nodes": rep.attempts_without_nodes,
+        "flagged": rep.flagged,
+    }
+    mttf = None
+    if args.mttf_at is not None:
+        fit = fit_trace(trace, confidence=args.confidence)
+        proj = project(
+            fit,
+            args.mttf_at,
+            work_h=args.work_h,
+            interval_s=args.interval_s,
+            blocking_s=args.blocking_s,
+            ttr_s=args.ttr_s,
+        )
+        mttf = {"fit": {k: jsonable(v) for k, v in vars(fit).items()}, "projection": vars(proj)}
+        head["mttf"] = mttf
+    if args.json:
+        doc = {"trace": str(args.trace), "synthetic": trace.synthetic, **window_head(trace), **head}
+        doc["nodes"] = [{k: jsonable(v) for k, v in r.items()} for r in rep.nodes.iter_rows(named=True)]
+        print(json.dumps(doc, indent=2))
+    elif args.csv:
+        print(rep.nodes.write_csv(), end="")
+    else:
+        if trace.synthetic:
+            print("SYNTHETIC trace")
+        print_window(trace)
+        print(
+            f"Interruptions counted against nodes (causes {', '.join(rep.causes)}): {rep.counted} over "
+            f"{rep.gpu_h:.2f} GPU-hours on listed nodes: {rep.fleet_rate_per_1k_gpu_h:.3g} per 1000 GPU-hours."
+        )
+        print("A multi-node run's interruption counts 1/k on each of its k nodes; exposure = GPU-hours held (gpus/k).")
+        print(
+            f"Flagged: P(Poisson(expected) >= involved) < alpha / nodes with exposure = {rep.alpha:g} / "
+            f"{round(rep.alpha / rep.threshold)} = {rep.threshold:.3g} (Bonferroni; docs/metric.md)."
+        )
+        if rep.attempts_without_nodes:
+            print(f"{rep.attempts_without_nodes} attempt(s) without a node list are not in the table.")
+        print()
+        print(format_table(rep.nodes, rep.nodes.columns, digits=3))
+        print()
+        print(f"{len(rep.flagged)} flagged node(s){': ' + ', '.join(rep.flagged) if rep.flagged else ''}")
+        if mttf is not None:
+            _print_mttf(fit, proj, args)
+    return 0
+
+
+def _print_mttf(fit, proj, args) -> None:
+    c = int(round(fit.confidence * 100))
+    print()
+    print(
+        f"System and hardware failures ({', '.join(fit.causes)}): {fit.failures} over {fit.gpu_h:.2f} GPU-hours: "
+        f"{fit.rate_per_gpu_h * 1000:.3g} per 1000 GPU-hours, {c}% interval (Garwood) "
+        f"[{fit.low_per_gpu_h * 1000:.3g}, {fit.high_per_gpu_h * 1000:.3g}]."
+    )
+    print(
+        f"At {proj.gpus} GPUs: MTTF {proj.mttf_h:.3g} h "
+        f"({c}% interval [{proj.mttf_low_h:.3g}, {proj.mttf_high_h:.3g}] h)."
+    )
+    print(
+        f"Expected ETT% of {args.work_h:g} h of work, checkpoint every {args.interval_s:g} s "
+        f"(blocking {args.blocking_s:g} s), restart {args.ttr_s:g} s: {proj.ett_pct:.2f} % "
+        f"[{proj.ett_low_pct:.2f}, {proj.ett_high_pct:.2f}] (closed form); Monte Carlo {proj.mc_ett_pct:.2f} "
+        f"+- {proj.mc_ett_se_pct:.2f} %."
+    )
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "nodes",
+        help="interruptions per node per GPU-hour of exposure, and nodes whose count is improbable (lemon nodes)",
+    )
+    add_trace_args(p)
+    p.add_argument(
+        "--causes",
+        default=",".join(NODE_CAUSES),
+        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}; "
+        f"known: {','.join(CAUSES)})",
+    )
+    p.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"family-wise false-alarm rate of the flag (default {DEFAULT_ALPHA}; Bonferroni over the nodes)",
+    )
+    m = p.add_argument_group("MTTF against size (ettcore.planning.reliability)")
+    m.add_argument(
+        "--mttf-at",
+        type=int,
+        metavar="GPUS",
+        help="fit system and hardware failures per GPU-hour (exact interval) and project the MTTF and expected "
+        "ETT%% of a job of GPUS GPUs",
+    )
+    m.add_argument("--confidence", type=float, default=0.95, help="of the rate's interval (default 0.95)")
+    m.add_argument("--work-h", type=float, default=24.0, help="hours of training the job must do (default 24)")
+    m.add_argument("--interval-s", type=float, default=1800.0, help="checkpoint interval, s (default 1800)")
+    m.add_argument("--blocking-s", type=float, default=30.0, help="training blocked per save, s (default 30)")
+    m.add_argument("--ttr-s", type=float, default=600.0, help="restart overhead per failure, s (default 600)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="the fleet rate, the test and every node as JSON")
+    fmt.add_argument("--csv", action="store_true", help="one row a node as CSV")
+    p.set_defaults(func=run, engine="duckdb", spark_master=None)
