@@ -312,8 +312,12 @@ def test_live_run_folder(tmp_path, capsys):
     assert 'ett_trace_info{trace="' + str(run) + '",synthetic="false"} 1' in text
 
 
-def test_bad_rank_file(tmp_path):
+def test_bad_rank_file(tmp_path, capsys):
+    """A rank progress file that is not one: exit 2, one line naming the file and the field."""
     run = _run_folder(tmp_path)
     bad = run / "progress" / "rf-rank-00001.json"
     bad.write_text('{"job_id": "rf", "attempt": 0, "rank": "one"}')
+    capsys.readouterr()
     assert main(["stalls", str(run), "--live"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"ett: {bad}, field 'rank': expected int, got 'one'"]
