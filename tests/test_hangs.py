@@ -321,3 +321,28 @@ def test_bad_rank_file(tmp_path, capsys):
     assert main(["stalls", str(run), "--live"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"ett: {bad}, field 'rank': expected int, got 'one'"]
+
+
+def test_recorder_keeps_rank_progress(tmp_path):
+    """A plain Recorder with keep_rank_progress: after three advances (cursor 8, 16, 24 at T0 + 1, 2, 3 s) and
+    close, the rank's file holds step 3, cursor 24, t = T0 + 3 s, its rank and node."""
+    from ettcore.integrations.recorder import Recorder
+
+    now = {"t": 1_769_900_000.0}
+    rec = Recorder(tmp_path / "run", "pr", 0, clock=lambda: now["t"])
+    rec.keep_rank_progress(rank=3, node="node-x")
+    with rec.train_span(cursor=0) as span:
+        for i in (1, 2, 3):
+            now["t"] += 1
+            span.advance(8 * i)
+    rec.close()
+    doc = json.loads((tmp_path / "run" / "progress" / "pr-rank-00003.json").read_text())
+    assert doc == {
+        "job_id": "pr",
+        "attempt": 0,
+        "rank": 3,
+        "node": "node-x",
+        "step": 3,
+        "cursor": 24,
+        "t": 1_769_900_003.0,
+    }
