@@ -64,13 +64,14 @@ def _median_step(steps: list[tuple[int, float]]) -> float:
 
 
 def test_rank_that_stopped_first_is_named(tmp_path, capsys):
-    """Rank 1 stops after step 20; rank 0 trains on to its next synchronization (steps 21-24, all_reduce every 5
-    steps) and blocks.  With ``--stall-after 3`` the job is reported hung within seconds, rank 1 (this machine) as the
-    one that stopped first at step 20 and rank 0 as the one that advanced last, at its last printed step."""
+    """Rank 1 stops after step 60 (3 s of 0.05 s steps, about three recorded spans); rank 0 trains on to its next
+    synchronization (steps 61-64, all_reduce every 5 steps) and blocks.  With ``--stall-after 3`` the job is reported
+    hung within seconds, rank 1 (this machine) as the one that stopped first at step 60 and rank 0 as the one that
+    advanced last, at its last printed step (64).  The median step time is within 25% of the job's own."""
     run, log = tmp_path / "run", tmp_path / "job.log"
     cmd = [sys.executable, "-m", "ettcore.integrations.torchrun", "--run-dir", str(run), "--job-id", "hang-tiny"]
     cmd += ["--", "--standalone", "--nproc-per-node", "2", str(JOBS_DIR / "hang_job.py")]
-    cmd += ["--hang-after", "20", "--hang-rank", "1", "--step-s", str(STEP_S)]
+    cmd += ["--hang-after", "60", "--hang-rank", "1", "--step-s", str(STEP_S)]
     p = _start(cmd, log, TORCH_DISABLE_SHARE_RDZV_TCP_STORE="1")
     states, job = [], {}
     try:
@@ -87,18 +88,18 @@ def test_rank_that_stopped_first_is_named(tmp_path, capsys):
         _stop(p)
     text = log.read_text()
     assert job.get("state") == "hung", (states, text[-3000:])
-    assert "rank 1 hung after step 20" in text
+    assert "rank 1 hung after step 60" in text
     steps = _steps(log)
     assert (job["first_stopped_rank"], job["first_stopped_node"], job["first_stopped_step"]) == (
         1,
         socket.gethostname(),
-        20,
+        60,
     )
     assert (job["last_advanced_rank"], job["last_advanced_node"]) == (0, socket.gethostname())
-    assert job["last_advanced_step"] == steps[-1][0] == 24
+    assert job["last_advanced_step"] == steps[-1][0] == 64
     assert job["ranks"] == 2 and job["progress_age_s"] > 3 and job["stall_threshold_s"] == 3
     # the default threshold: max(60 s, 10 x the median step time), the median near the job's own (printed) one
-    assert default["median_step_s"] == pytest.approx(_median_step(steps[:20]), rel=0.25)
+    assert default["median_step_s"] == pytest.approx(_median_step(steps[:60]), rel=0.25)
     assert default["stall_threshold_s"] == max(60.0, 10 * default["median_step_s"])
     if default["progress_age_s"] < 60:
         assert default["state"] == "advancing"  # stood still for less than the default threshold: not hung yet
