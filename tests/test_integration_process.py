@@ -453,13 +453,18 @@ def test_an_explicit_finish_ends_the_attempt_while_the_process_goes_on(tmp_path:
     a.finish()  # idempotent
 
 
-def test_other_ranks_record_nothing(tmp_path: Path) -> None:
+def test_other_ranks_record_only_their_progress(tmp_path: Path) -> None:
+    """A rank other than 0 writes no recorder file; it keeps its last progress (issue 29: live hang detection)."""
     a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
     a.start(rank=1)
     a.timeline.train_begin(0)
     a.timeline.step(1)
     a.finish()
-    assert a.recorder is None and not (tmp_path / "run").exists()
+    run = tmp_path / "run"
+    assert a.recorder is None and not list(run.glob("*.jsonl"))
+    assert [p.name for p in (run / "progress").iterdir()] == ["j-rank-00001.json"]
+    doc = json.loads((run / "progress" / "j-rank-00001.json").read_text())
+    assert (doc["job_id"], doc["rank"], doc["step"], doc["cursor"]) == ("j", 1, 1, 1)
 
 
 def test_an_explicit_finish_reaps_its_watcher_and_the_end_is_on_disk(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 from test_metric_properties import _ms, _settings, sql_window
 from test_window_properties import traces_with_window
-from trace_strategies import write_trace_folder
+from trace_strategies import train_spans, write_trace_folder
 
 from ettcore import metric
 from ettcore.cli import main
@@ -34,22 +34,9 @@ MIN = 60_000
 def _hang_trace() -> dict:
     """One job: five train spans at 100 cursor units a minute, then one of 11 minutes that advances 100 (a 10-minute
     hang)."""
-    spans, c, t = [], 0, B
-    for minutes, units in [(1, 100), (1, 100), (1, 100), (1, 100), (11, 100), (1, 100)]:
-        spans.append(
-            dict(
-                job_id="j",
-                attempt=0,
-                phase="train",
-                start=t,
-                end=t + minutes * MIN,
-                cursor_start=c,
-                cursor_end=c + units,
-                stage=None,
-            )
-        )
-        t += minutes * MIN
-        c += units
+    pieces = [(minutes * 60, units) for minutes, units in [(1, 100), (1, 100), (1, 100), (1, 100), (11, 100), (1, 100)]]
+    spans = train_spans("j", 0, pieces, B)
+    t = spans[-1]["end"]
     return {
         "jobs": None,
         "attempts": [dict(job_id="j", attempt=0, start=B, end=t, end_reason="completed")],

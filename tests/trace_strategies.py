@@ -302,3 +302,23 @@ def write_trace_folder(
     meta = {"synthetic": True, "source": "tests/trace_strategies.py (hypothesis-generated test trace)"}
     (folder / "trace.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return folder
+
+
+def train_spans(job_id: str, attempt: int, pieces: list[tuple[float, float]], t: int, c: float = 0) -> list[dict]:
+    """Consecutive train spans from ``t`` (ms) and cursor ``c``: ``pieces`` = [(seconds, cursor units), ...]."""
+    out = []
+    for seconds, units in pieces:
+        out.append(
+            dict(
+                job_id=job_id,
+                attempt=attempt,
+                phase="train",
+                start=t,
+                end=t + int(seconds * 1000),
+                cursor_start=c,
+                cursor_end=c + units,
+                stage=None,
+            )
+        )
+        t, c = t + int(seconds * 1000), c + units
+    return out

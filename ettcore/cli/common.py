@@ -4,7 +4,12 @@ trace (with what ``--skip-invalid`` left out said on stderr) and the window line
 from __future__ import annotations
 
 import argparse
+import atexit
+import shutil
 import sys
+import tempfile
+import time
+from pathlib import Path
 from typing import Any
 
 from ettcore import engines, metric
@@ -168,3 +173,33 @@ def prices_of(args: argparse.Namespace) -> money.Prices | None:
     """The parsed ``--gpu-hour-price`` (``ettcore.metric.money.Prices``), or None when none was given."""
     text = getattr(args, "gpu_hour_price", None)
     return None if text is None else money.parse_prices(text, getattr(args, "currency", "USD") or "USD")
+
+
+def is_run_folder(path: str) -> bool:
+    """A recorder run folder (``*.jsonl`` recorder files, no ``attempts`` table), not a trace folder."""
+    p = Path(path)
+    if "://" in str(path) or not p.is_dir() or any(p.glob("attempts.*")) or (p / "attempts").is_dir():
+        return False
+    return any(p.glob("*.jsonl"))
+
+
+def open_live(args: argparse.Namespace, *, now_by_default: bool) -> Trace:
+    """:func:`open_checked`, where the trace may also be a live recorder run folder: it is converted first (into a
+    temporary trace folder removed at exit; its last attempts without an end are running) and, with no ``--as-of``, is
+    analysed now.  ``now_by_default``: analyse a trace folder now too, without ``--as-of``.  The trace keeps the path
+    it was given (the export's ``trace`` label)."""
+    given = args.trace
+    run_folder = is_run_folder(given)
+    if run_folder:
+        from ettcore.importers.recorder import convert
+
+        tmp = Path(tempfile.mkdtemp(prefix="ett-run-folder-"))
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        convert(given, tmp / "trace")  # its input errors name the recorder file, row and field
+        args = argparse.Namespace(**{**vars(args), "trace": str(tmp / "trace")})
+    if args.as_of is None and (run_folder or now_by_default):
+        args = argparse.Namespace(**{**vars(args), "as_of": round(time.time(), 3)})
+    trace = open_checked(args)
+    if run_folder:
+        trace.path = Path(given)
+    return trace

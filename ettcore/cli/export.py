@@ -10,7 +10,8 @@ import re
 import sys
 
 from ettcore.atomic import write_text
-from ettcore.cli.common import add_money_args, add_trace_args, open_checked, prices_of
+from ettcore.cli.common import add_money_args, add_trace_args, open_live, prices_of
+from ettcore.cli.stalls import add_live_args, live_options
 from ettcore.errors import InputError, Problem
 from ettcore.exporters import alert_rules, prometheus
 
@@ -38,8 +39,8 @@ def duration_s(text: str, flag: str) -> float | None:
 def run_prometheus(args: argparse.Namespace) -> int:
     prices = prices_of(args)
     within = duration_s(args.job_series_within, "--job-series-within")
-    trace = open_checked(args)
-    options = {"prices": prices, "job_series_within_s": within}
+    trace = open_live(args, now_by_default=False)
+    options = {"prices": prices, "job_series_within_s": within, **live_options(args)}
     if args.out:
         buf = io.StringIO()
         n = prometheus.write(trace, buf, **options)
@@ -68,7 +69,7 @@ def register(sub) -> None:
         help="fleet, per-model and per-job gauges in the Prometheus text exposition format "
         "(seconds and ratios; for node_exporter's textfile collector)",
     )
-    add_trace_args(q, uri=False)
+    add_trace_args(q, uri=False)  # TRACE may also be a live recorder run folder (analysed now)
     q.add_argument(
         "--out",
         metavar="FILE",
@@ -82,6 +83,7 @@ def register(sub) -> None:
         "'all' for every job); fleet and model series are always written",
     )
     add_money_args(q)
+    add_live_args(q)  # the thresholds of ett_job_hung
     q.set_defaults(func=run_prometheus)
     r = kinds.add_parser(
         "prometheus-rules",

@@ -43,7 +43,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.metric import intervals, money, stalls
+from ettcore.metric import hangs, intervals, money, stalls
 from ettcore.trace.load import Trace
 
 L1_BUCKETS = {
@@ -260,13 +260,17 @@ def current_spells(trace: Trace, job_ids: list[str]) -> dict[str, tuple[str, flo
 
 
 def exposition(
-    trace: Trace, prices: money.Prices | None = None, job_series_within_s: float | None = DEFAULT_JOB_SERIES_WITHIN_S
+    trace: Trace,
+    prices: money.Prices | None = None,
+    job_series_within_s: float | None = DEFAULT_JOB_SERIES_WITHIN_S,
+    **live: Any,
 ) -> Iterator[str]:
     """Every line of the export of a loaded trace (without line ends), in a stable order.
 
     ``prices``: money families too; ``job_series_within_s``: per-job series only for jobs running or ended that
     recently before the as-of time (None: every job).  The ``_total`` counters are written when the export measures
-    the whole trace (no window, no exclusion): a window's totals are not cumulative."""
+    the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``live``: the thresholds of
+    :func:`live_families` (the running jobs' hung and slow gauges)."""
     owners = _owners(trace)
     all_jobs = metric.job_summary(trace)
     fleet = metric.fleet_summary(trace)
@@ -421,6 +425,56 @@ def exposition(
             lambda r, e: round(jm[r["job_id"]]["lost_cost"], MONEY_DIGITS),
             [[cur]],
         )
+    yield from live_families(trace, **live)
+
+
+# --------------------------------------------------------------------------- live hang detection (issue 29)
+
+
+def live_families(
+    trace: Trace, stall_after: float | str | None = None, job_stall_after: dict[str, float] | None = None
+) -> Iterator[str]:
+    """The jobs running at the as-of time (:mod:`ettcore.metric.hangs`): ``ett_job_hung`` (labels ``job_id``,
+    ``model``, ``first_stopped_rank``, ``first_stopped_node``; empty when no rank reported), ``ett_job_slow``,
+    ``ett_job_progress_age_seconds`` and ``ett_job_stall_threshold_seconds``.  Ranks come from ``trace.json``'s
+    ``rank_progress`` (a converted run folder's)."""
+    rows = hangs.live_jobs(trace, trace.metadata.get("rank_progress") or [], stall_after, job_stall_after)
+    job_lab = [[("job_id", r["job_id"]), ("model", r["model"])] for r in rows]
+
+    def blank(v: Any) -> str:
+        return "" if v is None else str(v)
+
+    yield from family(
+        "ett_job_hung",
+        "1 when the running job's step/cursor has not advanced for longer than its stall threshold, else 0; "
+        "with the rank that stopped first and its node (empty when unknown).",
+        [
+            (
+                labels(
+                    lab
+                    + [("first_stopped_rank", blank(r["first_stopped_rank"]))]
+                    + [("first_stopped_node", blank(r["first_stopped_node"]))]
+                ),
+                int(r["state"] == "hung"),
+            )
+            for r, lab in zip(rows, job_lab)
+        ],
+    )
+    yield from family(
+        "ett_job_slow",
+        f"1 when the running job advances but its recent step time exceeds {hangs.SLOW_FACTOR:g} x its median, else 0.",
+        [(labels(lab), int(r["state"] == "slow")) for r, lab in zip(rows, job_lab)],
+    )
+    yield from family(
+        "ett_job_progress_age_seconds",
+        "Seconds since the running job's step/cursor last advanced (since its attempt started, before any advance).",
+        [(labels(lab), r["progress_age_s"]) for r, lab in zip(rows, job_lab)],
+    )
+    yield from family(
+        "ett_job_stall_threshold_seconds",
+        "The running job's stall threshold: max(60 s, 10 x its median step time) unless overridden.",
+        [(labels(lab), r["stall_threshold_s"]) for r, lab in zip(rows, job_lab)],
+    )
 
 
 def write(trace: Trace, out, **options: Any) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,45 @@ from ettcore.errors import InputError, Problem
 # The record format: the kinds of record a recorder file holds, and the end reasons of an attempt
 END_REASONS = ("completed", "failure", "preemption", "cancelled")
 RECORD_KINDS = ("job", "attempt_start", "attempt_end", "begin", "progress", "span")
+# Each rank's last progress: one small JSON object a rank, replaced atomically, in this folder of the run folder
+RANK_PROGRESS_DIR = "progress"
+RANK_PROGRESS_FIELDS = {
+    "job_id": (str,),
+    "attempt": (int,),
+    "rank": (int,),
+    "node": (str,),
+    "step": (int,),
+    "cursor": (int, float),
+    "t": (int, float),
+}
+
+
+def rank_progress_name(job_id: str, rank: int) -> str:
+    """The file name of one rank's last progress (inside :data:`RANK_PROGRESS_DIR`)."""
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', job_id)}-rank-{int(rank):05d}.json"
+
+
+def read_rank_progress(directory: str | Path) -> list[dict[str, Any]]:
+    """Every rank's last progress kept in a run folder (``progress/*-rank-*.json``; none: an empty list), each
+    ``{job_id, attempt, rank, node, step, cursor, t}`` (``t``: epoch seconds of the rank's last step).  A file that is
+    not such an object is an input error naming the file and the field."""
+    folder = Path(directory) / RANK_PROGRESS_DIR
+    out = []
+    for path in sorted(folder.glob("*-rank-*.json")) if folder.is_dir() else []:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(Problem(str(path), None, None, f"not a rank progress file: {exc}")) from None
+        if not isinstance(doc, dict):
+            raise InputError(Problem(str(path), None, None, "not a rank progress file: not a JSON object"))
+        for key, kinds in RANK_PROGRESS_FIELDS.items():
+            v = doc.get(key)
+            if isinstance(v, bool) or not isinstance(v, kinds):
+                names = "/".join(k.__name__ for k in kinds)
+                raise InputError(Problem(str(path), None, key, f"expected {names}, got {v!r}"))
+        out.append({k: doc[k] for k in RANK_PROGRESS_FIELDS})
+    return out
+
 
 # --------------------------------------------------------------------------- reading
 
@@ -502,6 +542,9 @@ def convert(
         "source": f"ettcore.recorder run folder {Path(directory).name}",  # as every converted trace says
         "recorder_notes": conv.note_lines(notes_relative_to),
     }
+    ranks = read_rank_progress(directory)
+    if ranks:  # each rank's last progress, for live hang detection (ettcore.metric.hangs)
+        meta["rank_progress"] = ranks
     meta.update(metadata or {})
     conv.out_dir = write_trace(out_dir, attempts=conv.attempts, spans=conv.spans, jobs=conv.jobs, metadata=meta)
     return conv

@@ -105,9 +105,8 @@ class ETTCallback(TrainerCallback):
         try:
             model = kwargs.get("model")
             name = getattr(getattr(model, "config", None), "model_type", None) or type(model).__name__
-            self.ett.start(
-                rank=0 if state.is_world_process_zero else 1, model=name, gpus=getattr(args, "world_size", 1)
-            )
+            rank = 0 if state.is_world_process_zero else max(1, int(getattr(args, "process_index", 1) or 1))
+            self.ett.start(rank=rank, model=name, gpus=getattr(args, "world_size", 1))  # each rank its own progress
             if self.ett.recorder is None:
                 return
             self._tl.switch("trainer_init", "trainer_init", "train_setup")

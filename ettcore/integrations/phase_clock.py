@@ -74,6 +74,7 @@ class PhaseClock:
         self._in_train = False
         self._compile_ids: tuple[Any, Any] | None = None
         self.attempt: Any = None  # the Attempt that owns this timeline, if any
+        self.ranks: Any = None  # this rank's last progress (ettcore.integrations.rank_progress), if kept
 
     # ------------------------------------------------------------------ state
 
@@ -185,6 +186,8 @@ class PhaseClock:
         now = self.clock()
         self.cursor = cursor
         self.t_step = now
+        if self.ranks is not None:
+            self.ranks.step(cursor, now)
         if self._in_train and now - self._seg_t >= self.interval:
             self._write_train(now, cursor)
 

@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ettcore.integrations.phase_clock import PhaseClock
+from ettcore.integrations.rank_progress import RankProgress
 from ettcore.integrations.recorder import Recorder, RecorderWarning
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
@@ -294,9 +295,11 @@ class Attempt:
             return
         self.started = True
         if rank != 0:
+            self.guard(self._keep_rank_progress, rank)
             return
         self.job_id = resolve_job_id(self.run_dir, self._job_arg)
         self.attempt = resolve_attempt(self.run_dir, self.job_id, self._attempt_arg)
+        self.guard(self._keep_rank_progress, rank)
         rec = Recorder(
             self.run_dir,
             self.job_id,
@@ -331,6 +334,14 @@ class Attempt:
         atexit.register(self._at_exit)
         self._prev_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
+
+    def _keep_rank_progress(self, rank: int) -> None:
+        """Every rank keeps its last progress in the run folder (:mod:`ettcore.integrations.rank_progress`)."""
+        job_id = self.job_id or resolve_job_id(self.run_dir, self._job_arg)
+        attempt = self.attempt if self.attempt is not None else resolve_attempt(self.run_dir, job_id, self._attempt_arg)
+        self.timeline.ranks = RankProgress(
+            self.run_dir, job_id, attempt, rank, interval_s=self.timeline.interval, clock=self.clock
+        )
 
     def watch_signals(self) -> None:
         """Chain a handler for the preemption signals and SIGINT (main thread only; call once training runs)."""
@@ -407,6 +418,8 @@ class Attempt:
         ends at ``t``, and the call returns once the exit watcher has written
         that end and exited.
         """
+        if self.timeline.ranks is not None:
+            self.timeline.ranks.close()
         if self.finished or self.recorder is None:
             return
         self.finished = True

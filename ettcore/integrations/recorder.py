@@ -73,6 +73,7 @@ from typing import TYPE_CHECKING, Any, Callable
 # the record format is the converter's (it reads what this writes); the converter's module imports DuckDB and Polars
 # only when it converts, so the writer stays light inside a training job
 from ettcore.importers.recorder import END_REASONS, RECORD_KINDS  # noqa: F401  (RECORD_KINDS re-exported beside the writer)
+from ettcore.integrations.rank_progress import RankProgress
 
 if TYPE_CHECKING:
     from ettcore.importers.recorder import Conversion
@@ -185,6 +186,8 @@ class TrainSpan:
         self.cursor = cursor
         try:
             now = self._rec._clock()
+            if self._rec.ranks is not None:
+                self._rec.ranks.step(cursor, now)
             if now - self._last_write >= self._interval:
                 self._last_write = now
                 self._rec._emit({"k": "progress", "id": self._id, "t": now, "cursor": cursor})
@@ -279,6 +282,7 @@ class Recorder:
         self.errors = 0
         self.last_error: BaseException | None = None
         self.path: Path | None = None
+        self.ranks: RankProgress | None = None  # this rank's last progress, once keep_rank_progress is called
         self._prefix = '{"job_id":%s,"attempt":%d,' % (json.dumps(self.job_id), self.attempt)
         try:
             self._open()
@@ -398,6 +402,24 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
 
+    def keep_rank_progress(self, rank: int | None = None, node: str | None = None) -> None:
+        """Also keep this rank's last progress in the run folder (:mod:`ettcore.integrations.rank_progress`):
+        every :meth:`TrainSpan.advance` notes it, a thread writes it at most every ``progress_interval_s``.  ``rank``
+        defaults to ``RANK`` (0 without it), ``node`` to the host name."""
+        try:
+            rank = int(os.environ.get("RANK", "0")) if rank is None else int(rank)
+            self.ranks = RankProgress(
+                self.directory,
+                self.job_id,
+                self.attempt,
+                rank,
+                node=node,
+                interval_s=self.progress_interval_s,
+                clock=self._clock,
+            )
+        except Exception as exc:  # noqa: BLE001
+            self.fail(exc)
+
     def train_span(self, cursor: float) -> TrainSpan:
         """Context manager: a ``train`` span starting at data cursor ``cursor``; call ``advance`` per step."""
         return TrainSpan(self, cursor)
@@ -415,6 +437,8 @@ class Recorder:
         """
         if self._train is not None:
             self._train.close()
+        if self.ranks is not None:
+            self.ranks.close()
         with self._lock:
             fd, self._fd = self._fd, None
         if fd is not None:

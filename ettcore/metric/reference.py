@@ -800,6 +800,21 @@ def reference_rolling(
     return out
 
 
+def _pace(trains: list[dict], stall_after: float | None) -> tuple[float | None, float]:
+    """A job's pace (the median, over its train spans with ``end > start`` and ``cursor_end > cursor_start``, of
+    cursor units per second; None when none advanced) and its stall threshold (``stall_after``, else ``max(60, 10 /
+    pace)``, 60 without a pace)."""
+    import statistics
+
+    rates = [
+        (s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000)
+        for s in trains
+        if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]
+    ]
+    pace = statistics.median(rates) if rates else None
+    return pace, stall_after if stall_after is not None else max(60.0, 10.0 / pace if pace else 0.0)
+
+
 def reference_stalls(
     jobs: list[dict] | None,
     attempts: list[dict],
@@ -820,8 +835,6 @@ def reference_stalls(
     whose start lies in ``[since, until)`` and in no exclusion that applies to the job.  Returns ``{job_id: {"pace",
     "threshold", "stalls": [(start_ms, stalled_s), ...]}}`` for the jobs :func:`reference_metrics` lists.
     """
-    import statistics
-
     exclusions = list(exclusions)
     res = reference_metrics(jobs, attempts, spans, as_of, since=since, until=until, exclusions=exclusions)
     _, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
@@ -831,13 +844,7 @@ def reference_stalls(
         trains = sorted(
             (s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"])
         )
-        rates = [
-            (s["cursor_end"] - s["cursor_start"]) / ((s["end"] - s["start"]) / 1000)
-            for s in trains
-            if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]
-        ]
-        pace = statistics.median(rates) if rates else None
-        threshold = stall_after if stall_after is not None else max(60.0, 10.0 / pace if pace else 0.0)
+        pace, threshold = _pace(trains, stall_after)
         excl = job_exclusions(job_id, rows.get(job_id), exclusions)
         found = []
         for s in trains:
@@ -847,4 +854,74 @@ def reference_stalls(
             if stalled > threshold and is_counted(s["start"], since, until, excl):
                 found.append((s["start"], stalled))
         out[job_id] = {"pace": pace, "threshold": threshold, "stalls": found}
+    return out
+
+
+def reference_live(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    as_of: int | None = None,
+    *,
+    stall_after: float | None = None,
+    job_stall_after: dict[str, float] | None = None,
+    slow_factor: float = 3.0,
+    recent_spans: int = 5,
+) -> dict[str, dict[str, Any]]:
+    """Live hang detection for the jobs running at the as-of time (reporting only).
+
+    A job is running when one of its (as-of clipped) attempts is ``running``; its current attempt is the latest such.
+    Its train spans of that attempt that advanced (``cursor_end > cursor_start``), latest ``end`` first (then latest
+    ``start``): the last advance is the largest ``end``, the cursor there the largest ``cursor_end``, the recent step
+    time ``sum(end - start) / sum(cursor_end - cursor_start)`` over the first ``recent_spans`` of them.  The median
+    step time is ``1 / pace`` (:func:`_pace`, over all the job's train spans), the threshold ``job_stall_after[job]``,
+    else :func:`_pace`'s.  The progress age is ``as_of - last advance`` (``as_of - attempt start`` without one).
+    State: ``starting`` (no advance in the attempt), ``hung`` (age > threshold), ``slow`` (recent step time >
+    ``slow_factor`` x median step time), else ``advancing``.  Returns ``{job_id: {"attempt", "last_advance",
+    "cursor", "age", "threshold", "median_step", "recent_step", "state"}}`` (times in ms, durations in s).
+    """
+    res = reference_metrics(jobs, attempts, spans, as_of)
+    atts, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
+    out = {}
+    for job_id in res["jobs"]:
+        running = [a for a in atts if a["job_id"] == job_id and a["end_reason"] == "running"]
+        if not running:
+            continue
+        cur = max(running, key=lambda a: a["attempt"])
+        trains = [s for s in sps if s["job_id"] == job_id and s["phase"] == "train"]
+        pace, threshold = _pace(trains, stall_after)
+        threshold = (job_stall_after or {}).get(job_id, threshold)
+        adv = sorted(
+            (s for s in trains if s["attempt"] == cur["attempt"] and s["cursor_end"] > s["cursor_start"]),
+            key=lambda s: (s["end"], s["start"]),
+            reverse=True,
+        )
+        last = max((s["end"] for s in adv), default=None)
+        recent = adv[:recent_spans]
+        recent_step = (
+            sum((s["end"] - s["start"]) / 1000 for s in recent)
+            / sum(s["cursor_end"] - s["cursor_start"] for s in recent)
+            if recent
+            else None
+        )
+        median_step = None if pace is None else 1.0 / pace
+        age = (res["as_of"] - (cur["start"] if last is None else last)) / 1000
+        if last is None:
+            state = "starting"
+        elif age > threshold:
+            state = "hung"
+        elif median_step is not None and recent_step > slow_factor * median_step:
+            state = "slow"
+        else:
+            state = "advancing"
+        out[job_id] = {
+            "attempt": cur["attempt"],
+            "last_advance": last,
+            "cursor": max((s["cursor_end"] for s in adv), default=None),
+            "age": age,
+            "threshold": threshold,
+            "median_step": median_step,
+            "recent_step": recent_step,
+            "state": state,
+        }
     return out

@@ -36,7 +36,8 @@ def _stall_after(value: float | str | None) -> float | None:
     return seconds
 
 
-def _prepare(trace: Trace, stall_after: float | str | None) -> None:
+def prepare(trace: Trace, stall_after: float | str | None) -> None:
+    """The per-job results, the threshold parameter and the ``train_pace`` and ``train_stalls`` views."""
     metric.job_metrics(trace)  # job_stalls.sql reads the per-job results
     con = trace.con
     con.execute(
@@ -49,11 +50,11 @@ def _prepare(trace: Trace, stall_after: float | str | None) -> None:
 
 def train_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
     """One row a stall: ``job_id, attempt, start, end, stalled_s, threshold_s, pace_per_s``."""
-    _prepare(trace, stall_after)
+    prepare(trace, stall_after)
     return trace.sql("SELECT * FROM train_stalls")
 
 
 def job_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
     """One row a measured job: ``job_id, model, stalls, longest_stall_s, stall_s, pace_per_s, stall_after_s``."""
-    _prepare(trace, stall_after)
+    prepare(trace, stall_after)
     return trace.sql(sql("metric/job_stalls"))
