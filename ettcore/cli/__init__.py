@@ -20,10 +20,12 @@ from ettcore.cli import (
     export,
     from_recorder,
     imports,
+    ingest,
     live_job,
     opportunities,
     report,
     stalls,
+    store,
     summarize,
     synth,
     trend,
@@ -35,7 +37,21 @@ from ettcore.errors import InputError, Problem, summarize_problems
 __all__ = ["COMMANDS", "build_parser", "format_table", "job_json_blocks", "main", "table_blocks", "write_summary_json"]
 
 # The subcommands, in the order ``ett --help`` lists them.
-COMMANDS = (summarize, trend, validate, opportunities, imports, synth, from_recorder, live_job, report, stalls, export)
+COMMANDS = (
+    summarize,
+    trend,
+    validate,
+    opportunities,
+    imports,
+    ingest,
+    store,
+    synth,
+    from_recorder,
+    live_job,
+    report,
+    stalls,
+    export,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
