@@ -217,3 +217,48 @@ def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
     )
     r.wait()
     assert q.returncode == 2 and "held by another process" in q.stderr
+
+
+def _cut(lines: list[str], t: int) -> str:
+    """The bundled sacct export as a snapshot taken at ``t`` (epoch s): later submissions absent, later starts
+    PENDING, later ends RUNNING."""
+    head, rows = lines[0], lines[1:]
+    cols = head.split("|")
+    i = {c: cols.index(c) for c in ("State", "Submit", "Start", "End", "NodeList", "ExitCode")}
+    out = [head]
+    for line in rows:
+        f = line.split("|")
+        if int(f[i["Submit"]]) > t:
+            continue
+        if int(f[i["Start"]]) > t:
+            f[i["State"]], f[i["Start"]], f[i["End"]], f[i["NodeList"]] = (
+                "PENDING",
+                "Unknown",
+                "Unknown",
+                "None assigned",
+            )
+        elif int(f[i["End"]]) > t:
+            f[i["State"]], f[i["End"]] = "RUNNING", "Unknown"
+        out.append("|".join(f))
+    return "\n".join(out) + "\n"
+
+
+def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
+    from ettcore.cli import main
+
+    export = ROOT / "data" / "slurm-fleet" / "sacct.txt"
+    lines = export.read_text().strip().splitlines()
+    cols = lines[0].split("|")
+    starts = sorted(int(r.split("|")[cols.index("Start")]) for r in lines[1:])
+    s = tmp_path / "s.duckdb"
+    seen = ""
+    for k, t in enumerate((starts[len(starts) // 4], starts[len(starts) // 2], starts[-1])):
+        snap = tmp_path / f"snap{k}.txt"
+        snap.write_text(_cut(lines, t))
+        seen += snap.read_text()
+        assert main(["ingest", str(s), str(snap), "--as-of", str(t)]) == 0
+    assert "PENDING" in seen and "RUNNING" in seen
+    assert main(["ingest", str(s), str(export)]) == 0
+    assert main(["import", "slurm", str(export), "--out", str(tmp_path / "one")]) == 0
+    capsys.readouterr()
+    _assert_same(_figures(store.open_store(s)), _figures(load_trace(tmp_path / "one")))

@@ -53,6 +53,7 @@ RESULT_TABLES = {  # the store's result table -> the metric's table it keeps (pe
 }
 KEYED_BY_ID = {"res_job_metrics", "res_job_components"}  # keyed by job_id (the others by job_key)
 WAIT_S_DEFAULT = 60.0
+_NULL_TYPES = ("NULL", '"NULL"')  # DuckDB's type of a column that is only NULL literals
 
 
 def wait_seconds() -> float:
@@ -194,10 +195,13 @@ def _merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: 
             f"FROM {source_relation} LIMIT 0"
         )
         return
-    have = {c.lower() for c in _columns(con, f"st.{target}")}
+    have = {c.lower(): (c, t) for c, t in _columns(con, f"st.{target}").items()}
     for col, dtype in _columns(con, source_relation).items():
         if col.lower() not in have:
             con.execute(f"ALTER TABLE st.{target} ADD COLUMN {quote_ident(col)} {dtype}")
+        elif have[col.lower()][1] in _NULL_TYPES and dtype not in _NULL_TYPES:
+            # a column no row had a value for (e.g. gpus of a trace without a jobs table) takes the first real type
+            con.execute(f"ALTER TABLE st.{target} ALTER COLUMN {quote_ident(have[col.lower()][0])} TYPE {dtype}")
 
 
 def _row_hash(cols: list[str], present: set[str]) -> str:
