@@ -262,3 +262,31 @@ def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
     assert main(["import", "slurm", str(export), "--out", str(tmp_path / "one")]) == 0
     capsys.readouterr()
     _assert_same(_figures(store.open_store(s)), _figures(load_trace(tmp_path / "one")))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stalls"],
+        ["opportunities"],
+        ["summarize", "--by", "team", "--json"],
+        ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
+        ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
+        ["trend", "--every", "hour", "--window", "3h", "--json"],
+        ["export", "prometheus"],
+    ],
+)
+def test_commands_on_a_store_print_what_they_print_on_the_trace(argv, tmp_path, capsys):
+    from ettcore.cli import main
+
+    sample = ROOT / "data" / "sample"
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, sample)
+    cmd = argv[:2] if argv[0] == "export" else argv[:1]
+    rest = argv[len(cmd) :]
+
+    def out(where):
+        assert main([*cmd, str(where), *rest]) == 0
+        return [x for x in capsys.readouterr().out.splitlines() if str(where) not in x]
+
+    assert out(s) == out(sample)

@@ -8,7 +8,7 @@ import math
 import sys
 from typing import Any
 
-from ettcore import metric
+from ettcore import metric, store
 from ettcore.cli.common import skip_report
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
@@ -25,7 +25,10 @@ from ettcore.trace import load_trace
 def run(args: argparse.Namespace) -> int:
     """``ett opportunities``: load the trace, build the lost-time frame, rank, print (exit 2 on bad input)."""
     try:
-        trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
+        if store.is_store(args.trace):  # a fleet store: its stored per-job results
+            trace = store.open_store(args.trace, mapping=args.mapping, as_of=args.as_of)
+        else:
+            trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
         if trace.excluded_jobs:
             print(skip_report(trace), file=sys.stderr)
         summary = metric.job_summary(trace)
