@@ -194,11 +194,11 @@ def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
         [sys.executable, "-m", "ettcore.cli", "summarize", str(s), "--json"],
         capture_output=True,
         text=True,
-        env={**__import__("os").environ, "ETT_STORE_WAIT": "20"},
+        env={**__import__("os").environ, "ETT_STORE_WAIT": "60"},
     )
     holder.wait()
     assert r.returncode == 0, r.stderr
-    assert "waiting up to 20 s" in r.stderr
+    assert "waiting up to 60 s" in r.stderr
     r = subprocess.Popen(
         [
             sys.executable,
@@ -215,6 +215,7 @@ def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
         text=True,
         env={**__import__("os").environ, "ETT_STORE_WAIT": "0.5"},
     )
+    r.kill()
     r.wait()
     assert q.returncode == 2 and "held by another process" in q.stderr
 
