@@ -184,7 +184,7 @@ def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
         [
             sys.executable,
             "-c",
-            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(3)",
+            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(8)",
         ],
         stdout=subprocess.PIPE,
         text=True,
@@ -203,7 +203,7 @@ def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
         [
             sys.executable,
             "-c",
-            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(4)",
+            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(30)",
         ],
         stdout=subprocess.PIPE,
         text=True,
