@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ettcore import engines, metric
+from ettcore import engines, metric, store
 from ettcore.cli.output import exclusion_records, format_table
-from ettcore.errors import summarize_problems
+from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.metric import money
 from ettcore.trace.instants import iso as _iso_ms
 from ettcore.trace.load import Trace
@@ -83,6 +83,23 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
 
 def open_checked(args: argparse.Namespace) -> Trace:
     """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines)."""
+    if store.is_store(args.trace):  # a fleet store: its stored per-job results (ettcore.store)
+        if getattr(args, "engine", "duckdb") != "duckdb":
+            raise InputError(
+                Problem(str(args.trace), None, "engine", "a store is read by the DuckDB engine only (yet)")
+            )
+        trace = store.open_store(
+            args.trace,
+            mapping=args.mapping,
+            as_of=args.as_of,
+            since=args.since,
+            until=args.until,
+            exclude=args.exclude,
+            memory_limit=args.memory_limit,
+        )
+        if trace.recomputed:
+            print(f"ett: {trace.recomputed}: attributing again from the store's rows", file=sys.stderr)
+        return trace
     trace = engines.open_trace(
         args.trace,
         getattr(args, "engine", "duckdb"),

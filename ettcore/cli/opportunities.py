@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from ettcore import metric
+from ettcore import metric, store
 from ettcore.cli.common import add_money_args, prices_of, skip_report
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
@@ -29,7 +29,10 @@ def run(args: argparse.Namespace) -> int:
     """``ett opportunities``: load the trace, build the lost-time frame, rank, print (exit 2 on bad input)."""
     try:
         prices = prices_of(args)
-        trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
+        if store.is_store(args.trace):  # a fleet store: its stored per-job results
+            trace = store.open_store(args.trace, mapping=args.mapping, as_of=args.as_of)
+        else:
+            trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
         if trace.excluded_jobs:
             print(skip_report(trace), file=sys.stderr)
         summary = metric.job_summary(trace)

@@ -1,0 +1,293 @@
+"""The fleet store (ettcore.store): a store built by incremental ingests equals a one-shot measurement of the union.
+
+The traces are SYNTHETIC (tests/trace_strategies.py, random valid traces).  The one-shot side is
+ettcore.metric on a trace folder holding the latest version of every job, whose agreement with the plain-Python
+reference is tests/test_metric_properties.py's.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+from trace_strategies import traces, write_trace_folder
+
+from ettcore import metric, store
+from ettcore.errors import InputError
+from ettcore.trace.load import load_trace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _subset(trace: dict, jobs: set[str]) -> dict:
+    return {
+        "jobs": None if trace["jobs"] is None else [r for r in trace["jobs"] if r["job_id"] in jobs],
+        "attempts": [r for r in trace["attempts"] if r["job_id"] in jobs],
+        "spans": [r for r in trace["spans"] if r["job_id"] in jobs],
+    }
+
+
+def _figures(t) -> dict[str, pl.DataFrame]:
+    return {
+        "jobs": metric.job_summary(t),
+        "fleet": metric.fleet_summary(t),
+        "by_model": metric.fleet_summary(t, by="model"),
+        "day": metric.trend(t, "day"),
+        "week": metric.trend(t, "week"),
+        "hour": metric.trend(t, "hour"),
+        "rolling": metric.trend(t, "hour", window="3h"),
+    }
+
+
+def _assert_same(a: dict, b: dict) -> None:
+    for k in a:
+        assert_frame_equal(a[k], b[k], check_exact=False, rel_tol=1e-12, abs_tol=1e-9, check_dtypes=False)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], phases=[Phase.generate])
+@given(traces(), st.randoms(use_true_random=False))
+def test_incremental_store_equals_one_shot(trace, rnd):
+    job_ids = sorted({r["job_id"] for r in trace["attempts"]})
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        one_shot = _figures(load_trace(write_trace_folder(trace, tmp / "union")))
+        # batches of jobs, in random order, one of them twice; one job first arrives with half its spans (a running
+        # job seen early, or a row corrected later) and then whole
+        batches = [set() for _ in range(rnd.randint(1, 3))]
+        for j in job_ids:
+            rnd.choice(batches).add(j)
+        batches = [b for b in batches if b]
+        order = batches + [rnd.choice(batches)]
+        rnd.shuffle(order)
+        early = rnd.choice(job_ids)
+        spans = [r for r in trace["spans"] if r["job_id"] == early]
+        partial = _subset(trace, {early})
+        partial["spans"] = spans[: len(spans) // 2]
+        s = tmp / "fleet.duckdb"
+        store.ingest_path(s, write_trace_folder(partial, tmp / "early"))
+        last = None
+        for i, b in enumerate(order):
+            last = store.ingest_path(s, write_trace_folder(_subset(trace, b), tmp / f"b{i}"))
+        again = store.ingest_path(s, write_trace_folder(_subset(trace, order[-1]), tmp / "again"))
+        assert (len(again.new), len(again.changed), again.running) == (0, 0, 0)
+        assert last is not None
+        _assert_same(_figures(store.open_store(s)), one_shot)
+
+
+T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def _two_versions(tmp: Path):
+    base = {
+        "jobs": [{"job_id": "a", "model": "m", "gpus": 2}, {"job_id": "b", "model": "m", "gpus": 1}],
+        "attempts": [
+            {"job_id": "a", "attempt": 0, "start": T0 + 0, "end": T0 + 3_600_000, "end_reason": "completed"},
+            {"job_id": "b", "attempt": 0, "start": T0 + 0, "end": T0 + 7_200_000, "end_reason": "completed"},
+        ],
+        "spans": [
+            {
+                "job_id": "a",
+                "attempt": 0,
+                "phase": "train",
+                "start": T0 + 600_000,
+                "end": T0 + 3_600_000,
+                "cursor_start": 0,
+                "cursor_end": 100,
+            },
+            {
+                "job_id": "b",
+                "attempt": 0,
+                "phase": "train",
+                "start": T0 + 0,
+                "end": T0 + 3_600_000,
+                "cursor_start": 0,
+                "cursor_end": 100,
+            },
+        ],
+    }
+    later = {k: [dict(r) for r in v] for k, v in base.items()}
+    later["attempts"][1]["end_reason"] = "failure"
+    return write_trace_folder(base, tmp / "v1"), write_trace_folder(later, tmp / "v2")
+
+
+def test_same_source_twice_and_a_replaced_job(tmp_path, capsys):
+    from ettcore.cli import main
+
+    v1, v2 = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    assert main(["ingest", str(s), str(v1)]) == 0
+    assert main(["ingest", str(s), str(v1)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "2 new, 0 changed" in out[0] and "0 new, 0 changed" in out[1]
+    assert main(["ingest", str(s), str(v2)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "0 new, 1 changed" in out[0]
+    assert out[1] == "note: job 'b' replaced as a whole: attempts.end_reason differ"
+    jobs = metric.job_summary(store.open_store(s))
+    # by hand: b ran 2 h, trained the first hour, then failed: 50 %, one interruption
+    assert jobs.filter(pl.col("job_id") == "b").select("ett_pct", "nof").row(0) == (50.0, 1)
+
+
+def test_bad_source_leaves_the_store_unchanged(tmp_path):
+    v1, _ = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, v1)
+    before = s.read_bytes()
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "attempts.csv").write_text(
+        "job_id,attempt,start,end,end_reason\nc,0,2026-01-01T00:00:00,notatime,completed\n"
+    )
+    (bad / "spans.csv").write_text("job_id,attempt,phase,start,end\n")
+    with pytest.raises(InputError) as e:
+        store.ingest_path(s, bad)
+    p = e.value.problems[0]
+    assert (Path(p.file).name, p.row, p.field) == ("attempts.csv", 1, "end")
+    assert s.read_bytes() == before
+    r = store.ingest_path(s, bad, skip_invalid=True)
+    assert r.skipped == 1
+    con = duckdb.connect(str(s), read_only=True)
+    assert con.execute("SELECT job_id, field FROM ett_skipped").fetchall() == [("c", "end")]
+
+
+def test_other_version_and_damaged_store(tmp_path):
+    v1, _ = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, v1)
+    con = duckdb.connect(str(s))
+    con.execute("UPDATE ett_store SET value = '99' WHERE key = 'version'")
+    con.close()
+    with pytest.raises(InputError, match="version '99'"):
+        store.open_store(s)
+    damaged = tmp_path / "d.duckdb"
+    data = bytearray(s.read_bytes())
+    data[5000:9000] = b"\x00" * 4000
+    damaged.write_bytes(bytes(data))
+    r = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(damaged)], capture_output=True, text=True)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and str(damaged) in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_a_reader_waits_for_a_refresh_bounded(tmp_path):
+    v1, _ = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, v1)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(8)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    r = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "summarize", str(s), "--json"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "ETT_STORE_WAIT": "60"},
+    )
+    holder.wait()
+    assert r.returncode == 0, r.stderr
+    assert "waiting up to 60 s" in r.stderr
+    r = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,time; c=duckdb.connect({str(s)!r}); print('held', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert r.stdout.readline().strip() == "held"
+    q = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "ingest", str(s), str(v1)],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "ETT_STORE_WAIT": "0.5"},
+    )
+    r.kill()
+    r.wait()
+    assert q.returncode == 2 and "held by another process" in q.stderr
+
+
+def _cut(lines: list[str], t: int) -> str:
+    """The bundled sacct export as a snapshot taken at ``t`` (epoch s): later submissions absent, later starts
+    PENDING, later ends RUNNING."""
+    head, rows = lines[0], lines[1:]
+    cols = head.split("|")
+    i = {c: cols.index(c) for c in ("State", "Submit", "Start", "End", "NodeList", "ExitCode")}
+    out = [head]
+    for line in rows:
+        f = line.split("|")
+        if int(f[i["Submit"]]) > t:
+            continue
+        if int(f[i["Start"]]) > t:
+            f[i["State"]], f[i["Start"]], f[i["End"]], f[i["NodeList"]] = (
+                "PENDING",
+                "Unknown",
+                "Unknown",
+                "None assigned",
+            )
+        elif int(f[i["End"]]) > t:
+            f[i["State"]], f[i["End"]] = "RUNNING", "Unknown"
+        out.append("|".join(f))
+    return "\n".join(out) + "\n"
+
+
+def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
+    from ettcore.cli import main
+
+    export = ROOT / "data" / "slurm-fleet" / "sacct.txt"
+    lines = export.read_text().strip().splitlines()
+    cols = lines[0].split("|")
+    starts = sorted(int(r.split("|")[cols.index("Start")]) for r in lines[1:])
+    s = tmp_path / "s.duckdb"
+    seen = ""
+    for k, t in enumerate((starts[len(starts) // 4], starts[len(starts) // 2], starts[-1])):
+        snap = tmp_path / f"snap{k}.txt"
+        snap.write_text(_cut(lines, t))
+        seen += snap.read_text()
+        assert main(["ingest", str(s), str(snap), "--as-of", str(t)]) == 0
+    assert "PENDING" in seen and "RUNNING" in seen
+    assert main(["ingest", str(s), str(export)]) == 0
+    assert main(["import", "slurm", str(export), "--out", str(tmp_path / "one")]) == 0
+    capsys.readouterr()
+    _assert_same(_figures(store.open_store(s)), _figures(load_trace(tmp_path / "one")))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["stalls"],
+        ["opportunities"],
+        ["summarize", "--by", "team", "--json"],
+        ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
+        ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
+        ["trend", "--every", "hour", "--window", "3h", "--json"],
+        ["export", "prometheus"],
+    ],
+)
+def test_commands_on_a_store_print_what_they_print_on_the_trace(argv, tmp_path, capsys):
+    from ettcore.cli import main
+
+    sample = ROOT / "data" / "sample"
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, sample)
+    cmd = argv[:2] if argv[0] == "export" else argv[:1]
+    rest = argv[len(cmd) :]
+
+    def out(where):
+        assert main([*cmd, str(where), *rest]) == 0
+        return [x for x in capsys.readouterr().out.splitlines() if str(where) not in x]
+
+    assert out(s) == out(sample)
