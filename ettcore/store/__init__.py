@@ -717,6 +717,9 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
     span_store.register_keyed(con, excluded=False)
     trace.spans_keyed = True
     con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
+    # the attribution's segments over the stored rows, as a view: only a timeline reads them (the current spells of
+    # the Prometheus export, the gantt), for the jobs it names; the figures come from the stored attributed_time
+    con.execute(f"CREATE OR REPLACE TEMP VIEW attributed_segments AS {sql('metric/attributed_segments')}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
     for view in ("fleet_slots", "interruption_slots"):
