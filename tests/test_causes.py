@@ -148,3 +148,28 @@ def test_cause_check_names_file_row_field(tmp_path):
     ]
     r = subprocess.run([sys.executable, "-m", "ettcore.cli", "validate", str(d)], capture_output=True, text=True)
     assert r.returncode != 0 and "gremlins" in r.stdout + r.stderr
+
+
+def test_summarize_json_and_text_by_cause(tmp_path):
+    d = _trace(
+        tmp_path,
+        f"a,0,{T0},{T0 + 100},failure,node_failure\na,1,{T0 + 110},{T0 + 200},preemption,\n"
+        f"a,2,{T0 + 210},{T0 + 300},completed,\n",
+    )
+    import json
+
+    r = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "summarize", str(d), "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    job = doc["jobs"][0]
+    # by hand (test_cause_column_and_derived_default_by_hand): 60 s node_failure, 50 s preemption; 1 GPU
+    assert job["nof_by_cause"] == {c: {"node_failure": 1, "preemption": 1}.get(c, 0) for c in CAUSES}
+    assert job["lost_s_by_cause"] == {c: {"node_failure": 60.0, "preemption": 50.0}.get(c, 0.0) for c in CAUSES}
+    assert job["cancelled"] == 0 and job["nof"] == 2
+    assert doc["fleet"]["lost_gpu_h_by_cause"]["node_failure"] == pytest.approx(60 / 3600)
+    assert doc["fleet"]["nof_by_cause"]["unknown"] == 0
+    text = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(d)], capture_output=True, text=True)
+    line = next(x for x in text.stdout.splitlines() if x.strip().startswith("node_failure"))
+    assert line.split() == ["node_failure", "1", "60.00", "0.02"]
