@@ -173,3 +173,20 @@ def test_summarize_json_and_text_by_cause(tmp_path):
     text = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(d)], capture_output=True, text=True)
     line = next(x for x in text.stdout.splitlines() if x.strip().startswith("node_failure"))
     assert line.split() == ["node_failure", "1", "60.00", "0.02"]
+
+
+def test_prometheus_by_cause(tmp_path):
+    d = _trace(
+        tmp_path,
+        f"a,0,{T0},{T0 + 100},failure,node_failure\na,1,{T0 + 110},{T0 + 200},preemption,\n"
+        f"a,2,{T0 + 210},{T0 + 300},completed,\n",
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "export", "prometheus", str(d)], capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    lines = set(r.stdout.splitlines())
+    assert 'ett_fleet_interruptions_by_cause{cause="node_failure"} 1' in lines
+    assert 'ett_fleet_interruptions_by_cause{cause="unknown"} 0' in lines
+    assert 'ett_fleet_lost_gpu_seconds_by_cause{cause="node_failure"} 60.0' in lines  # 1 GPU x 60 s, by hand
+    assert 'ett_model_lost_gpu_seconds_by_cause{model="a",cause="preemption"} 50.0' in lines

@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
+from ettcore.causes import CAUSES as INTERRUPTION_CAUSES
 from ettcore.metric import stalls
 from ettcore.trace.load import Trace
 
@@ -136,14 +137,27 @@ def _group_families(level: str, rows: list[dict], key: str | None, owners: dict[
         [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES],
     )
     yield from family(
+        f"ett_{level}_interruptions_by_cause",
+        f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
+        " not say).",
+        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in INTERRUPTION_CAUSES],
+    )
+    yield from family(
+        f"ett_{level}_lost_gpu_seconds_by_cause",
+        f"GPU-seconds of {what} lost to each interruption cause: the recovery after each interruption (re-queue,"
+        " restart, replayed work).",
+        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in INTERRUPTION_CAUSES],
+    )
+    yield from family(
         f"ett_{level}_excluded_gpu_seconds",
         f"GPU-seconds of {what} left out by exclusion windows.",
         [(lab(r), r["excluded_gpu_h"] * 3600) for r in rows],
     )
 
 
-def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> list[dict]:
-    """group_summary rows with NoF by cause added (summed from the per-job rows)."""
+def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None, causes_long: pl.DataFrame) -> list[dict]:
+    """group_summary rows with NoF by end reason added (summed from the per-job rows), and ``by_cause``: cause ->
+    (NoF, lost GPU-hours) from ``causes_long`` (:func:`ettcore.metric.cause_summary`)."""
     by = [key] if key else []
     causes = (
         jobs.group_by(by).agg(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
@@ -151,7 +165,11 @@ def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> li
         else jobs.select(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
     )
     rows = groups.join(causes, on=by, how="left") if by else groups.hstack(causes) if groups.height else groups
-    return list(rows.iter_rows(named=True))
+    out = list(rows.iter_rows(named=True))
+    for r in out:
+        mine = causes_long.filter(pl.col(key) == r[key]) if key else causes_long
+        r["by_cause"] = {c["cause"]: (c["nof"], c["lost_gpu_h"]) for c in mine.iter_rows(named=True)}
+    return out
 
 
 def exposition(trace: Trace) -> Iterator[str]:
@@ -184,8 +202,10 @@ def exposition(trace: Trace) -> Iterator[str]:
             [("", w.until_ms / 1000)],
         )
     if fleet.height:
-        yield from _group_families("fleet", _group_rows(jobs, fleet, None), None, owners)
-        yield from _group_families("model", _group_rows(jobs, models, "model"), "model", owners)
+        fleet_rows = _group_rows(jobs, fleet, None, metric.cause_summary(trace))
+        yield from _group_families("fleet", fleet_rows, None, owners)
+        model_rows = _group_rows(jobs, models, "model", metric.cause_summary(trace, by="model"))
+        yield from _group_families("model", model_rows, "model", owners)
 
     rows = list(
         jobs.join(
