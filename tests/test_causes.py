@@ -190,3 +190,58 @@ def test_prometheus_by_cause(tmp_path):
     assert 'ett_fleet_interruptions_by_cause{cause="unknown"} 0' in lines
     assert 'ett_fleet_lost_gpu_seconds_by_cause{cause="node_failure"} 60.0' in lines  # 1 GPU x 60 s, by hand
     assert 'ett_model_lost_gpu_seconds_by_cause{model="a",cause="preemption"} 50.0' in lines
+
+
+SACCT_HEAD = "JobID|JobIDRaw|JobName|State|ExitCode|Reason|Submit|Start|End|AllocTRES\n"
+
+
+@pytest.mark.parametrize(
+    "state, exit_code, reason, end_reason, cause",
+    [
+        ("PREEMPTED", "0:15", "None", "preemption", "preemption"),
+        ("NODE_FAIL", "0:0", "NodeFail", "failure", "node_failure"),
+        ("TIMEOUT", "0:15", "TimeLimit", "failure", "time_limit"),
+        ("FAILED", "1:0", "NonZeroExitCode", "failure", "user_error"),
+        ("FAILED", "0:9", "None", "failure", "unknown"),
+        ("FAILED", "1:0", "NodeFail", "failure", "node_failure"),
+        ("OUT_OF_MEMORY", "0:125", "OutOfMemory", "failure", "user_error"),
+        ("DEADLINE", "0:0", "DeadLine", "failure", "time_limit"),
+        ("REQUEUED", "0:0", "None", "preemption", "preemption"),
+        ("REQUEUED", "3:0", "None", "failure", "user_error"),
+        ("CANCELLED by 1000", "0:15", "None", "cancelled", None),
+        ("COMPLETED", "0:0", "None", "completed", None),
+    ],
+)
+def test_slurm_state_exit_reason_table(tmp_path, state, exit_code, reason, end_reason, cause):
+    from ettcore.importers.slurm import import_sacct
+
+    f = tmp_path / "sacct.txt"
+    f.write_text(SACCT_HEAD + f"7|7|train|{state}|{exit_code}|{reason}|{T0}|{T0 + 10}|{T0 + 100}|cpu=1,gres/gpu=2\n")
+    frames, _ = import_sacct([f])
+    row = frames.attempts.row(0, named=True)
+    assert row["end_reason"] == end_reason
+    assert row.get("cause") == cause
+
+
+def test_slurm_bad_cause_mapping_exits_2(tmp_path):
+    f = tmp_path / "sacct.txt"
+    f.write_text(SACCT_HEAD + f"7|7|train|FAILED|1:0|None|{T0}|{T0 + 10}|{T0 + 100}|gres/gpu=2\n")
+    m = tmp_path / "m.yaml"
+    m.write_text("rules:\n  - {reason: '(', cause: hardware}\n")
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ettcore.cli",
+            "import",
+            "slurm",
+            str(f),
+            "--out",
+            str(tmp_path / "t"),
+            "--cause-mapping",
+            str(m),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "m.yaml" in r.stderr and "reason" in r.stderr and "Traceback" not in r.stderr

@@ -23,6 +23,7 @@ ATTEMPT_SCHEMA = {
     "start": pl.Float64,
     "end": pl.Float64,
     "end_reason": pl.String,
+    "cause": pl.String,  # optional: written only when an importer decided a cause (docs/causes.md)
 }
 SPAN_SCHEMA = {
     "job_id": pl.String,
@@ -63,6 +64,8 @@ class TraceFrames:
             if attempts
             else pl.DataFrame(schema=ATTEMPT_SCHEMA)
         )
+        if a["cause"].null_count() == a.height:
+            a = a.drop("cause")
         s = pl.DataFrame(spans, schema=SPAN_SCHEMA, orient="row") if spans else pl.DataFrame(schema=SPAN_SCHEMA)
         j = pl.DataFrame(jobs, infer_schema_length=None) if jobs else pl.DataFrame(schema={"job_id": pl.String})
         return cls(
