@@ -257,3 +257,27 @@ def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
     assert_same(metric.trend(trace, "day", window="48h"), metric.trend(st, "day", window="48h"))
     assert_same(metric.trend(trace, "hour", window="6h"), metric.trend(st, "hour", window="6h"))
     assert_same(metric.job_summary(trace), metric.job_summary(st))  # the hourly grid changes no per-job figure
+
+
+@needs_spark
+@spark_group
+def test_causes_same_on_spark(session):
+    """NoF and lost time by cause (job_cause_time, group_cause_time) on both engines: the bundled Slurm campaign,
+    whose attempts carry causes (data/slurm-fleet/trace)."""
+    from ettcore.config import DATA_DIR
+    from ettcore.engines import spark as sp
+
+    trace = load_trace(DATA_DIR / "slurm-fleet" / "trace")
+    st = sp.open_trace(trace, session)
+    assert_same(metric.job_causes(trace), metric.job_causes(st))
+    duck = metric.cause_summary(trace)
+    assert_same(duck, metric.cause_summary(st))
+    assert dict(zip(duck["cause"], duck["nof"])) == {
+        "preemption": 6,
+        "user_error": 12,
+        "time_limit": 1,
+        "node_failure": 4,
+    }
+    assert_same(
+        metric.cause_summary(trace, by="model"), metric.cause_summary(st, by="model").sort("model", maintain_order=True)
+    )

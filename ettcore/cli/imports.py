@@ -98,6 +98,7 @@ def _run_slurm(args: argparse.Namespace) -> int:
         as_of=_as_of_seconds(args.as_of),
         timeout_as=args.timeout_as,
         clock_tolerance_s=args.clock_tolerance,
+        cause_mapping=args.cause_mapping,
     )  # InputError: the ett command prints it, exit 2
     out = write_import(args.out, frames, report, fmt=args.format)
     counts = {k: sum(f.counts()[k] for f in report.files) for k in ("dropped", "clipped", "inferred", "corrected")}
@@ -188,7 +189,13 @@ def register(subparsers) -> None:
         "--timeout-as",
         choices=("failure", "cancelled"),
         default="failure",
-        help="end reason of a TIMEOUT run (default failure; docs/slurm.md)",
+        help="end reason of a TIMEOUT run (default failure; docs/slurm.md); its cause is time_limit",
+    )
+    s.add_argument(
+        "--cause-mapping",
+        default=None,
+        metavar="FILE",
+        help="rules deciding each interruption's cause, tried before the shipped ones (YAML/JSON; docs/causes.md)",
     )
     s.add_argument(
         "--clock-tolerance",

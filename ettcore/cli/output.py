@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import duckdb
 import polars as pl
 
+from ettcore.causes import CAUSES
 from ettcore.phases import components_in
 from ettcore.trace.load import quote_ident
 
@@ -32,12 +33,66 @@ JOB_KEYS = (
     "nof",
     "nof_failure",
     "nof_preemption",
+    "cancelled",
     "ttr_total_s",
     "ttr_mean_s",
     "in_training_loss_s",
     "shutdown_tail_s",
 )
-FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h", "nof")
+FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h", "nof", "cancelled")
+CAUSE_KEYS = ("nof_by_cause", "lost_s_by_cause")  # per job in summarize --json (every cause of the vocabulary)
+
+
+def with_cause_structs(jobs: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` with ``nof_by_cause`` and ``lost_s_by_cause``: one field a cause (vocabulary order, 0 where none),
+    from :func:`ettcore.metric.job_causes`'s long rows."""
+    nof = [pl.lit(0, pl.Int64).alias(c) for c in CAUSES]
+    lost = [pl.lit(0.0, pl.Float64).alias(c) for c in CAUSES]
+    if long.height:
+        wide_n = long.pivot(on="cause", index="job_id", values="nof")
+        wide_l = long.pivot(on="cause", index="job_id", values="lost_s")
+        nof = [
+            pl.col(c).fill_null(0).cast(pl.Int64).alias(c) if c in wide_n.columns else e for c, e in zip(CAUSES, nof)
+        ]
+        lost = [
+            pl.col(c).fill_null(0.0).cast(pl.Float64).alias(c) if c in wide_l.columns else e
+            for c, e in zip(CAUSES, lost)
+        ]
+        n = (
+            jobs.select("job_id")
+            .join(wide_n, on="job_id", how="left", maintain_order="left")
+            .select(pl.struct(nof).alias("nof_by_cause"))
+        )
+        s = (
+            jobs.select("job_id")
+            .join(wide_l, on="job_id", how="left", maintain_order="left")
+            .select(pl.struct(lost).alias("lost_s_by_cause"))
+        )
+        return jobs.with_columns(n.to_series(), s.to_series())
+    return jobs.with_columns(pl.struct(nof).alias("nof_by_cause"), pl.struct(lost).alias("lost_s_by_cause"))
+
+
+def cause_table(long: pl.DataFrame) -> pl.DataFrame:
+    """Every cause of the vocabulary, in its order, with NoF, lost seconds and lost GPU-hours (0 where none)."""
+    got = {r["cause"]: r for r in long.iter_rows(named=True)}
+    return pl.DataFrame(
+        [
+            (c, got.get(c, {}).get("nof", 0), got.get(c, {}).get("lost_s", 0.0), got.get(c, {}).get("lost_gpu_h", 0.0))
+            for c in CAUSES
+        ],
+        schema={"cause": pl.Utf8, "nof": pl.Int64, "lost_s": pl.Float64, "lost_gpu_h": pl.Float64},
+        orient="row",
+    )
+
+
+def cause_record(long: pl.DataFrame) -> dict:
+    """``nof_by_cause``, ``lost_s_by_cause`` and ``lost_gpu_h_by_cause`` of a fleet or group (every cause)."""
+    t = cause_table(long)
+    return {
+        "nof_by_cause": dict(zip(t["cause"], t["nof"])),
+        "lost_s_by_cause": dict(zip(t["cause"], t["lost_s"])),
+        "lost_gpu_h_by_cause": dict(zip(t["cause"], t["lost_gpu_h"])),
+    }
 
 
 def jsonable(v: Any) -> Any:

@@ -17,7 +17,17 @@ from ettcore.cli.common import (
     print_window,
     window_head,
 )
-from ettcore.cli.output import FLEET_KEYS, format_table, group_records, write_summary_json, write_table
+from ettcore.cli.output import (
+    CAUSE_KEYS,
+    FLEET_KEYS,
+    cause_record,
+    cause_table,
+    format_table,
+    group_records,
+    with_cause_structs,
+    write_summary_json,
+    write_table,
+)
 from ettcore.metric import money
 from ettcore.phases import components_in
 from ettcore.trace.instants import iso as _iso_ms
@@ -72,29 +82,37 @@ def run(args: argparse.Namespace) -> int:
     fleet = metric.fleet_summary(trace)
     groups = metric.fleet_summary(trace, by=args.by) if args.by else None
     extra = ("excluded_s",) if trace.window.exclusions else ()
+    fleet_causes = metric.cause_summary(trace)
+    group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
     if args.json:
+        jobs = with_cause_structs(jobs, metric.job_causes(trace))
         head = {
             "trace": str(args.trace),
             "synthetic": trace.synthetic,
             "as_of": _iso_ms(trace.as_of_ms),
             **window_head(trace),
         }
+        fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
+        if fleet_rec is not None:
+            fleet_rec.update(cause_record(fleet_causes))
         tail: dict[str, Any] = {
-            "fleet": group_records(fleet, None, extra)[0] if fleet.height else None,
+            "fleet": fleet_rec,
             "accounting": trace.accounting,
             "not_started_by_as_of": trace.not_started,
         }
         if groups is not None:
-            tail["groups"] = group_records(groups, args.by, extra)
+            recs = group_records(groups, args.by, extra)
+            for rec in recs:
+                rec.update(cause_record(group_causes.filter(pl.col(args.by).cast(pl.Utf8) == str(rec[args.by]))))
+            tail["groups"] = recs
         money_cols: list[str] = []
         if tables is not None:
             tail["money"] = _money_json(tables, prices)
             m = tables["jobs"].drop("model", "gpus")
             money_cols = [c for c in m.columns if c != "job_id"]
             jobs = jobs.join(m, on="job_id", how="left", maintain_order="left")
-        write_summary_json(
-            head, jobs, tail, labels=[c for c in trace.labels if c in jobs.columns], extra=extra, money=money_cols
-        )
+        labels = [c for c in trace.labels if c in jobs.columns]
+        write_summary_json(head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS), money=money_cols)
     elif args.csv:
         print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
     else:
@@ -131,6 +149,20 @@ def run(args: argparse.Namespace) -> int:
             print()
         print("Fleet (GPU-time weighted):")
         print(format_table(fleet, list(FLEET_KEYS) + ["excluded_gpu_h"] * bool(extra), digits=2))
+        print()
+        print("Interruptions by cause (NoF; lost time: each interruption's recovery and replayed work):")
+        print(format_table(cause_table(fleet_causes), ["cause", "nof", "lost_s", "lost_gpu_h"], digits=2))
+        if group_causes is not None:
+            print()
+            print(f"Interruptions by cause, by {args.by}:")
+            table = group_causes.filter(pl.col("nof") > 0).vstack(group_causes.filter(pl.col("nof") == 0))
+            print(
+                format_table(
+                    table.sort(args.by, maintain_order=True),
+                    [args.by, "cause", "nof", "lost_s", "lost_gpu_h"],
+                    digits=2,
+                )
+            )
         if tables is not None:
             _print_money(tables, prices)
     return 0

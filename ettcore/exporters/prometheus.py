@@ -43,6 +43,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
+from ettcore.causes import CAUSES as INTERRUPTION_CAUSES
 from ettcore.metric import hangs, intervals, money, stalls
 from ettcore.trace.load import Trace
 
@@ -159,6 +160,18 @@ def _group_families(
     )
     yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by cause.", nof)
     yield from family(
+        f"ett_{level}_interruptions_by_cause",
+        f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
+        " not say).",
+        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in INTERRUPTION_CAUSES],
+    )
+    yield from family(
+        f"ett_{level}_lost_gpu_seconds_by_cause",
+        f"GPU-seconds of {what} lost to each interruption cause: the recovery after each interruption (re-queue,"
+        " restart, replayed work).",
+        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in INTERRUPTION_CAUSES],
+    )
+    yield from family(
         f"ett_{level}_excluded_gpu_seconds",
         f"GPU-seconds of {what} left out by exclusion windows.",
         [(lab(r), r["excluded_gpu_h"] * 3600) for r in rows],
@@ -215,8 +228,9 @@ def _group_families(
             )
 
 
-def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> list[dict]:
-    """group_summary rows with NoF by cause added (summed from the per-job rows)."""
+def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None, causes_long: pl.DataFrame) -> list[dict]:
+    """group_summary rows with NoF by end reason added (summed from the per-job rows), and ``by_cause``: cause ->
+    (NoF, lost GPU-hours) from ``causes_long`` (:func:`ettcore.metric.cause_summary`)."""
     by = [key] if key else []
     causes = (
         jobs.group_by(by).agg(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
@@ -224,7 +238,11 @@ def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None) -> li
         else jobs.select(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
     )
     rows = groups.join(causes, on=by, how="left") if by else groups.hstack(causes) if groups.height else groups
-    return list(rows.iter_rows(named=True))
+    out = list(rows.iter_rows(named=True))
+    for r in out:
+        mine = causes_long.filter(pl.col(key) == r[key]) if key else causes_long
+        r["by_cause"] = {c["cause"]: (c["nof"], c["lost_gpu_h"]) for c in mine.iter_rows(named=True)}
+    return out
 
 
 DEFAULT_JOB_SERIES_WITHIN_S = 86400.0
@@ -314,10 +332,22 @@ def exposition(
         fleet_money = {None: tables["fleet"].row(0, named=True)} if tables is not None else None
         model_money = {r["model"]: r for r in tables["model"].iter_rows(named=True)} if tables is not None else None
         yield from _group_families(
-            "fleet", _group_rows(all_jobs, fleet, None), None, owners, counters, fleet_money, cur
+            "fleet",
+            _group_rows(all_jobs, fleet, None, metric.cause_summary(trace)),
+            None,
+            owners,
+            counters,
+            fleet_money,
+            cur,
         )
         yield from _group_families(
-            "model", _group_rows(all_jobs, models, "model"), "model", owners, counters, model_money, cur
+            "model",
+            _group_rows(all_jobs, models, "model", metric.cause_summary(trace, by="model")),
+            "model",
+            owners,
+            counters,
+            model_money,
+            cur,
         )
 
     rows = list(

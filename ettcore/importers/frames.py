@@ -24,8 +24,9 @@ ATTEMPT_SCHEMA = {
     "end": pl.Float64,
     "end_reason": pl.String,
 }
-# Optional attempts columns: written only when an importer gives a value on some row (docs/trace-format.md).
-OPTIONAL_ATTEMPT_SCHEMA = {"nodes": pl.String}
+# Optional attempts columns: written only when an importer gives a value on some row (docs/trace-format.md):
+# the interruption's cause (docs/causes.md) and the run's nodes (Slurm's host-list form).
+OPTIONAL_ATTEMPT_SCHEMA = {"cause": pl.String, "nodes": pl.String}
 SPAN_SCHEMA = {
     "job_id": pl.String,
     "attempt": pl.Int64,

@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from ettcore.causes import CAUSES, CauseMap, Signals, load_cause_map
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import FileReport, ImportReport
@@ -88,6 +89,7 @@ OPTIONAL_FIELDS = (
     "QOS",
     "User",
     "ExitCode",
+    "Reason",
     "Eligible",
     "AllocTRES",
     "NodeList",
@@ -105,6 +107,7 @@ SACCT_FORMAT = ",".join(
         "User",
         "State",
         "ExitCode",
+        "Reason",
         "Submit",
         "Eligible",
         "Start",
@@ -209,6 +212,8 @@ class Run:
     gpus: int | None = None
     gpu_type: str | None = None  # the typed gres/gpu name of AllocTRES (gres/gpu:h100=8 -> h100)
     exit_status: int | None = None  # the batch script's exit status (text form only)
+    exit_signal: int | None = None  # the signal that ended it (ExitCode's part after ':'; text form only)
+    reason: str | None = None  # sacct's Reason (text form only)
     batch_failed: bool | None = None  # the batch step's state was FAILED (JSON form, with steps)
     db_index: int | None = None
     array_job_id: str | None = None
@@ -332,6 +337,12 @@ def _exit_status(text: str, src: str, row: int, fld: str) -> int | None:
     return int(m.group(1))
 
 
+def _exit_signal(text: str) -> int | None:
+    """The signal part of an ExitCode ``status:signal`` (checked by :func:`_exit_status`)."""
+    m = re.fullmatch(r"(\d+):(\d+)", text.strip())
+    return int(m.group(2)) if m else None
+
+
 def _ids(job_id: str, raw: str, src: str, row: int, fld: str) -> tuple[str | None, str | None]:
     m = _ARRAY_TASK.match(job_id)
     if m:
@@ -439,6 +450,8 @@ def _read_text(text: str, src: str, tz, fr: FileReport) -> list[Run]:
                 gpus=gpus,
                 gpu_type=gpu_type,
                 exit_status=_exit_status(d.get("ExitCode", ""), src, lineno, "ExitCode"),
+                exit_signal=_exit_signal(d.get("ExitCode", "")),
+                reason=None if opt("Reason") in (None, "None") else opt("Reason"),
                 db_index=int(db) if db is not None else None,
                 array_job_id=array_job,
                 array_task_id=array_task,
@@ -874,8 +887,13 @@ def _first_queue(job: _Job, r: Run, report: ImportReport) -> tuple[float, list[d
     return a_start, [_queue_span(job.job_id, 0, a_start, r.start)]
 
 
+def _cause(r: Run, reason: str | None, cause_map: CauseMap) -> str | None:
+    """An interrupted run's cause, from its state, exit status and signal and Reason (None: not an interruption)."""
+    return cause_map.classify(Signals("slurm", reason or "running", r.state, r.exit_status, r.exit_signal, r.reason))
+
+
 def _build_job(
-    job: _Job, report: ImportReport, *, timeout_as: str, as_of: float
+    job: _Job, report: ImportReport, *, timeout_as: str, as_of: float, cause_map: CauseMap
 ) -> tuple[list[dict], list[dict], dict[tuple[str, int], tuple[float, float | None]]]:
     """Build stage, one job: its attempts (run *k* is attempt *k*), its queue span(s) (epoch seconds) and each run's
     (start, end) by (job id, attempt).  Odd runs are tallied in ``report``."""
@@ -888,6 +906,7 @@ def _build_job(
         reason = _end_reason(r, timeout_as)
         if r.start is None:
             a, sp = _waiting_attempt(job, k, r, reason, last=last, prev_end=prev_end, as_of=as_of, report=report)
+            a["cause"] = _cause(r, a["end_reason"] if a["end"] is not None else None, cause_map)
             attempts.append(a)
             spans.append(sp)
             break
@@ -898,7 +917,15 @@ def _build_job(
             spans += queue
         end = r.end if reason is not None else None  # an active run's End is not its end
         attempts.append(
-            dict(job_id=job.job_id, attempt=k, start=a_start, end=end, end_reason=reason or "running", nodes=r.nodes)
+            dict(
+                job_id=job.job_id,
+                attempt=k,
+                start=a_start,
+                end=end,
+                end_reason=reason or "running",
+                cause=_cause(r, reason, cause_map),
+                nodes=r.nodes,
+            )
         )
         bounds[(job.job_id, k)] = (r.start, end)
         prev_end = r.end
@@ -962,7 +989,14 @@ class _Built:
 
 
 def _build(
-    jobs: list[_Job], report: ImportReport, *, timeout_as: str, as_of: float, gpus: int | None, keep_users: bool
+    jobs: list[_Job],
+    report: ImportReport,
+    *,
+    timeout_as: str,
+    as_of: float,
+    gpus: int | None,
+    keep_users: bool,
+    cause_map: CauseMap,
 ) -> _Built:
     """Build stage: attempts, spans and job rows of every job that ran; the jobs that never started set aside.
     A job without a GPU count (no gres/gpu and no ``gpus``) is an input error."""
@@ -977,7 +1011,7 @@ def _build(
                     )
             built.never_ran.append(job)
             continue
-        attempts, spans, bounds = _build_job(job, report, timeout_as=timeout_as, as_of=as_of)
+        attempts, spans, bounds = _build_job(job, report, timeout_as=timeout_as, as_of=as_of, cause_map=cause_map)
         built.attempts += attempts
         built.spans += spans
         built.bounds.update(bounds)
@@ -1147,6 +1181,7 @@ def import_sacct(
     timeout_as: str = "failure",
     clock_tolerance_s: float = 2.0,
     relative_to: str | Path | None = None,
+    cause_mapping: str | Path | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import sacct exports (text or JSON), optionally with a recorder run folder; see the module doc.
 
@@ -1157,6 +1192,7 @@ def import_sacct(
     """
     paths = [Path(p) for p in paths]
     _check_options(paths, timeout_as, gpus, clock_tolerance_s)
+    cause_map = load_cause_map(cause_mapping)
     name = functools.partial(_file_name, relative_to=relative_to)
     report = ImportReport("slurm")
     runs = _parse(paths, report, name, timezone)
@@ -1164,7 +1200,12 @@ def import_sacct(
     as_of_given = as_of is not None
     if as_of is None:
         as_of = max(t for r in runs for t in (r.submit, r.start, r.end, r.eligible) if t is not None)
-    built = _build(jobs, report, timeout_as=timeout_as, as_of=as_of, gpus=gpus, keep_users=keep_users)
+    built = _build(
+        jobs, report, timeout_as=timeout_as, as_of=as_of, gpus=gpus, keep_users=keep_users, cause_map=cause_map
+    )
+    report.files[0].facts["interruptions by cause"] = (
+        ", ".join(f"{c} {cause_map.counts[c]}" for c in CAUSES if c in cause_map.counts) or "none"
+    )
     _note(report, runs, jobs, built, timeout_as=timeout_as, as_of=as_of, as_of_given=as_of_given)
     metadata = {
         "synthetic": False,

@@ -193,6 +193,8 @@ def job_metrics(trace: Trace) -> None:
         trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
         # the components of each job, read by the per-job and the per-group results
         trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_component_time AS {sql('metric/job_component_time')}")
+        # the interruptions and lost time of each job by cause, read by the per-job and the per-group results
+        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_cause_time AS {sql('metric/job_cause_time')}")
         trace.attribution.job_metrics = True
 
 
@@ -435,6 +437,24 @@ def job_summary(trace: Any) -> pl.DataFrame:
     return with_components(
         jobs, e.per_job_components(), "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components
     )
+
+
+def job_causes(trace: Any) -> pl.DataFrame:
+    """Long frame ``job_id, cause_id, cause, nof, lost_s``: each job's measured interruptions and lost (recovery)
+    seconds by interruption cause (``job_cause_time.sql``), one row a job and cause with either, in job and cause
+    order."""
+    e = engine_of(trace)
+    e.prepare(per_job=True)
+    return e.run("metric/job_cause_time").sort("job_id", "cause_id")
+
+
+def cause_summary(trace: Any, by: str | None = None) -> pl.DataFrame:
+    """NoF, lost seconds and lost GPU-hours by interruption cause for the fleet (or per group when ``by`` is given):
+    one row a group and cause with either (``group_cause_time.sql``)."""
+    e = engine_of(trace)
+    e.prepare(per_job=True)
+    e.set_groups(by)
+    return name_groups(e.run("metric/group_cause_time"), by)
 
 
 def l2_matrix(trace: Any) -> pl.DataFrame:

@@ -31,6 +31,7 @@ import polars as pl
 from scipy import stats
 
 from ettcore import metric
+from ettcore.causes import CAUSES, GROUP_OF, UNKNOWN
 from ettcore.errors import InputError, Problem
 from ettcore.trace.hostlist import expand_field, no_nodes
 from ettcore.trace.load import Trace, quote_ident
@@ -38,9 +39,10 @@ from ettcore.trace.queries import sql
 
 # The interruption causes (the vocabulary of the attempts' optional ``cause`` column), and those of the system and
 # the hardware, the ones the MTTF fit counts (ettcore.planning.reliability).
-CAUSES = ("preemption", "user_error", "time_limit", "node_failure", "infrastructure", "hardware", "unknown")
-SYSTEM_CAUSES = ("node_failure", "infrastructure", "hardware")
-NODE_CAUSES = ("node_failure", "infrastructure", "hardware", "unknown")
+# From the one list of causes (ettcore/defaults/causes.yaml): system and hardware failures are the node's doing;
+# an unknown one may be, so the node report counts it too by default.
+SYSTEM_CAUSES = tuple(c for c in CAUSES if GROUP_OF[c] in ("system", "hardware"))
+NODE_CAUSES = (*SYSTEM_CAUSES, UNKNOWN)
 DEFAULT_ALPHA = 0.01
 
 

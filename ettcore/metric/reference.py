@@ -140,6 +140,17 @@ ALL_COMPONENTS: tuple[str, ...] = COMPONENTS + (UNATTRIBUTED,)
 PRODUCTIVE = "productive"
 L1_BUCKETS: tuple[str, ...] = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
 INTERRUPTIONS: tuple[str, ...] = ("failure", "preemption")
+#: The interruption causes in report order, and the cause an interruption without one takes from its end reason.
+CAUSES: tuple[str, ...] = (
+    "preemption",
+    "user_error",
+    "time_limit",
+    "node_failure",
+    "infrastructure",
+    "hardware",
+    "unknown",
+)
+DERIVED_CAUSE: dict[str, str] = {"preemption": "preemption", "failure": "unknown"}
 EVERY: tuple[str, ...] = ("day", "week", "month")
 
 Piece = tuple[int, int, str, str, str]  # (start_ms, end_ms, l1_bucket, phase, component)
@@ -344,6 +355,37 @@ def job_pieces(
     return pieces
 
 
+def attempt_cause(a: dict) -> str | None:
+    """An attempt's interruption cause: its own ``cause`` (empty = none), else its end reason's; None when it did not
+    interrupt the job."""
+    if a["end_reason"] not in INTERRUPTIONS:
+        return None
+    return (a.get("cause") or "").strip() or DERIVED_CAUSE[a["end_reason"]]
+
+
+def piece_causes(attempts: list[dict], spans: list[dict], pieces: list[Piece]) -> list[str | None]:
+    """The cause each piece's time goes to: for a recovery piece ``[a, b)``, of the interruptions in its stretch
+    (the non-productive stretch holding it, bounds included), the last one at or before ``a`` (of several at one
+    instant the last attempt's), else the stretch's first (earliest; of several at one instant the first attempt's);
+    None for every other piece."""
+    atts = sorted(attempts, key=lambda a: (a["start"], a["end"], a["attempt"]))
+    ints = [(a["end"], i, attempt_cause(a)) for i, a in enumerate(atts) if a["end_reason"] in INTERRUPTIONS]
+    trains = sorted((s for s in spans if s["phase"] == "train"), key=lambda s: (s["start"], s["end"]))
+    prod = [(split, e) for _, split, e in replay_splits(trains) if split < e]
+    t0, t1 = atts[0]["start"], max(a["end"] for a in atts)
+    out: list[str | None] = []
+    for a, b, bucket, *_ in pieces:
+        if bucket != "recovery":
+            out.append(None)
+            continue
+        lo = max([pe for ps, pe in prod if pe <= a], default=t0)
+        hi = min([ps for ps, pe in prod if ps >= b], default=t1)
+        inside = sorted(x for x in ints if lo <= x[0] <= hi)
+        before = [x for x in inside if x[0] <= a]
+        out.append((before[-1] if before else inside[0])[2])
+    return out
+
+
 def is_measured(a: int, b: int, since: int | None, until: int | None, excluded: Iterable[tuple[int, int]]) -> bool:
     """Whether the elementary interval ``[a, b)`` (no window bound inside it) is measured, by its doubled midpoint."""
     m2 = a + b
@@ -409,11 +451,10 @@ def job_metrics(
     """
     atts = sorted(attempts, key=lambda a: (a["attempt"], a["start"]))
     cuts = [t for t in (since, until) if t is not None] + [t for iv in excluded for t in iv]
-    pieces = [
-        p
-        for p in job_pieces(atts, spans, cuts, phase_order=phase_order, component_of=component_of)
-        if is_measured(p[0], p[1], since, until, excluded)
-    ]
+    every_piece = job_pieces(atts, spans, cuts, phase_order=phase_order, component_of=component_of)
+    causes_of = piece_causes(atts, spans, every_piece)
+    kept = [i for i, p in enumerate(every_piece) if is_measured(p[0], p[1], since, until, excluded)]
+    pieces = [every_piece[i] for i in kept]
     T0, T1 = atts[0]["start"], atts[-1]["end"]
     t0 = T0 if since is None else max(T0, since)
     t1 = max(t0, T1 if until is None else min(T1, until))
@@ -438,6 +479,12 @@ def job_metrics(
     nof_failure = sum(1 for a in counted if a["end_reason"] == "failure")
     nof_preemption = sum(1 for a in counted if a["end_reason"] == "preemption")
     nof = nof_failure + nof_preemption
+    nof_by_cause = {c: sum(1 for a in counted if attempt_cause(a) == c) for c in CAUSES}
+    lost_ms_by_cause = {c: 0 for c in CAUSES}
+    for i in kept:
+        if causes_of[i] is not None:
+            lost_ms_by_cause[causes_of[i]] += every_piece[i][1] - every_piece[i][0]
+    cancelled = sum(1 for a in atts if a["end_reason"] == "cancelled" and is_counted(a["end"], since, until, excluded))
     wall = sum(b - a for a, b, *_ in pieces)
     return {
         "job_id": job_id,
@@ -454,6 +501,9 @@ def job_metrics(
         "nof": nof,
         "nof_failure": nof_failure,
         "nof_preemption": nof_preemption,
+        "cancelled": cancelled,
+        "nof_by_cause": nof_by_cause,
+        "lost_s_by_cause": {c: v / 1000 for c, v in lost_ms_by_cause.items()},
         "ttr_total_s": l1_ms["recovery"] / 1000,
         "ttr_mean_s": l1_ms["recovery"] / 1000 / nof if nof else None,
         "in_training_loss_s": l1_ms["in_training_loss"] / 1000,

@@ -24,7 +24,8 @@ The spans are also read once into the span store (:mod:`ettcore.trace.span_store
 span checks and which the attribution reads through ``keyed_spans`` (its rows of clean jobs).
 
 The metric (:mod:`ettcore.metric`) reads only ``clean_*`` tables, ``keyed_spans`` and the two
-small tables ``ett_params`` (the as-of time) and ``ett_phases`` (the phase map).
+small tables ``ett_params`` (the as-of time), ``ett_phases`` (the phase map) and ``ett_causes`` (the cause
+vocabulary, :mod:`ettcore.causes`).
 No user value is ever pasted into SQL text: file lists and parameters are bound,
 column names are checked against the schema and quoted.
 """
@@ -45,6 +46,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ettcore.causes import CAUSES, GROUP_OF, derived_from
 from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
@@ -66,6 +68,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("start", "ts"),
         ("end", "ts"),
         ("end_reason", "str"),
+        ("cause", "str"),  # optional (docs/trace-format.md): an interruption's cause, one of ettcore.causes.CAUSES
     ),
     "spans": (
         ("job_id", "str"),
@@ -90,7 +93,7 @@ TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that 
 # columns here, and one ``<component>_s`` and ``<component>_gpu_h`` a component of the trace's phase map).
 COMPUTED_COLUMNS = frozenset(
     ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct"]
-    + ["nof", "nof_failure", "nof_preemption"]
+    + ["nof", "nof_failure", "nof_preemption", "cancelled"]
     + [f"{c}{suffix}" for c in L1_STEMS for suffix in ("_s", "_gpu_h") if c != "ttr_mean" or suffix == "_s"]
 )
 
@@ -634,6 +637,13 @@ def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> Non
     ).with_columns((pl.col("phase") == "train").alias("is_train"))
     con.register("_arrow_phases", df.to_arrow())
     con.execute("CREATE OR REPLACE TEMP TABLE ett_phases AS SELECT * FROM _arrow_phases")
+    causes = pl.DataFrame(
+        [(i, c, GROUP_OF[c], derived_from(c)) for i, c in enumerate(CAUSES, start=1)],
+        schema={"cause_id": pl.Int64, "cause": pl.Utf8, "cause_group": pl.Utf8, "derived_from": pl.Utf8},
+        orient="row",
+    )
+    con.register("_arrow_causes", causes.to_arrow())
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_causes AS SELECT * FROM _arrow_causes")
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:

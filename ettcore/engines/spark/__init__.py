@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import polars as pl
 
+from ettcore.causes import CAUSES, GROUP_OF, derived_from
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
 from ettcore.errors import InputError, Problem
 from ettcore.metric import check_by, group_columns
@@ -472,11 +473,16 @@ def register_params(spark: "SparkSession", as_of_ms: int | None, cut_ms: int | N
 
 
 def register_phases(spark: "SparkSession", phase_map: Any) -> None:
-    """``ett_phases``: the phase map (defaults plus any mapping file), as the DuckDB loader's table."""
+    """``ett_phases``: the phase map (defaults plus any mapping file), and ``ett_causes`` (the cause vocabulary), as the
+    DuckDB loader's tables."""
     phases = [(int(i), p, c, o, p == "train") for i, p, c, o in phase_map.rows()]
     spark.createDataFrame(
         phases, "phase_id bigint, phase string, component string, owner string, is_train boolean"
     ).createOrReplaceTempView("ett_phases")
+    spark.createDataFrame(
+        [(i, c, GROUP_OF[c], derived_from(c)) for i, c in enumerate(CAUSES, start=1)],
+        "cause_id bigint, cause string, cause_group string, derived_from string",
+    ).createOrReplaceTempView("ett_causes")
 
 
 def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None:
@@ -531,6 +537,7 @@ def register_metric_views(st: SparkTrace) -> None:
         ("interruption_slots", "metric/interruption_slots", False),
         ("job_metrics", "metric/job_summary", True),
         ("job_component_time", "metric/job_component_time", True),
+        ("job_cause_time", "metric/job_cause_time", True),
     ):
         if view == "unmeasured_time":
             register_exclusion_jobs(st)

@@ -15,6 +15,10 @@
 -- an interruption, and whether it is the job's last productive part).  No segment crosses a cut, so each lies in one
 -- cell: cell_ms is the latest cut at or before it (the grid mark, or a later analysis cut); measured_time keeps the
 -- cells inside the windows.
+-- Causes: a recovery segment's time goes to one interruption's cause (cause_id, ett_causes): the last interruption at or
+-- before the segment (an interruption's event carries its cause; of several at one instant, the last attempt's), or,
+-- for the stretch's time before its first interruption (the lost tail of the interrupted attempt), that first one
+-- (the productive part's event carries it, found on the per-attempt table with the part's flags).
 WITH ids AS (
     SELECT
         (SELECT phase_id FROM ett_phases WHERE is_train) AS train_id,
@@ -45,21 +49,37 @@ train_split AS (
     FROM train
 ),
 attempt_parts AS (
-    -- per attempt in time order: the last productive part started by its end (upto) and the job's last one
-    SELECT a.job_key, a.end_reason,
+    -- per attempt in time order: the last productive part started by its end (upto), the job's last one, and the
+    -- attempt's place in that order (a_ord) and cause
+    SELECT a.job_key, a.end_reason, a.cause_id,
            max(p.last_ord) OVER (
                PARTITION BY a.job_key ORDER BY a.start_ms, a.end_ms, a.attempt
                ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW
            ) AS upto,
-           max(p.last_ord) OVER (PARTITION BY a.job_key) AS last_part
+           max(p.last_ord) OVER (PARTITION BY a.job_key) AS last_part,
+           row_number() OVER (PARTITION BY a.job_key ORDER BY a.start_ms, a.end_ms, a.attempt) AS a_ord
     FROM metric_attempts AS a
     LEFT JOIN (
         SELECT job_key, attempt, max(ord) AS last_ord FROM train_split WHERE e > split GROUP BY job_key, attempt
     ) AS p ON p.job_key = a.job_key AND p.attempt = a.attempt
 ),
 interrupted AS (
-    -- productive parts whose following stretch holds an interruption (an attempt ended by failure or preemption)
-    SELECT DISTINCT job_key, upto AS ord FROM attempt_parts WHERE end_reason IN ('failure', 'preemption') AND upto IS NOT NULL
+    -- productive parts whose following stretch holds an interruption (an attempt ended by failure or preemption),
+    -- with the cause of the stretch's first interruption (in attempt order)
+    SELECT job_key, upto AS ord, arg_min(cause_id, a_ord) AS first_cause
+    FROM attempt_parts WHERE end_reason IN ('failure', 'preemption') AND upto IS NOT NULL
+    GROUP BY job_key, upto
+),
+interruption_instants AS (
+    -- one event an instant with interruptions: the cause of the last of them (in attempt order) is the one in force
+    SELECT job_key, end_ms, arg_max(cause_id, a_ord) AS cause_id
+    FROM (
+        SELECT job_key, end_ms, cause_id,
+               row_number() OVER (PARTITION BY job_key ORDER BY start_ms, end_ms, attempt) AS a_ord
+        FROM metric_attempts
+        WHERE end_reason IN ('failure', 'preemption')
+    ) AS x
+    GROUP BY job_key, end_ms
 ),
 last_parts AS (
     SELECT DISTINCT job_key, last_part AS ord FROM attempt_parts WHERE last_part IS NOT NULL
@@ -83,29 +103,30 @@ events AS (
     -- productive parts: in time order each one's value is the one in force, so `running` takes the last value given
     -- (last_value, cheaper than a running maximum) and keeps a maximum only for covering spans, which may overlap.
     SELECT job_key, end_ms AS t, 0 AS kind, NULL::BIGINT AS a_end, NULL::BIGINT AS a_no, NULL::BIGINT AS c_key,
-           1::BIGINT AS p_key
-    FROM metric_attempts WHERE end_reason IN ('failure', 'preemption')
+           1::BIGINT AS p_key, cause_id AS z
+    FROM interruption_instants
     UNION ALL
-    SELECT job_key, start_ms, 1, end_ms, attempt, NULL, NULL FROM metric_attempts WHERE end_ms > start_ms
+    SELECT job_key, start_ms, 1, end_ms, attempt, NULL, NULL, NULL FROM metric_attempts WHERE end_ms > start_ms
     UNION ALL
-    SELECT job_key, start_ms, 2, NULL, NULL, end_ms * 1024 + phase_id, NULL
+    SELECT job_key, start_ms, 2, NULL, NULL, end_ms * 1024 + phase_id, NULL, NULL
     FROM metric_spans WHERE NOT is_train AND end_ms > start_ms
     UNION ALL
-    SELECT job_key, s, 2, NULL, NULL, split * 1024 + ids.train_id, NULL
+    SELECT job_key, s, 2, NULL, NULL, split * 1024 + ids.train_id, NULL, NULL
     FROM train_split, ids WHERE split > s
     UNION ALL
     SELECT t.job_key, t.split, 3, NULL, NULL, NULL,
-           4 * t.e + CASE WHEN l.ord IS NULL THEN 0 ELSE 2 END + CASE WHEN i.ord IS NULL THEN 0 ELSE 1 END
+           4 * t.e + CASE WHEN l.ord IS NULL THEN 0 ELSE 2 END + CASE WHEN i.ord IS NULL THEN 0 ELSE 1 END,
+           i.first_cause
     FROM train_split AS t
     LEFT JOIN interrupted AS i ON i.job_key = t.job_key AND i.ord = t.ord
     LEFT JOIN last_parts AS l ON l.job_key = t.job_key AND l.ord = t.ord
     WHERE t.e > t.split
     UNION ALL
-    SELECT job_key, t1, 4, NULL, NULL, NULL, NULL FROM job_span
+    SELECT job_key, t1, 4, NULL, NULL, NULL, NULL, NULL FROM job_span
     UNION ALL
-    SELECT job_key, mark_no * g, 5, NULL, NULL, NULL, NULL FROM grid_marks
+    SELECT job_key, mark_no * g, 5, NULL, NULL, NULL, NULL, NULL FROM grid_marks
     UNION ALL
-    SELECT job_key, t, 5, NULL, NULL, NULL, NULL FROM window_marks
+    SELECT job_key, t, 5, NULL, NULL, NULL, NULL, NULL FROM window_marks
 ),
 running AS (
     SELECT job_key, t,
@@ -113,14 +134,15 @@ running AS (
            last_value(a_end IGNORE NULLS) OVER w AS ae,
            last_value(a_no IGNORE NULLS) OVER w AS a_no,
            max(c_key) OVER w AS ck,
-           last_value(p_key IGNORE NULLS) OVER w AS pk
+           last_value(p_key IGNORE NULLS) OVER w AS pk,
+           last_value(z IGNORE NULLS) OVER w AS cz
     FROM events
     WINDOW w AS (PARTITION BY job_key ORDER BY t, kind ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
 ),
 bounds AS (
     SELECT job_key, t, t_next, coalesce(pk % 4, 0) AS flags, coalesce(pk >= 4, false) AS started,
            greatest(t, coalesce(pk // 4, t)) AS pe, greatest(t, coalesce(ck // 1024, t)) AS ce,
-           coalesce(ck % 1024, 0) AS c_phase, coalesce(ae, t) AS ae, a_no,
+           coalesce(ck % 1024, 0) AS c_phase, coalesce(ae, t) AS ae, a_no, cz,
            CASE
                WHEN ids.cuts IS NULL THEN t - t % ids.grid_ms
                ELSE greatest(t - t % ids.grid_ms, coalesce(list_max(list_filter(ids.cuts, lambda x: x <= t)), 0))
@@ -138,6 +160,9 @@ SELECT
     t_next,
     c_phase,
     CASE WHEN ae > t THEN a_no END AS attempt,  -- the attempt in force (the scheduling piece lies outside it)
+    -- the cause a recovery segment's time goes to (flags odd: the stretch holds an interruption): the last
+    -- interruption at or before it, or, before the stretch's first, that first one (carried by the part's event)
+    CASE WHEN flags % 2 = 1 THEN cz END AS cause_id,
     -- the L1 bucket of the segment's non-productive pieces
     CASE
         WHEN NOT started THEN CASE WHEN flags = 1 THEN 'recovery' ELSE 'tts' END

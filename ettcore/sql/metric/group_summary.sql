@@ -8,6 +8,7 @@ WITH gpu_ms AS (
     -- a job's seconds are its whole milliseconds / 1000 (job_summary.sql), so round(s * 1000) gives them back exactly
     SELECT g.group_key,
            m.nof,
+           m.cancelled,
            CAST(round(m.ett_pct * 1e9) AS BIGINT) AS ett_ppb,
            m.gpus * CAST(round(m.wall_s * 1000) AS BIGINT) AS wall,
            m.gpus * CAST(round(m.productive_s * 1000) AS BIGINT) AS productive,
@@ -27,6 +28,7 @@ SELECT
     sum(wall) / 3.6e6 AS wall_gpu_h,
     sum(productive) / 3.6e6 AS productive_gpu_h,
     CAST(sum(nof) AS BIGINT) AS nof,
+    CAST(sum(cancelled) AS BIGINT) AS cancelled,
     sum(tts) / 3.6e6 AS tts_gpu_h,
     sum(ttr_total) / 3.6e6 AS ttr_total_gpu_h,
     sum(in_training_loss) / 3.6e6 AS in_training_loss_gpu_h,

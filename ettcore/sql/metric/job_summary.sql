@@ -30,6 +30,14 @@ interruptions AS (
     FROM measured_interruptions
     GROUP BY job_key
 ),
+cancels AS (
+    -- a user's cancels, counted apart from NoF (not an interruption), where they happen in measured time
+    SELECT a.job_key, CAST(count(*) AS BIGINT) AS cancelled
+    FROM metric_attempts AS a
+    ANTI JOIN unmeasured_time AS x ON x.job_key = a.job_key AND x.start_ms <= a.end_ms AND a.end_ms < x.end_ms
+    WHERE a.end_reason = 'cancelled'
+    GROUP BY a.job_key
+),
 excluded AS (
     -- the job's unmeasured time inside its clipped wall time: what exclusion windows took (the intervals are disjoint,
     -- and the parts outside the analysis window clip to nothing)
@@ -51,10 +59,12 @@ per_job AS (
 ),
 measured AS (
     SELECT c.*, greatest(c.w1_ms, c.w0_ms) - c.w0_ms - coalesce(e.excluded_ms, 0) AS wall_ms, coalesce(e.excluded_ms, 0) AS excluded_ms,
-           coalesce(i.nof, 0) AS nof, coalesce(i.nof_failure, 0) AS nof_failure, coalesce(i.nof_preemption, 0) AS nof_preemption
+           coalesce(i.nof, 0) AS nof, coalesce(i.nof_failure, 0) AS nof_failure, coalesce(i.nof_preemption, 0) AS nof_preemption,
+           coalesce(k.cancelled, 0) AS cancelled
     FROM clipped AS c
     LEFT JOIN excluded AS e ON e.job_key = c.job_key
     LEFT JOIN interruptions AS i ON i.job_key = c.job_key
+    LEFT JOIN cancels AS k ON k.job_key = c.job_key
     WHERE c.w1_ms > c.w0_ms OR c.starts_inside OR i.nof IS NOT NULL
 )
 SELECT
@@ -72,6 +82,7 @@ SELECT
     a.nof,
     a.nof_failure,
     a.nof_preemption,
+    a.cancelled,
     coalesce(p.recovery_ms, 0) / 1000.0 AS ttr_total_s,
     CASE WHEN a.nof > 0 THEN coalesce(p.recovery_ms, 0) / 1000.0 / a.nof END AS ttr_mean_s,
     coalesce(p.in_training_loss_ms, 0) / 1000.0 AS in_training_loss_s,
