@@ -77,8 +77,9 @@ def panels(dash: dict) -> list[dict]:
     return out
 
 
-def substituted(expr: str) -> str:
-    for var, literal in sorted(SUBSTITUTE.items(), key=lambda kv: -len(kv[0])):
+def substituted(expr: str, **override: str) -> str:
+    values = {**SUBSTITUTE, **{f"${k}": v for k, v in override.items()}}
+    for var, literal in sorted(values.items(), key=lambda kv: -len(kv[0])):
         expr = expr.replace(var, literal)
     assert "$" not in expr, f"a template variable without a literal: {expr}"
     return expr
@@ -171,6 +172,7 @@ def test_every_panel_query_against_a_real_prometheus(tmp_path):
         wait_for(prom, "ett_as_of_timestamp_seconds == 1767578400")  # 02:00
         time.sleep(4)
         check_panels(prom, out.read_bytes().decode("utf-8"))
+        check_all_models(prom)
     finally:
         stop = subprocess.run([str(STOP)], env=env, capture_output=True, text=True, timeout=60)
         assert stop.returncode == 0, stop.stdout + stop.stderr
@@ -235,3 +237,15 @@ def check_panels(prom: int, exposition: str) -> None:
     assert {s["metric"]["owner"] for s in results["Jobs recovering now (Time to Recover so far)/A"]} == {"ads"}
     age = one("Seconds since the export file was last written")
     assert 0 <= age < 60
+
+
+def check_all_models(prom: int) -> None:
+    """The model variable's own query lists the trace's models, and with "All" (its allValue) every panel runs too."""
+    url = f"http://127.0.0.1:{prom}/api/v1/label/model/values?" + urllib.parse.urlencode({"match[]": "ett_model_jobs"})
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert json.load(r)["data"] == ["llama", "ranker"]
+    for p in panels(dashboard()):
+        for t in p["targets"]:
+            if "$model" in t["expr"] and "model" in LEGEND_LABEL.findall(t.get("legendFormat", "")):
+                got = query(prom, substituted(t["expr"], model=".*"))
+                assert {s["metric"]["model"] for s in got} == {"llama", "ranker"}, p["title"]
