@@ -64,11 +64,12 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
                 "job_id": f"j{i:04d}",
                 "gpus": rng.choice([1, 8, 64, 512]),
                 "nof": rng.randrange(3),
+                "cancelled": rng.randrange(2),  # a user's cancels, counted apart from NoF (group_summary sums them)
                 "ett_pct": 100.0 * ms["productive_s"] / ms["wall_s"],
                 **{c: v / 1000 for c, v in ms.items()},
             }
         )
-    cols = ["job_id", "gpus", "nof", "ett_pct", *seconds]
+    cols = ["job_id", "gpus", "nof", "cancelled", "ett_pct", *seconds]
 
     def fleet(order):
         con = duckdb.connect()

@@ -279,7 +279,13 @@ def test_real_slurm(tmp_path):
 
 def both_forms_give_the_same_trace(scenario, imported, tmp_path):
     (a, _, _), (b, _, _) = imported["sacct.txt"], imported["sacct.json"]
-    assert a.attempts.equals(b.attempts)
+    same = [c for c in a.attempts.columns if c != "cause"]
+    assert a.attempts.select(same).equals(b.attempts.select(same))
+    # the causes agree except where Slurm 22.05's JSON form writes no exit code: a FAILED run's non-zero exit is a
+    # user error in the text form and unknown in the JSON form (docs/slurm.md, "Causes")
+    ca = a.attempts["cause"].to_list() if "cause" in a.attempts.columns else [None] * a.attempts.height
+    cb = b.attempts["cause"].to_list() if "cause" in b.attempts.columns else [None] * b.attempts.height
+    assert all(x == y or (x == "user_error" and y == "unknown") for x, y in zip(ca, cb)), list(zip(ca, cb))
     assert a.spans.equals(b.spans)
     assert a.jobs.equals(b.jobs)
 

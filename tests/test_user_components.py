@@ -137,15 +137,14 @@ def test_prometheus_export(trace_dir: Path, mapping: Path) -> None:
     lines = list(prometheus.exposition(load_trace(trace_dir, mapping=mapping)))
     job = [ln for ln in lines if ln.startswith("ett_job_l2_gpu_seconds{")]
     assert (
-        'ett_job_l2_gpu_seconds{job_id="j1",model="ranker",component="data_loading",owner="Data platform"} 1440.0'
-        in job
+        'ett_job_l2_gpu_seconds{job_id="j1",model="ranker",component="data_loading",owner="Data platform"} 1440' in job
     )
     assert (
-        'ett_job_l2_gpu_seconds{job_id="j1",model="ranker",component="trainer_init",owner="Trainer framework"} 2400.0'
+        'ett_job_l2_gpu_seconds{job_id="j1",model="ranker",component="trainer_init",owner="Trainer framework"} 2400'
         in job
     )
     assert [ln.split('component="')[1].split('"')[0] for ln in job] == [*DEFAULTS, "data_loading", "unattributed"]
-    assert 'ett_fleet_l2_gpu_seconds{component="data_loading",owner="Data platform"} 1440.0' in lines
+    assert 'ett_fleet_l2_gpu_seconds{component="data_loading",owner="Data platform"} 1440' in lines
 
 
 def test_the_timeline_draws_it(trace_dir: Path, mapping: Path) -> None:

@@ -31,6 +31,7 @@ import duckdb
 from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap, load_phase_map
+from ettcore.trace import load as load_mod
 from ettcore.trace import memory, span_store
 from ettcore.trace import window as window_mod
 from ettcore.trace.instants import HOUR_MS
@@ -295,6 +296,7 @@ def _register_phases(con: duckdb.DuckDBPyConnection, rows: list) -> None:
     con.executemany("INSERT INTO ett_phases VALUES (?, ?, ?, ?)", [tuple(r) for r in rows])
     con.execute("ALTER TABLE ett_phases ADD COLUMN is_train BOOLEAN")
     con.execute("UPDATE ett_phases SET is_train = phase = 'train'")
+    load_mod.register_causes(con)
 
 
 def _drop_any(con: duckdb.DuckDBPyConnection, name: str) -> None:
@@ -737,4 +739,6 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
                 "ORDER BY job_id"
             )
         con.execute(f"CREATE TEMP VIEW job_component_time AS {keyed('res_job_components')}")
+        # the interruptions and lost time by cause, from the stored attribution (its pieces carry their cause)
+        con.execute(f"CREATE TEMP TABLE job_cause_time AS {sql('metric/job_cause_time')}")
         trace.attribution.job_metrics = True

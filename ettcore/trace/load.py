@@ -637,6 +637,12 @@ def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> Non
     ).with_columns((pl.col("phase") == "train").alias("is_train"))
     con.register("_arrow_phases", df.to_arrow())
     con.execute("CREATE OR REPLACE TEMP TABLE ett_phases AS SELECT * FROM _arrow_phases")
+    register_causes(con)
+
+
+def register_causes(con: duckdb.DuckDBPyConnection) -> None:
+    """The small table ``ett_causes``: the cause list (ettcore/defaults/causes.yaml) with ids, groups and the end
+    reason each cause is derived from; the metric's SQL joins it (a trace and a store alike)."""
     causes = pl.DataFrame(
         [(i, c, GROUP_OF[c], derived_from(c)) for i, c in enumerate(CAUSES, start=1)],
         schema={"cause_id": pl.Int64, "cause": pl.Utf8, "cause_group": pl.Utf8, "derived_from": pl.Utf8},
