@@ -308,6 +308,25 @@ def check_slurm_fleet(card: dict) -> None:
     assert rule["passed"] and 0 < rule["tolerance"] < 0.5
 
 
+def check_reliability(card: dict) -> None:
+    """The bundled Slurm campaign's interruptions by cause, counted by hand from its sacct.txt (data/slurm-fleet/
+    README: REQUEUED 10, PREEMPTED 6, NODE_FAIL 4, FAILED 2, TIMEOUT 1): 6 preemptions, 10 + 2 crashes of the job's
+    own (user errors), 1 time limit, 4 runs on the node set DOWN; all on one node, ett1, so nothing can be flagged."""
+    h = _headlines(card)
+    assert h["NoF preemption (measured)"] == 6
+    assert h["NoF user_error (measured)"] == 12
+    assert h["NoF time_limit (measured)"] == 1
+    assert h["NoF node_failure (measured)"] == 4
+    assert h["NoF infrastructure (measured)"] == h["NoF hardware (measured)"] == h["NoF unknown (measured)"] == 0
+    assert h["NoF (measured)"] == 23
+    assert h["nodes in the campaign"] == 1 and h["flagged nodes in the campaign"] == 0
+    assert h["system and hardware failures fitted (campaign)"] == 4  # the node failures; user errors are not fitted
+    # 20 x lemons on the default SYNTHETIC fleet (seed 1000) are all told from chance, and no good node is flagged
+    assert h["planted lemons found (SYNTHETIC)"] == "3 of 3" and h["false alarms (SYNTHETIC)"] == 0
+    assert 0 < h["expected ETT% at 1024 GPUs (SYNTHETIC fleet)"] < 100
+    assert card["checks"] == [] and card["synthetic"] is False
+
+
 PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "01-trace-overview": check_trace_overview,
     "02-time-breakdown": check_time_breakdown,
@@ -325,6 +344,7 @@ PAPER_NUMBERS: dict[str, Callable[[dict], None]] = {
     "15-framework-run": check_framework_run,
     "14-slurm-fleet": check_slurm_fleet,
     "17-external-evidence": check_external_evidence,
+    "18-reliability": check_reliability,
 }
 
 

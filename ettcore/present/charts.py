@@ -645,14 +645,20 @@ def lines(
     x_domain: Sequence[float] | None = None,
     markers: Sequence[tuple[float, str]] = (),
     y_zero: bool = True,
+    log: str = "",
 ) -> alt.LayerChart:
     """A line chart of ``y`` against ``x`` (one line per ``color`` value).
 
     ``x`` may be numeric, a time, or text (bucket labels such as "Jan 2026": one tick each, in the frame's order).
     ``x_domain`` limits the x axis; ``markers`` draws a labelled vertical rule at each ``(x, label)`` (an optimum);
-    ``y_zero=False`` lets the y axis start near the data instead of at zero.
+    ``y_zero=False`` lets the y axis start near the data instead of at zero; ``log`` names the axes drawn on a log
+    scale (``"x"``, ``"y"`` or ``"xy"``).
     """
-    scale = alt.Scale(domain=list(x_domain), nice=False) if x_domain else alt.Undefined
+    if set(log) - {"x", "y"}:
+        raise ValueError(f"log takes 'x', 'y' or 'xy', got {log!r}")
+    xs = {"type": "log"} if "x" in log else {}
+    scale = alt.Scale(domain=list(x_domain), nice=False, **xs) if x_domain else alt.Scale(**xs) if xs else alt.Undefined
+    yscale = alt.Scale(type="log") if "y" in log else alt.Undefined if y_zero else alt.Scale(zero=False)
     kind = frame.schema[x]
     xt = f"{x}:Q" if kind.is_numeric() else f"{x}:T" if kind.is_temporal() else f"{x}:O"
     enc = {
@@ -663,7 +669,7 @@ def lines(
             sort=None if xt.endswith(":O") else alt.Undefined,
             axis=alt.Axis(labelAngle=0) if xt.endswith(":O") else alt.Undefined,
         ),
-        "y": alt.Y(f"{y}:Q", title=y_title or y, scale=alt.Undefined if y_zero else alt.Scale(zero=False)),
+        "y": alt.Y(f"{y}:Q", title=y_title or y, scale=yscale),
         "tooltip": [
             alt.Tooltip(xt, title=x_title or x, format=".2f" if frame.schema[x].is_numeric() else alt.Undefined),
             alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y),
@@ -738,6 +744,40 @@ def grouped_bars(
         if independent_y:
             chart = chart.resolve_scale(y="independent")
         return chart.properties(title=title(chart_title, synthetic))
+    return chart.properties(title=title(chart_title, synthetic), width=560)
+
+
+def scatter(
+    frame: pl.DataFrame,
+    x: str,
+    y: str,
+    color: str,
+    *,
+    synthetic: bool,
+    chart_title: str,
+    x_title: str | None = None,
+    y_title: str | None = None,
+    color_title: str | None = None,
+    label: str | None = None,
+) -> alt.Chart:
+    """One point per row, ``y`` against ``x``, coloured by ``color`` (a category such as a flag); ``label`` is a
+    column shown in the tooltip (a node's name)."""
+    tips = [alt.Tooltip(f"{label}:N")] if label else []
+    chart = (
+        alt.Chart(frame)
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=alt.X(f"{x}:Q", title=x_title or x, scale=alt.Scale(zero=False)),
+            y=alt.Y(f"{y}:Q", title=y_title or y),
+            color=alt.Color(f"{color}:N", title=color_title or color),
+            tooltip=tips
+            + [
+                alt.Tooltip(f"{x}:Q", format=".2f", title=x_title or x),
+                alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y),
+                alt.Tooltip(f"{color}:N", title=color_title or color),
+            ],
+        )
+    )
     return chart.properties(title=title(chart_title, synthetic), width=560)
 
 
