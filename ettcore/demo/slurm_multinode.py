@@ -33,7 +33,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -79,25 +78,28 @@ def plan() -> list[JobPlan]:
 
 
 def _script(p: JobPlan, work: Path) -> str:
-    return "\n".join(
-        [
-            "#!/bin/bash",
-            f"#SBATCH --job-name={p.name}",
-            "#SBATCH --partition=low",
-            f"#SBATCH --nodes={p.nodes}",
-            f"#SBATCH --nodelist={p.nodelist}",
-            "#SBATCH --ntasks-per-node=1",
-            "#SBATCH --cpus-per-task=1",
-            "#SBATCH --gres=gpu:1",
-            "#SBATCH --time=5",
-            "#SBATCH --account=research",
-            "#SBATCH --requeue" if p.requeue else "#SBATCH --no-requeue",
-            f"#SBATCH --output={work}/logs/{p.name}-%j.out",
-            "#SBATCH --open-mode=append",
-            'echo "run ${SLURM_RESTART_COUNT:-0} of $SLURM_JOB_ID on $SLURM_JOB_NODELIST at $(date +%s.%N)"',
-            f"srun sleep {p.sleep_s}",
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                "#!/bin/bash",
+                f"#SBATCH --job-name={p.name}",
+                "#SBATCH --partition=low",
+                f"#SBATCH --nodes={p.nodes}",
+                f"#SBATCH --nodelist={p.nodelist}",
+                "#SBATCH --ntasks-per-node=1",
+                "#SBATCH --cpus-per-task=1",
+                "#SBATCH --gres=gpu:1",
+                "#SBATCH --time=5",
+                "#SBATCH --account=research",
+                "#SBATCH --requeue" if p.requeue else "#SBATCH --no-requeue",
+                f"#SBATCH --output={work}/logs/{p.name}-%j.out",
+                "#SBATCH --open-mode=append",
+                'echo "run ${SLURM_RESTART_COUNT:-0} of $SLURM_JOB_ID on $SLURM_JOB_NODELIST at $(date +%s.%N)"',
+                f"srun sleep {p.sleep_s}",
+            ]
+        )
+        + "\n"
+    )
 
 
 def _state_dir(conf: Path) -> Path:
