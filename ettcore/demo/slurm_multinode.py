@@ -187,7 +187,12 @@ def run_campaign(out_dir: Path = MULTINODE_DIR, work: Path | None = None) -> dic
         script.write_text(_script(p, work))
         submitted[p.name] = _run(["sbatch", "--parsable", str(script)]).strip().split(";")[0]
         event("submit", plan_job=p.name, job_id=submitted[p.name], nodelist=p.nodelist, requeue=p.requeue)
-    _wait("every job running", lambda: all(s == "RUNNING" for s, _ in _squeue().values()) and len(_squeue()) == 7)
+
+    def all_running() -> bool:
+        states = [s for s, _ in _squeue().values()]
+        return len(states) == len(jobs) and all(s == "RUNNING" for s in states)
+
+    _wait("every job running", all_running)
     event("all_running", squeue=_run(["squeue", "-h", "-o", "%i %j %T %N"]).splitlines())
     time.sleep(max(0.0, FAIL_AT_S - (time.time() - t0)))
 
