@@ -9,7 +9,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks lint test report bench lab live-job framework-run slurm-fleet clean
+.PHONY: setup frameworks lint test report bench lab live-job framework-run slurm-fleet slurm-multinode clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -61,6 +61,15 @@ slurm-fleet: setup frameworks
 	$(SLURM_FLEET_ENV) tools/slurm/start.sh --fresh
 	$(SLURM_FLEET_ENV) SLURM_CONF="$$($(SLURM_FLEET_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m ettcore.demo.slurm_fleet \
 	  --work $(SLURM_FLEET_STATE)-work; rc=$$?; $(SLURM_FLEET_ENV) tools/slurm/stop.sh; exit $$rc
+
+# The real multi-node campaign (data/slurm-multinode): a fresh cluster of three slurmd daemons on this machine
+# (ETT_SLURM_NODES=3, free ports), seven sleep jobs, node3 failing once; about two minutes. No PyTorch needed.
+SLURM_MULTINODE_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-multinode
+SLURM_MULTINODE_ENV   := ETT_SLURM_DIR=$(SLURM_MULTINODE_STATE) ETT_SLURM_NODES=3
+slurm-multinode: setup
+	$(SLURM_MULTINODE_ENV) tools/slurm/start.sh --fresh
+	$(SLURM_MULTINODE_ENV) SLURM_CONF="$$($(SLURM_MULTINODE_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m ettcore.demo.slurm_multinode \
+	  --work $(SLURM_MULTINODE_STATE)-work; rc=$$?; $(SLURM_MULTINODE_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

@@ -90,7 +90,7 @@ class Signals:
     state: str | None = None  # a Slurm job state (upper case)
     exit_code: int | None = None
     signal: int | None = None
-    reason: str | None = None  # a reason text (Slurm's Reason, a recorder's end message)
+    reason: str | None = None  # a reason text (Slurm's Reason, an MLPerf run_stop status)
     exception: str | None = None  # an exception's type and message
 
 
@@ -207,6 +207,11 @@ class CauseMap:
         cause = next((r.cause for r in self.rules if r.matches(s)), UNKNOWN)
         self.counts[cause] = self.counts.get(cause, 0) + 1
         return cause
+
+    def counts_line(self) -> str:
+        """What :meth:`classify` gave so far, in report order (``"preemption 2, unknown 1"``; ``"none"``), for an
+        import report."""
+        return ", ".join(f"{c} {self.counts[c]}" for c in CAUSES if c in self.counts) or "none"
 
 
 def load_cause_map(path: str | Path | None = None) -> CauseMap:

@@ -28,7 +28,7 @@ import pytest
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
 from ettcore.demo.jobs.ground_truth import wait_for_exit_watchers
-from ettcore.importers.recorder import collect, convert
+from ettcore.importers.recorder import collect, convert, read_records
 from ettcore.integrations import process
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.recorder import Recorder, RecorderWarning
@@ -366,18 +366,18 @@ def _run_child(run: Path, mode: str) -> Child:
 
 
 @pytest.mark.parametrize(
-    ("mode", "returncode", "reason"),
+    ("mode", "returncode", "reason", "cause"),
     [
-        ("completed", 0, "completed"),
-        ("raise", 1, "failure"),
-        ("sigterm", -signal.SIGTERM, "preemption"),
-        ("sigint", -signal.SIGINT, "cancelled"),  # KeyboardInterrupt, uncaught: Python then dies by SIGINT
-        ("sigint_ignored", 0, "completed"),  # SIGINT ignored when training began: the watcher leaves it ignored
-        ("sigkill", -signal.SIGKILL, "failure"),
+        ("completed", 0, "completed", None),
+        ("raise", 1, "failure", "user_error"),  # the RuntimeError, kept in the end record
+        ("sigterm", -signal.SIGTERM, "preemption", "preemption"),
+        ("sigint", -signal.SIGINT, "cancelled", None),  # KeyboardInterrupt, uncaught: Python then dies by SIGINT
+        ("sigint_ignored", 0, "completed", None),  # SIGINT ignored when training began: the watcher leaves it ignored
+        ("sigkill", -signal.SIGKILL, "failure", "unknown"),  # nothing ran at the kill: nothing says why
     ],
 )
 def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(
-    tmp_path: Path, mode: str, returncode: int, reason: str
+    tmp_path: Path, mode: str, returncode: int, reason: str, cause: str | None
 ) -> None:
     run = tmp_path / "run"
     child = _run_child(run, mode)
@@ -385,6 +385,14 @@ def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(
     conv = convert(run, tmp_path / "trace")
     att = conv.attempts.row(0, named=True)
     assert att["end_reason"] == reason
+    assert att.get("cause") == cause
+    (end,) = [r for f in sorted(run.glob("*.jsonl")) for r in read_records(f)[0] if r.data["k"] == "attempt_end"]
+    if mode == "raise":
+        assert end.data["exception"] == "RuntimeError: injected" and "signal" not in end.data
+    elif mode == "sigterm":
+        assert end.data["signal"] == signal.SIGTERM and "exception" not in end.data
+    elif mode in ("completed", "sigkill"):
+        assert "exception" not in end.data and "signal" not in end.data
     child.check_attempt(att)  # from the kernel's start of the process to its exit
     spans = conv.spans
     train = spans.filter(pl.col("phase") == "train")
@@ -500,8 +508,10 @@ def test_callback_errors_are_counted_and_warned_about_once(tmp_path: Path) -> No
 
 
 def test_the_exit_watcher_reads_the_last_report() -> None:
-    assert process._parse_report(b"completed 12.5 -1 exit\n") == ("completed", 12.5, -1, "exit")
-    assert process._parse_report(b"failure 1.0 -1 exit\npreemption 2.0 3 now\n") == ("preemption", 2.0, 3, "now")
+    assert process._parse_report(b"completed 12.5 -1 exit\n") == ("completed", 12.5, -1, "exit", {})
+    assert process._parse_report(b"failure 1.0 -1 exit\npreemption 2.0 3 now\n") == ("preemption", 2.0, 3, "now", {})
+    why = b'failure 1.0 -1 exit {"exception": "RuntimeError: a b\\nc", "signal": null}\n'
+    assert process._parse_report(why) == ("failure", 1.0, -1, "exit", {"exception": "RuntimeError: a b\nc"})
     assert process._parse_report(b"completed 12.5 -1 ex") is None  # not a complete line yet
     assert process._parse_report(b"bogus 1 2 exit\n") is None
     assert json.dumps(process.REASONS)

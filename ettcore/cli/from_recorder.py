@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from ettcore.cli.common import add_cause_mapping_arg
 from ettcore.errors import InputError
 from ettcore.importers.recorder import convert
 
 
 def run(args: Any) -> int:
     try:
-        conv = convert(args.run_dir, args.out_dir, open_last_attempt=args.open_last_attempt)
+        conv = convert(
+            args.run_dir, args.out_dir, open_last_attempt=args.open_last_attempt, cause_mapping=args.cause_mapping
+        )
     except InputError as exc:
         for p in exc.problems:
             print(p.line())
@@ -34,4 +37,5 @@ def register(subparsers: Any) -> None:
         default="running",
         help="how to treat a job's last attempt that has no end record (default: running)",
     )
+    add_cause_mapping_arg(p)
     p.set_defaults(func=run)

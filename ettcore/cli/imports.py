@@ -8,6 +8,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ettcore.cli.common import add_cause_mapping_arg
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import write_import
 from ettcore.importers.goodput import import_entries
@@ -58,14 +59,17 @@ def _positive(text: str) -> int:
 
 def _run_mlperf(args: argparse.Namespace) -> int:
     # InputError: the ett command prints it, exit 2
-    frames, report = import_logs(args.logs, systems_dir=args.systems, gpus=_gpus_option(args.gpus))
+    frames, report = import_logs(
+        args.logs, systems_dir=args.systems, gpus=_gpus_option(args.gpus), cause_mapping=args.cause_mapping
+    )
     out = write_import(args.out, frames, report, fmt=args.format)
     _summary(f"{frames.jobs.height} MLPerf run(s)", out, report)
     return 0
 
 
 def _run_goodput(args: argparse.Namespace) -> int:
-    frames, report = import_entries(args.entries, gpus=args.gpus)  # InputError: the ett command prints it, exit 2
+    # InputError: the ett command prints it, exit 2
+    frames, report = import_entries(args.entries, gpus=args.gpus, cause_mapping=args.cause_mapping)
     out = write_import(args.out, frames, report, fmt=args.format)
     _summary(f"{frames.jobs.height} job(s), {frames.attempts.height} attempt(s)", out, report)
     return 0
@@ -142,6 +146,7 @@ def register(subparsers) -> None:
         help="accelerators of every log (N), or of one log (LOG=N, repeatable): "
         "replaces the log's SYSJSON and the system description",
     )
+    add_cause_mapping_arg(m)
     m.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     m.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
     m.set_defaults(func=_run_mlperf)
@@ -156,6 +161,7 @@ def register(subparsers) -> None:
         help="JSON lines, or the JSON array of 'gcloud logging read --format=json'; any order",
     )
     g.add_argument("--gpus", type=int, default=1, help="accelerators per job (the entries do not say; default 1)")
+    add_cause_mapping_arg(g)
     g.add_argument("--out", required=True, metavar="TRACE", help="trace folder to write")
     g.add_argument("--format", choices=("parquet", "csv", "jsonl"), default="parquet")
     g.set_defaults(func=_run_goodput)
@@ -191,12 +197,7 @@ def register(subparsers) -> None:
         default="failure",
         help="end reason of a TIMEOUT run (default failure; docs/slurm.md); its cause is time_limit",
     )
-    s.add_argument(
-        "--cause-mapping",
-        default=None,
-        metavar="FILE",
-        help="rules deciding each interruption's cause, tried before the shipped ones (YAML/JSON; docs/causes.md)",
-    )
+    add_cause_mapping_arg(s)
     s.add_argument(
         "--clock-tolerance",
         type=float,

@@ -63,6 +63,7 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ettcore.causes import Signals, load_cause_map
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
@@ -740,17 +741,22 @@ def _note_file(fr: FileReport, attempts: list[dict], spans: list[dict], jobs: in
         fr.note("inferred", "gpus", "the entries do not record accelerators; every job has gpus = 1 (use --gpus)")
 
 
-def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> tuple[TraceFrames, ImportReport]:
+def import_entries(
+    path: str | Path, gpus: int = 1, synthetic: bool = False, cause_mapping: str | Path | None = None
+) -> tuple[TraceFrames, ImportReport]:
     """Import a recorder's entries (JSON lines or a JSON array, any order): one job a ``job_name``.
 
     ``gpus`` is given to every job (the entries do not record it).  Set
     ``synthetic`` when the entries were generated rather than recorded from
-    a real job; it is written to ``trace.json``.
+    a real job; it is written to ``trace.json``.  Each interruption's cause is decided by the cause mapping
+    (``cause_mapping``: a user's rules before the shipped ones, docs/causes.md); the entries record nothing about
+    why an attempt ended, so the shipped rules give a failure ``unknown``.
     """
     path = Path(path)
     src = str(path)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
+    cause_map = load_cause_map(cause_mapping)
     report = ImportReport("goodput")
     fr = report.add_file(src)
     entries = read_entries(path)
@@ -758,11 +764,14 @@ def import_entries(path: str | Path, gpus: int = 1, synthetic: bool = False) -> 
     attempts, spans, jobs = [], [], []
     for job, mine in by_job.items():
         a, s = _import_job(job, mine, src, fr)
+        for row in a:
+            row["cause"] = cause_map.classify(Signals("goodput", row["end_reason"]))
         attempts.extend(a)
         spans.extend(s)
         jobs.append(dict(job_id=job, model=job, gpus=gpus, source_file=path.name, synthetic=synthetic))
         fr.job_ids.append(job)
     _note_file(fr, attempts, spans, len(jobs), len(entries), gpus)
+    fr.facts["interruptions by cause"] = cause_map.counts_line()
     metadata = {
         "synthetic": synthetic,
         "source": "ml-goodput-measurement recorder entries",

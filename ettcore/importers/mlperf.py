@@ -87,6 +87,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 import polars as pl
 
+from ettcore.causes import Signals, load_cause_map
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
@@ -1301,7 +1302,10 @@ def expand_logs(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def import_logs(
-    paths: Sequence[str | Path], systems_dir: str | Path | None = None, gpus: int | dict[str, int] | None = None
+    paths: Sequence[str | Path],
+    systems_dir: str | Path | None = None,
+    gpus: int | dict[str, int] | None = None,
+    cause_mapping: str | Path | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import MLPerf result logs: one job a file (a folder: every ``result_*.txt`` below it).
 
@@ -1317,6 +1321,10 @@ def import_logs(
     :class:`~ettcore.errors.InputError` for a file that cannot be a run
     (unreadable, no events, no start, no accelerator count) or when two files
     give the same job id.
+
+    A run's cause, when it is an interruption (a log cut short: no ``run_stop``), is decided by the cause mapping
+    (``cause_mapping``: a user's rules before the shipped ones, docs/causes.md), the ``run_stop`` status as its
+    reason text; a log says nothing of why it stopped, so the shipped rules give ``unknown``.
     """
     for n in [gpus] if not isinstance(gpus, dict) else gpus.values():
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
@@ -1327,6 +1335,7 @@ def import_logs(
         unknown = [k for k in gpus if Path(k).resolve() not in {p.resolve() for p in logs}]
         if unknown:
             raise InputError([Problem("--gpus", None, "gpus", f"{k} is not one of the logs imported") for k in unknown])
+    cause_map = load_cause_map(cause_mapping)
     report = ImportReport("mlperf")
     attempts, spans, jobs = [], [], []
     problems: list[Problem] = []
@@ -1345,6 +1354,9 @@ def import_logs(
             )
             continue
         seen[j["job_id"]] = str(p)
+        a["cause"] = cause_map.classify(Signals("mlperf", a["end_reason"], reason=j.get("run_status")))
+        if a["cause"] is not None:
+            fr.facts["interruption cause"] = a["cause"]
         attempts.append(a)
         spans.extend(s)
         jobs.append(j)

@@ -5,6 +5,10 @@
 folder and returns the notes it made (torn lines skipped, spans still open at a crash, closed at their last
 ``progress`` record for ``train``, else at the attempt's end; attempts without an end record).  The record kinds are
 listed in :mod:`ettcore.integrations.recorder`.
+
+Each interruption's cause (docs/causes.md) is decided here, from what its ``attempt_end`` record says ended it (the
+optional ``exception``, ``signal`` and ``exit_code``), with a :class:`~ettcore.causes.CauseMap`; an interruption whose
+record says nothing (a ``SIGKILL``, an attempt without an end record) is ``unknown``, a preemption ``preemption``.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ettcore.errors import InputError, Problem
+
+if TYPE_CHECKING:  # the recorder (inside a training job) imports this module: the cause rules load only to convert
+    from ettcore.causes import CauseMap
 
 # The record format: the kinds of record a recorder file holds, and the end reasons of an attempt
 END_REASONS = ("completed", "failure", "preemption", "cancelled")
@@ -209,6 +216,7 @@ class _Records:
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)  # the ``job`` records: jobs rows
     starts: dict[tuple[str, int], tuple[float, Record]] = field(default_factory=dict)
     ends: dict[tuple[str, int], tuple[float, str, Record]] = field(default_factory=dict)  # (t, reason, record)
+    ended_by: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # an end's exception/signal/exit
     first_t: dict[tuple[str, int], float] = field(default_factory=dict)  # each attempt's first and last instant
     last_t: dict[tuple[str, int], float] = field(default_factory=dict)
     spans: list[dict[str, Any]] = field(default_factory=list)  # closed spans (train split at its progress records)
@@ -269,6 +277,12 @@ class _Records:
         if key in self.ends:
             raise _bad(rec, "k", f"second attempt_end for attempt {key[1]}", key[0])
         self.ends[key] = (t, reason, rec)
+        why = {"exception": _need(rec, "exception", (str,), allow_none=True)}
+        for fld in ("signal", "exit_code"):
+            why[fld] = _need(rec, fld, (int,), allow_none=True)
+            if why[fld] is not None and why[fld] < 0:
+                raise _bad(rec, fld, f"{fld} must be >= 0", key[0])
+        self.ended_by[key] = why
         self._seen(key, t)
 
     def _begin(self, rec: Record, key: tuple[str, int]) -> None:
@@ -369,9 +383,14 @@ def _end_and_reason(
     return None, "running"
 
 
-def _attempts(recs: _Records, directory: Path, open_last_attempt: str, notes: list[Problem]) -> list[dict[str, Any]]:
+def _attempts(
+    recs: _Records, directory: Path, open_last_attempt: str, notes: list[Problem], cause_map: CauseMap
+) -> list[dict[str, Any]]:
     """Build stage: the attempt rows, in (job, attempt) order; an attempt without ``attempt_start`` starts at its
-    earliest record (noted), its end from :func:`_end_and_reason`."""
+    earliest record (noted), its end from :func:`_end_and_reason`, an interruption's cause from what its end record
+    says ended it (``cause_map``)."""
+    from ettcore.causes import Signals
+
     keys = sorted(set(recs.last_t))
     last_attempt: dict[str, int] = {}
     for job_id, attempt in keys:
@@ -386,7 +405,9 @@ def _attempts(recs: _Records, directory: Path, open_last_attempt: str, notes: li
             msg = f"attempt {attempt} has no attempt_start record: starts at its earliest record"
             notes.append(_attempt_note(directory, "attempt_start", msg, job_id))
         end, reason = _end_and_reason(recs, key, last_attempt[job_id], open_last_attempt, directory, notes)
-        attempts.append({"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason})
+        cause = cause_map.classify(Signals("recorder", reason, **recs.ended_by.get(key, {})))
+        row = {"job_id": job_id, "attempt": attempt, "start": start, "end": end, "end_reason": reason}
+        attempts.append({**row, "cause": cause})
     return attempts
 
 
@@ -440,16 +461,16 @@ def _frames(attempts: list[dict], spans: list[dict], jobs: list[dict]) -> tuple[
     def to_ts(col: str) -> pl.Expr:
         return (pl.col(col) * 1_000_000).round(0).cast(pl.Int64).cast(ts)
 
-    att_df = pl.DataFrame(
-        attempts,
-        schema={
-            "job_id": pl.String,
-            "attempt": pl.Int64,
-            "start": pl.Float64,
-            "end": pl.Float64,
-            "end_reason": pl.String,
-        },
-    )
+    a_schema = {
+        "job_id": pl.String,
+        "attempt": pl.Int64,
+        "start": pl.Float64,
+        "end": pl.Float64,
+        "end_reason": pl.String,
+    }
+    if any(a.get("cause") is not None for a in attempts):  # the optional column, only when some attempt has one
+        a_schema["cause"] = pl.String
+    att_df = pl.DataFrame([{k: a.get(k) for k in a_schema} for a in attempts], schema=a_schema)
     att_df = att_df.with_columns(to_ts("start"), to_ts("end")).sort("job_id", "attempt")
     span_df = pl.DataFrame(
         spans,
@@ -474,6 +495,7 @@ def collect(
     open_last_attempt: str = "running",
     split_train: bool = True,
     attempt_ends: dict[tuple[str, int], float] | None = None,
+    cause_map: CauseMap | None = None,
 ) -> Conversion:
     """Read every recorder file in ``directory`` into trace tables (no files written).
 
@@ -502,15 +524,20 @@ def collect(
     takes progress as linear within a span; slow first steps after a restart
     would otherwise bend the productive/replay boundary).
 
+    Each interruption's cause comes from its end record's ``exception``, ``signal`` and ``exit_code`` through
+    ``cause_map`` (default: the shipped rules, :func:`ettcore.causes.load_cause_map`).
+
     The stages: parse (:func:`_read_folder`), build (:func:`_attempts`, :func:`_close_open_spans`,
     :func:`_frames`); the notes go, in the order made, to one list, the conversion's ``problems``.
     """
     if open_last_attempt not in ("running", "failure"):
         raise ValueError("open_last_attempt must be 'running' or 'failure'")
+    from ettcore.causes import load_cause_map
+
     directory = Path(directory)
     notes: list[Problem] = []
     recs = _read_folder(directory, split_train, notes)
-    attempts = _attempts(recs, directory, open_last_attempt, notes)
+    attempts = _attempts(recs, directory, open_last_attempt, notes, cause_map or load_cause_map())
     end_of = {(a["job_id"], a["attempt"]): a["end"] for a in attempts}
     spans = recs.spans + _close_open_spans(recs, end_of, attempt_ends, notes)
     jobs = dict(recs.jobs)
@@ -527,17 +554,21 @@ def convert(
     split_train: bool = True,
     metadata: dict[str, Any] | None = None,
     notes_relative_to: str | Path | None = None,
+    cause_mapping: str | Path | None = None,
 ) -> Conversion:
     """Turn a recorder run folder into a trace folder (Parquet, written atomically).
 
     ``trace.json`` records the source and every note (torn lines skipped,
     spans closed at a crash, attempts without an end); ``metadata`` is merged
     into it (e.g. ``{"synthetic": False, "machine": ...}``); ``notes_relative_to``
-    writes the notes' file names relative to that folder (for bundled data).
+    writes the notes' file names relative to that folder (for bundled data); ``cause_mapping``: a user's
+    cause-mapping file, its rules tried before the shipped ones (docs/causes.md).
     """
+    from ettcore.causes import load_cause_map
     from ettcore.trace.writer import write_trace
 
-    conv = collect(directory, open_last_attempt=open_last_attempt, split_train=split_train)
+    cause_map = load_cause_map(cause_mapping)
+    conv = collect(directory, open_last_attempt=open_last_attempt, split_train=split_train, cause_map=cause_map)
     meta = {
         "source": f"ettcore.recorder run folder {Path(directory).name}",  # as every converted trace says
         "recorder_notes": conv.note_lines(notes_relative_to),

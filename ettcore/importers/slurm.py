@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ettcore.causes import CAUSES, CauseMap, Signals, load_cause_map
+from ettcore.causes import CauseMap, Signals, load_cause_map
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import FileReport, ImportReport
@@ -1203,9 +1203,7 @@ def import_sacct(
     built = _build(
         jobs, report, timeout_as=timeout_as, as_of=as_of, gpus=gpus, keep_users=keep_users, cause_map=cause_map
     )
-    report.files[0].facts["interruptions by cause"] = (
-        ", ".join(f"{c} {cause_map.counts[c]}" for c in CAUSES if c in cause_map.counts) or "none"
-    )
+    report.files[0].facts["interruptions by cause"] = cause_map.counts_line()
     _note(report, runs, jobs, built, timeout_as=timeout_as, as_of=as_of, as_of_given=as_of_given)
     metadata = {
         "synthetic": False,

@@ -39,6 +39,13 @@ End reason
     then delivered again with its default action, so the process still dies by
     it.
 
+What ended it
+    The end record also keeps, when known, the exception that ended training
+    (its type and message, from the framework's exception hook or
+    ``sys.excepthook``) and the signal that arrived, so the conversion can
+    decide the interruption's cause (docs/causes.md).  A process killed by
+    ``SIGKILL`` says nothing: its cause is ``unknown``.
+
 Failure isolation
     Every hook runs through :meth:`Attempt.guard` or catches its own errors:
     an error of ours is counted (:attr:`Attempt.errors`), reported once
@@ -64,7 +71,7 @@ from typing import Any, Callable
 
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.rank_progress import RankProgress
-from ettcore.integrations.recorder import Recorder, RecorderWarning
+from ettcore.integrations.recorder import Recorder, RecorderWarning, exception_text
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
 ENV_JOB_ID = "ETT_JOB_ID"
@@ -242,6 +249,7 @@ class Attempt:
         self.reason: str | None = None  # set when training ended; None while it runs
         self.ended_at: float | None = None
         self.signal: int | None = None
+        self.exception: str | None = None  # the exception that ended training ("Type: message"), when one did
         self.finished = False
         self._own_errors = 0
         self._warned = False
@@ -397,6 +405,8 @@ class Attempt:
         if self.reason is not None or self.recorder is None:
             return
         self.reason = reason or self._reason_for(exc)
+        if exc is not None:
+            self.exception = exception_text(exc)
         t = self.clock() if t is None else t
         self.ended_at = t
         self.timeline.stop(t, crashed=self.reason != "completed")
@@ -434,14 +444,15 @@ class Attempt:
     def _report_end(self, rec: Recorder, t: float, *, now: bool = False) -> None:
         """The end goes to the exit watcher (which writes it when the process is gone), else straight to ``rec``."""
         reason = self.reason or "failure"
+        why = {"exception": self.exception, "signal": self.signal}
         if self.watch is not None:
             try:
-                self.watch.report(reason, t, now=now)
+                self.watch.report(reason, t, now=now, **why)
                 return
             except OSError as exc:
                 self.error(exc)
         if not attempts_by_agent():
-            rec.attempt_end(reason, t=t)
+            rec.attempt_end(reason, t=t, **why)
 
     def _finish_from_signal(self, signum: int) -> None:
         """The process is about to die by ``signum``: write its last spans through a fresh recorder.
@@ -550,8 +561,19 @@ class ExitWatch:
             os.close(r)
         self._w = w
 
-    def report(self, reason: str, t: float, attempt: int | None = None, *, now: bool = False) -> None:
+    def report(
+        self,
+        reason: str,
+        t: float,
+        attempt: int | None = None,
+        *,
+        now: bool = False,
+        exception: str | None = None,
+        signal: int | None = None,
+    ) -> None:
         """Tell the watcher how this attempt ended and when its ``atexit`` ran.
+
+        ``exception`` and ``signal``: what ended it, when known (they go into the end record).
 
         ``attempt``: the attempt that ends, when it is no longer the one the
         watcher was started for (the torchrun agent's later rounds).
@@ -560,7 +582,9 @@ class ExitWatch:
         and exits.
         """
         a = -1 if attempt is None else int(attempt)
-        os.write(self._w, f"{reason} {t!r} {a} {'now' if now else 'exit'}\n".encode())
+        why = {k: v for k, v in (("exception", exception), ("signal", signal)) if v is not None}
+        tail = f" {json.dumps(why)}" if why else ""  # JSON escapes newlines: the report stays one line
+        os.write(self._w, f"{reason} {t!r} {a} {'now' if now else 'exit'}{tail}\n".encode())
         if now:
             self._reap()
 
@@ -585,15 +609,18 @@ class ExitWatch:
 REASONS = ("completed", "failure", "preemption", "cancelled")
 
 
-def _parse_report(buf: bytes) -> tuple[str, float, int, str] | None:
-    """The last complete ``reason t attempt mode`` line of what the process wrote, if any."""
+def _parse_report(buf: bytes) -> tuple[str, float, int, str, dict[str, Any]] | None:
+    """The last complete ``reason t attempt mode [{"exception": ..., "signal": ...}]`` line the process wrote, if
+    any (the last item: what ended the attempt, the keyword arguments of its end record)."""
     lines = [ln for ln in buf.decode("utf-8", "replace").split("\n")[:-1] if ln.strip()]
     if not lines:
         return None
-    words = lines[-1].split()
+    words = lines[-1].split(maxsplit=4)
     try:
-        if len(words) == 4 and words[0] in REASONS and words[3] in ("now", "exit"):
-            return words[0], float(words[1]), int(words[2]), words[3]
+        if len(words) >= 4 and words[0] in REASONS and words[3] in ("now", "exit"):
+            why = json.loads(words[4]) if len(words) == 5 else {}
+            why = {k: why[k] for k in ("exception", "signal") if isinstance(why, dict) and why.get(k) is not None}
+            return words[0], float(words[1]), int(words[2]), words[3], why
     except ValueError:
         pass
     return None
@@ -636,9 +663,9 @@ def _watch_main(argv: list[str]) -> int:
         except OSError:
             pass
         report = _parse_report(buf)
-    reason, t_atexit = "failure", None
+    reason, t_atexit, why = "failure", None, {}
     if report is not None:
-        reason, t_atexit = report[0], report[1]
+        reason, t_atexit, why = report[0], report[1], report[4]
         attempt = report[2] if report[2] >= 0 else attempt
         if report[3] == "now":
             t_exit = t_atexit
@@ -646,7 +673,7 @@ def _watch_main(argv: list[str]) -> int:
     if t_atexit is not None and t_exit > t_atexit:
         rec.span("shutdown", t_atexit, t_exit, stage="interpreter_exit")
     if write_end:
-        rec.attempt_end(reason, t=max(t_exit, t_atexit or t_exit))
+        rec.attempt_end(reason, t=max(t_exit, t_atexit or t_exit), **why)
     rec.close()
     return 0
 

@@ -34,6 +34,7 @@ Records (one JSON object a line; ``t``/``start``/``end`` are epoch seconds)
     ``job``            job_id, model, gpus, labels
     ``attempt_start``  job_id, attempt, t
     ``attempt_end``    job_id, attempt, t, reason (completed|failure|preemption|cancelled)
+                       [, exception, signal, exit_code]  what ended it, when known (the cause: docs/causes.md)
     ``begin``          job_id, attempt, id, phase, stage, t [, cursor]   a span opened
     ``progress``       job_id, attempt, id, t, cursor                    an open train span's latest cursor
     ``span``           job_id, attempt, id, phase, stage, start, end [, cursor_start, cursor_end]  a span closed
@@ -79,6 +80,17 @@ if TYPE_CHECKING:
     from ettcore.importers.recorder import Conversion
 
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+EXCEPTION_CHARS = 500  # an end record keeps this much of an exception's text (its type and the message's start)
+
+
+def exception_text(exc: str | BaseException) -> str:
+    """``"Type: message"`` of an exception (a text is kept as it is), cut to :data:`EXCEPTION_CHARS` characters."""
+    if isinstance(exc, BaseException):
+        msg = str(exc)
+        exc = f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+    return str(exc)[:EXCEPTION_CHARS]
 
 
 class RecorderWarning(RuntimeWarning):
@@ -361,14 +373,38 @@ class Recorder:
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
 
-    def attempt_end(self, reason: str, t: float | None = None) -> None:
-        """Hardware released; ``reason`` is one of completed, failure, preemption, cancelled."""
+    def attempt_end(
+        self,
+        reason: str,
+        t: float | None = None,
+        *,
+        exception: str | BaseException | None = None,
+        signal: int | None = None,
+        exit_code: int | None = None,
+    ) -> None:
+        """Hardware released; ``reason`` is one of completed, failure, preemption, cancelled.
+
+        What ended it, when known, goes into the record for the conversion to decide the interruption's cause
+        (docs/causes.md): ``exception`` (an exception, or its ``"Type: message"`` text; kept to
+        :data:`EXCEPTION_CHARS` characters), the ``signal`` number that ended it, the process's ``exit_code``.
+        """
         try:
             if reason not in END_REASONS:
                 raise ValueError(f"end reason {reason!r} is not one of {END_REASONS}")
             if self._train is not None:
                 self._train.close()
-            self._emit({"k": "attempt_end", "t": self._clock() if t is None else float(t), "reason": reason})
+            record: dict[str, Any] = {
+                "k": "attempt_end",
+                "t": self._clock() if t is None else float(t),
+                "reason": reason,
+            }
+            if exception is not None:
+                record["exception"] = exception_text(exception)
+            if signal is not None:
+                record["signal"] = int(signal)
+            if exit_code is not None:
+                record["exit_code"] = int(exit_code)
+            self._emit(record)
         except Exception as exc:  # noqa: BLE001
             self.fail(exc)
 

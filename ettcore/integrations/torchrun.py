@@ -223,9 +223,18 @@ class AgentRecorder:
 
     # ------------------------------------------------------------------ the end
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, exception: BaseException | None = None) -> None:
+        """The agent is done: the last attempt ends with ``reason`` (``exception``: what torchrun raised, kept in
+        the end record; a worker's failure is torchrun's ``ChildFailedError``, naming the worker's exit code)."""
         import json
 
+        from ettcore.integrations.recorder import exception_text
+
+        sig = getattr(exception, "sigval", None)  # torchrun's SignalException: the signal the agent received
+        why = {
+            "exception": exception_text(exception) if exception is not None else None,
+            "signal": int(sig) if isinstance(sig, int) else None,
+        }
         with self.lock:
             t = time.time()
             if self.events:
@@ -235,11 +244,11 @@ class AgentRecorder:
                 self.rec.span("shutdown", self.succeeded_at, t, stage="agent_exit")
             if self.watch is not None:
                 try:
-                    self.watch.report(reason, t, attempt=self.attempt)  # written when the agent is gone
+                    self.watch.report(reason, t, attempt=self.attempt, **why)  # written when the agent is gone
                 except OSError:
-                    self.rec.attempt_end(reason, t=t)
+                    self.rec.attempt_end(reason, t=t, **why)
             else:
-                self.rec.attempt_end(reason, t=t)
+                self.rec.attempt_end(reason, t=t, **why)
             self.rec.close()
 
 
@@ -308,16 +317,17 @@ def main(argv: list[str] | None = None) -> int:
     handler = _EventHandler(agent)
     for dest in set(EVENT_DESTINATIONS) | {d for d in [_event_destination(theirs)] if d}:
         logging.getLogger(f"torchelastic-events-{dest}").addHandler(handler)
-    reason = "failure"
+    reason, ended_by = "failure", None
     try:
         torchrun.main(theirs)
         reason = "completed"
     except BaseException as exc:
+        ended_by = exc
         if type(exc).__name__ == "SignalException" or isinstance(exc, KeyboardInterrupt):
             reason = "cancelled" if isinstance(exc, KeyboardInterrupt) else "preemption"
         raise
     finally:
-        agent.close(reason)
+        agent.close(reason, ended_by)
     return 0
 
 

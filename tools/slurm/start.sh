@@ -7,7 +7,9 @@
 #   export SLURM_CONF="$(tools/slurm/start.sh --conf)"   # where clients (sbatch, sacct) find the cluster
 #
 # Settings (environment): ETT_SLURM_DIR state folder (default ${TMPDIR:-/tmp}/ett-slurm),
-# ETT_SLURM_CPUS job slots of the node (default 4), ETT_SLURM_GPUS gres/gpu count (default 4),
+# ETT_SLURM_NODES node daemons (default 1: node ett1; N > 1: nodes node1..nodeN, one `slurmd -N nodeK` each on this
+# machine, each on a port of its own, taken like the others and appended to etc/ports),
+# ETT_SLURM_CPUS job slots of each node (default 4), ETT_SLURM_GPUS gres/gpu count of each node (default 4),
 # ETT_SLURM_REQUEUE_EXIT exit code that Slurm requeues (default 42), ETT_SLURM_PORT first of four
 # consecutive TCP ports (slurmctld, slurmd, slurmdbd, MariaDB; default: four free ports the kernel picks when none of
 # the cluster's daemons runs, so clusters with different state folders run side by side), ETT_SLURM_WAIT seconds to
@@ -23,7 +25,7 @@ DIR="${ETT_SLURM_DIR:-${TMPDIR:-/tmp}/ett-slurm}"
 CPUS="${ETT_SLURM_CPUS:-4}"
 GPUS="${ETT_SLURM_GPUS:-4}"
 REQUEUE_EXIT="${ETT_SLURM_REQUEUE_EXIT:-42}"
-NODE=ett1
+NODES="${ETT_SLURM_NODES:-1}"
 CONF="$DIR/etc/slurm.conf"
 
 if [[ "${1:-}" == "--conf" ]]; then echo "$CONF"; exit 0; fi
@@ -41,6 +43,15 @@ die() {
   exit 3
 }
 
+[[ "$NODES" =~ ^[1-9][0-9]*$ ]] || die "ETT_SLURM_NODES must be a whole number from 1, not '$NODES'"
+if ((NODES == 1)); then
+  NODE_NAMES=(ett1); NODE=ett1; SLURMD_ID=""  # the single-node cluster as it always was
+else
+  NODE_NAMES=(); for ((k = 1; k <= NODES; k++)); do NODE_NAMES+=("node$k"); done
+  NODE="node[1-$NODES]"; SLURMD_ID="-%n"  # slurmd expands %n to its -N name: a pid file, log and spool of its own
+fi
+slurmd_pid() { if ((NODES == 1)); then echo "$DIR/run/slurmd.pid"; else echo "$DIR/run/slurmd-$1.pid"; fi; }
+
 [[ "$(id -u)" == 0 ]] || die "needs root (munge must run as the munge user, slurmd as root); run with sudo"
 for bin in munged mariadbd mariadb-install-db slurmdbd slurmctld slurmd sacctmgr sinfo; do
   command -v "$bin" >/dev/null 2>&1 || [[ -x "/usr/sbin/$bin" ]] || die "$bin not found: apt-get install slurm-wlm slurmdbd slurm-client munge mariadb-server slurm-wlm-basic-plugins slurm-wlm-mysql-plugin"
@@ -54,7 +65,8 @@ if [[ "${1:-}" == "--fresh" ]]; then
   "$HERE/stop.sh" >/dev/null 2>&1 || true
   rm -rf "$DIR"
 fi
-if alive "$DIR/run/slurmd.pid" && alive "$DIR/run/slurmctld.pid" && sinfo -h >/dev/null 2>&1; then
+all_slurmd_alive() { local n; for n in "${NODE_NAMES[@]}"; do alive "$(slurmd_pid "$n")" || return 1; done; }
+if all_slurmd_alive && alive "$DIR/run/slurmctld.pid" && sinfo -h >/dev/null 2>&1; then
   say "already running ($DIR)"; echo "export SLURM_CONF=$CONF"; exit 0
 fi
 
@@ -66,6 +78,7 @@ done
 HOST="$(hostname -s)"
 USER_NAME="$(id -un)"
 mkdir -p "$DIR"/{etc,state,spool,run,log,dev}
+((NODES == 1)) || for n in "${NODE_NAMES[@]}"; do mkdir -p "$DIR/spool/$n"; done
 for ((g = 0; g < GPUS; g++)); do touch "$DIR/dev/gpu$g"; done
 chmod 755 "$DIR"
 DB_PASS_FILE="$DIR/etc/db-pass"
@@ -73,7 +86,8 @@ DB_PASS_FILE="$DIR/etc/db-pass"
 DB_PASS="$(cat "$DB_PASS_FILE")"
 
 # Ports: a daemon of this cluster that still runs keeps the ones it has (from etc/ports); otherwise ETT_SLURM_PORT
-# and the three after it, or four ports free now. bind() to port 0 gets them from the kernel (held together, so
+# and the three after it, or four ports free now. With N > 1 nodes, node1 has the slurmd port and node2..nodeN
+# N - 1 more (after ETT_SLURM_PORT + 3, or free ones), appended to etc/ports. bind() to port 0 gets them from the kernel (held together, so
 # distinct; Linux gives bind(0) odd ports and outgoing connections even ones, so a connection made before a daemon
 # binds does not take its port).
 free_ports() {  # n -> n distinct TCP ports that no socket is bound to now
@@ -85,18 +99,35 @@ print(*[s.getsockname()[1] for s in socks])' "$1"
 PORTS_FILE="$DIR/etc/ports"
 any_alive=""
 for d in munged mariadbd slurmdbd slurmctld slurmd; do alive "$DIR/run/$d.pid" && any_alive=1; done
+for f in "$DIR"/run/slurmd-*.pid; do alive "$f" && any_alive=1; done
+NODE_PORTS=()
 if [[ -n "$any_alive" && -s "$PORTS_FILE" ]]; then
-  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT < "$PORTS_FILE"
+  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT NODE_PORTS_REST < "$PORTS_FILE"
+  read -r -a NODE_PORTS <<< "${NODE_PORTS_REST:-}"
+  ((${#NODE_PORTS[@]} == NODES - 1)) || die "the running cluster has $((${#NODE_PORTS[@]} + 1)) node(s) ($PORTS_FILE), not $NODES: stop it first"
 elif [[ -n "${ETT_SLURM_PORT:-}" ]]; then
   P="$ETT_SLURM_PORT"; CTLD_PORT=$P; SLURMD_PORT=$((P + 1)); DBD_PORT=$((P + 2)); DB_PORT=$((P + 3))
+  for ((k = 2; k <= NODES; k++)); do NODE_PORTS+=($((P + 2 + k))); done
 else
-  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT < <(free_ports 4) || die "could not find four free TCP ports (python3 missing?)"
+  read -r CTLD_PORT SLURMD_PORT DBD_PORT DB_PORT NODE_PORTS_REST < <(free_ports $((3 + NODES))) \
+    || die "could not find $((3 + NODES)) free TCP ports (python3 missing?)"
+  read -r -a NODE_PORTS <<< "${NODE_PORTS_REST:-}"
 fi
 [[ -n "${DB_PORT:-}" ]] || die "no ports (see $PORTS_FILE)"
-echo "$CTLD_PORT $SLURMD_PORT $DBD_PORT $DB_PORT" > "$PORTS_FILE"
+echo "$CTLD_PORT $SLURMD_PORT $DBD_PORT $DB_PORT${NODE_PORTS[*]:+ ${NODE_PORTS[*]}}" > "$PORTS_FILE"
+
+# The node definitions of slurm.conf: one line for ett1 as before, or one a node, each with its own Port.
+NODE_SPEC="NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$CPUS RealMemory=4000 Gres=gpu:$GPUS State=UNKNOWN"
+if ((NODES == 1)); then
+  NODE_LINES="NodeName=ett1 $NODE_SPEC"
+else
+  NODE_LINES="NodeName=node1 Port=$SLURMD_PORT $NODE_SPEC"
+  for ((k = 2; k <= NODES; k++)); do NODE_LINES+="\\nNodeName=node$k Port=${NODE_PORTS[k - 2]} $NODE_SPEC"; done
+fi
 
 render() {  # template -> file
   sed -e "s|@DIR@|$DIR|g" -e "s|@HOST@|$HOST|g" -e "s|@USER@|$USER_NAME|g" -e "s|@NODE@|$NODE|g" \
+      -e "s|@NODE_LINES@|$NODE_LINES|g" -e "s|@SLURMD_ID@|$SLURMD_ID|g" -e "s|@SLURMD_ID_DIR@|${SLURMD_ID:+/%n}|g" \
       -e "s|@CPUS@|$CPUS|g" -e "s|@GPUS@|$GPUS|g" -e "s|@GPU_LAST@|$((GPUS - 1))|g" -e "s|@REQUEUE_EXIT@|$REQUEUE_EXIT|g" \
       -e "s|@CTLD_PORT@|$CTLD_PORT|g" -e "s|@SLURMD_PORT@|$SLURMD_PORT|g" -e "s|@DBD_PORT@|$DBD_PORT|g" \
       -e "s|@DB_PORT@|$DB_PORT|g" -e "s|@DB_PASS@|$DB_PASS|g" "$1" > "$2"
@@ -183,11 +214,16 @@ if ! alive "$DIR/run/slurmctld.pid"; then
   background "$DIR/run/slurmctld.pid" "$DIR/log/slurmctld.out" slurmctld -D -i
 fi
 wait_for "$WAIT" slurmctld "$DIR/run/slurmctld.pid" scontrol ping
-if ! alive "$DIR/run/slurmd.pid"; then
-  background "$DIR/run/slurmd.pid" "$DIR/log/slurmd.out" slurmd -D -N "$NODE"
-fi
-node_idle() { [[ "$(sinfo -h -n "$NODE" -o %T 2>/dev/null | head -1)" == idle* ]]; }
-wait_for "$WAIT" "node $NODE (idle in sinfo)" "$DIR/run/slurmd.pid" node_idle
+for n in "${NODE_NAMES[@]}"; do
+  pf="$(slurmd_pid "$n")"
+  if ! alive "$pf"; then
+    background "$pf" "$DIR/log/slurmd$([[ $NODES == 1 ]] || echo "-$n").out" slurmd -D -N "$n"
+  fi
+done
+node_idle() { [[ "$(sinfo -h -n "$1" -o %T 2>/dev/null | head -1)" == idle* ]]; }
+for n in "${NODE_NAMES[@]}"; do
+  wait_for "$WAIT" "node $n (idle in sinfo)" "$(slurmd_pid "$n")" node_idle "$n"
+done
 t_end=$(date +%s.%N)
-say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu; ports slurmctld $CTLD_PORT, slurmd $SLURMD_PORT, slurmdbd $DBD_PORT, MariaDB $DB_PORT; state in $DIR"
+say "up in $(awk "BEGIN{printf \"%.1f\", $t_end - $t_start}") s: $(sinfo -V), node $NODE with $CPUS slots and $GPUS gres/gpu$( ((NODES == 1)) || echo " each"); ports slurmctld $CTLD_PORT, slurmd $SLURMD_PORT${NODE_PORTS[*]:+ ${NODE_PORTS[*]}}, slurmdbd $DBD_PORT, MariaDB $DB_PORT; state in $DIR"
 echo "export SLURM_CONF=$CONF"

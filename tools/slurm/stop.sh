@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Stop the project's Slurm cluster started by tools/slurm/start.sh: cancel every job and wait for its
-# processes to end, then stop slurmd, slurmctld, slurmdbd, MariaDB and (if start.sh started it) munge,
+# processes to end, then stop every slurmd, slurmctld, slurmdbd, MariaDB and (if start.sh started it) munge,
 # each by the PID start.sh recorded, and check that none is left.
 #
 #   tools/slurm/stop.sh [--purge]      --purge: also delete the state folder (database, logs)
@@ -33,6 +33,8 @@ stop() {  # name: TERM by recorded PID, wait up to 20 s, then KILL
   rm -f "$pidfile"
   say "stopped $name ($pid)"
 }
+# slurmd, or with ETT_SLURM_NODES > 1 one slurmd a node (run/slurmd-nodeK.pid)
+for f in "$DIR"/run/slurmd-*.pid; do [[ -e "$f" ]] && stop "$(basename "$f" .pid)"; done
 for d in slurmd slurmctld slurmdbd mariadbd munged; do stop "$d"; done
 
 # Processes of this cluster are the ones whose environment names its slurm.conf (slurmstepd inherits it from slurmd).
