@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ettcore import store
-from ettcore.cli.imports import _as_of_seconds
+from ettcore.cli import import_options as io
+from ettcore.cli.imports import as_of_seconds
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import write_import
-from ettcore.importers.slurm import import_sacct
 from ettcore.trace.instants import iso
 from ettcore.trace.load import load_trace, parse_as_of
 
@@ -54,15 +54,7 @@ def run(args: argparse.Namespace) -> int:
         trace = load_trace(args.sources[0], mapping=args.mapping, skip_invalid=args.skip_invalid)
         r = store.ingest_trace(args.store, trace, source=args.source, inputs=args.sources[0], snapshot_ms=snapshot)
     else:
-        frames, report = import_sacct(
-            args.sources,
-            recorder_dir=args.recorder,
-            gpus=args.gpus,
-            keep_users=args.keep_users,
-            timezone=args.timezone,
-            as_of=_as_of_seconds(args.as_of),
-            timeout_as=args.timeout_as,
-        )
+        frames, report = io.read_import("sacct", args.sources, args, as_of_s=as_of_seconds(args.as_of))
         with tempfile.TemporaryDirectory(prefix="ett-ingest-") as tmp:
             out = write_import(Path(tmp) / "trace", frames, report)
             trace = load_trace(out, mapping=args.mapping, skip_invalid=args.skip_invalid)
@@ -84,9 +76,5 @@ def register(sub: Any) -> None:
     p.add_argument("--as-of", metavar="T", help="when the snapshot was taken (ISO-8601 or epoch seconds)")
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
-    p.add_argument("--recorder", metavar="RUN_DIR", help="sacct: recorder folder of the jobs' in-job spans")
-    p.add_argument("--gpus", type=int, default=None, help="sacct: GPUs of a job whose AllocTRES has no gres/gpu")
-    p.add_argument("--keep-users", action="store_true", help="sacct: keep user names (default: a stable hash)")
-    p.add_argument("--timezone", default="UTC", help="sacct: zone of zone-less times (default UTC)")
-    p.add_argument("--timeout-as", choices=("failure", "cancelled"), default="failure", help="sacct: TIMEOUT as")
+    io.add_options(p, "sacct")
     p.set_defaults(func=run)
