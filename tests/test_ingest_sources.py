@@ -5,7 +5,8 @@ give on the same input with the same importer options: the same ``summarize`` te
 naming the input.  The inputs are the bundled data (real: the Slurm campaign, the live job's recorder folder, MLPerf
 logs; data/sample is SYNTHETIC) and a SYNTHETIC goodput timeline (tests/test_import_causes.py's).  The importer
 options are defined once (``ettcore.cli.import_options``): both commands take each with the same meaning, and a bad
-source is refused with file, row and field, exit 2, the store unchanged.
+source is refused with file, row and field, exit 2, the store unchanged.  ``--slurm``'s own errors are here too; the
+real polls are tests/test_store_slurm_live.py.
 """
 
 from __future__ import annotations
@@ -13,13 +14,19 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
+import sys
+from collections import Counter
 from pathlib import Path
 
 import duckdb
 import pytest
 from test_import_causes import _goodput_entries  # tests/test_import_causes.py: a SYNTHETIC timeline
 
+from ettcore import store
 from ettcore.cli import build_parser, import_options, main
+from ettcore.importers import sacct_poll
+from ettcore.store import polls
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
@@ -229,3 +236,101 @@ def test_what_a_source_is_is_told_from_its_files_or_given(tmp_path, capsys):
         rc, _, err = _run(capsys, ["ingest", tmp_path / "s.duckdb", uri])
         assert rc == 2 and "local sources only" in err
     assert not (tmp_path / "s.duckdb").exists()
+
+
+# ----------------------------------------------------------------------------- --slurm without a cluster
+
+
+def test_slurm_poll_options_and_a_missing_sacct(tmp_path, capsys, monkeypatch):
+    fleet = tmp_path / "fleet.duckdb"
+    for argv, words in (
+        (["--slurm", FLEET / "sacct.txt"], "--slurm runs sacct itself"),
+        (["--slurm", "--as-of", "2026-01-01"], "when its sacct ran"),
+        (["--slurm", "--overlap=-5m"], "not a positive duration"),
+        ([FLEET / "sacct.txt", "--since", "2026-01-01"], "is an option of --slurm polls"),
+        ([], "give a SOURCE"),
+    ):
+        rc, _, err = _run(capsys, ["ingest", fleet, *argv])
+        assert rc == 2 and len(err.strip().splitlines()) == 1 and words in err, (argv, err)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no sacct here
+    rc, _, err = _run(capsys, ["ingest", fleet, "--slurm"])
+    assert rc == 2 and err.strip() == (
+        "ett: sacct: not found on PATH: --slurm runs Slurm's sacct (install slurm-client, or put sacct on PATH)"
+    )
+    assert not fleet.exists()
+
+
+@pytest.mark.skipif(
+    shutil.which("sacct") is None, reason="Slurm's sacct is not installed (apt-get install slurm-client)"
+)
+def test_a_failing_sacct_is_one_line(tmp_path):
+    """The real sacct, told of a slurmdbd nobody listens for (port 1): it fails, and so does the poll, in one line."""
+    conf = tmp_path / "slurm.conf"
+    conf.write_text(
+        "ClusterName=nowhere\nSlurmctldHost=localhost\nAccountingStorageType=accounting_storage/slurmdbd\n"
+        "AccountingStorageHost=127.0.0.1\nAccountingStoragePort=1\n"
+    )
+    env = {**__import__("os").environ, "SLURM_CONF": str(conf)}
+    r = subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", "ingest", str(tmp_path / "f.duckdb"), "--slurm"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith("ett: sacct: failed (exit 1): ") and "Traceback" not in r.stderr
+    assert not (tmp_path / "f.duckdb").exists()
+
+
+# ----------------------------------------------------------------------------- what a store tells the next poll
+
+
+def test_open_jobs_are_the_running_and_requeued_waiting_jobs_of_a_snapshot(tmp_path, capsys):
+    """The bundled campaign cut at an instant (tests/test_store.py's snapshots): the jobs the store holds open are,
+    read off the cut export by hand, those whose last row is RUNNING, or PENDING after a row that ran."""
+    from test_store import _cut  # tests/test_store.py
+
+    lines = (FLEET / "sacct.txt").read_text().strip().splitlines()
+    cols = lines[0].split("|")
+    starts = sorted(int(r.split("|")[cols.index("Start")]) for r in lines[1:])
+    t = starts[len(starts) // 2]
+    snap = tmp_path / "snap.txt"
+    snap.write_text(_cut(lines, t))
+    rows = [dict(zip(cols, r.split("|"))) for r in snap.read_text().strip().splitlines()[1:]]
+    by_job: dict[str, list[dict]] = {}
+    for r in rows:
+        by_job.setdefault(r["JobIDRaw"], []).append(r)
+    expected = sorted(
+        j
+        for j, rs in by_job.items()
+        if rs[-1]["State"] == "RUNNING" or rs[-1]["State"] == "PENDING" and any(x["Start"] != "Unknown" for x in rs)
+    )
+    assert expected  # the cut has running jobs
+    fleet = tmp_path / "fleet.duckdb"
+    assert polls.open_jobs(fleet, "default") == [] and polls.last_poll_ms(fleet, "default") is None
+    assert _run(capsys, ["ingest", fleet, snap, "--as-of", str(t)])[0] == 0
+    assert sorted(polls.open_jobs(fleet, "default")) == expected
+    assert polls.open_jobs(fleet, "other") == []
+    assert polls.last_poll_ms(fleet, "default") is None  # an export ingested by hand is not a poll
+    store.ingest_path(fleet, DATA / "sample", source="other")
+    assert sorted(polls.open_jobs(fleet, "default")) == expected
+
+
+def test_a_poll_merges_its_sacct_calls_a_run_seen_twice_keeps_the_later_version():
+    """Two by-id calls that both list job 7's first run (the array id asked for returns its tasks again), the second
+    after the run ended: one row a run (DBIndex), the later one; states and jobs counted by hand."""
+    head = "JobID|JobIDRaw|State|Submit|Start|End|DBIndex"
+    first = f"{head}\n7|7|RUNNING|100|101|Unknown|31\n8_0|9|COMPLETED|100|102|150|32\n"
+    second = (
+        f"{head}\n7|7|REQUEUED|100|101|160|31\n7|7|PENDING|160|Unknown|Unknown|35\n8_0|9|COMPLETED|100|102|150|32\n"
+    )
+    text, states, jobs = sacct_poll.merge([first, second])
+    assert text.splitlines() == [
+        head,
+        "7|7|REQUEUED|100|101|160|31",
+        "8_0|9|COMPLETED|100|102|150|32",
+        "7|7|PENDING|160|Unknown|Unknown|35",
+    ]
+    assert dict(states) == {"REQUEUED": 1, "COMPLETED": 1, "PENDING": 1} and jobs == 2
+    assert sacct_poll.merge([])[1:] == (Counter(), 0)

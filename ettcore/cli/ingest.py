@@ -1,9 +1,12 @@
-"""``ett ingest STORE SOURCE...``: refresh a fleet store (:mod:`ettcore.store`).
+"""``ett ingest STORE SOURCE...`` and ``ett ingest STORE --slurm``: refresh a fleet store (:mod:`ettcore.store`).
 
 A SOURCE is anything ``ett`` reads: a trace folder or DuckDB trace file, a sacct export (text or JSON), a recorder
 run folder, MLPerf result logs, ml-goodput-measurement entries.  What it is is told from the files (:func:`kind_of`)
 or given with ``--kind``; it is read by the importer ``ett import`` / ``ett from-recorder`` uses, with the same
 options (:mod:`ettcore.cli.import_options`), into a trace folder, which the store ingests as it ingests a trace.
+
+``--slurm`` runs ``sacct`` itself (:mod:`ettcore.importers.sacct_poll`) for what changed since the source's last poll
+(less ``--overlap``) and the jobs the store holds open (:mod:`ettcore.store.polls`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +23,14 @@ from ettcore.cli import import_options as io
 from ettcore.cli.common import is_run_folder
 from ettcore.cli.imports import as_of_seconds
 from ettcore.errors import InputError, Problem
-from ettcore.trace.instants import iso
+from ettcore.importers import sacct_poll
+from ettcore.store import polls
+from ettcore.trace.instants import HOUR_MS, iso, parse_duration
 from ettcore.trace.load import is_uri, load_trace, parse_as_of
 
 KINDS = ("auto", "trace", *io.IMPORTER_KINDS)
+OVERLAP_DEFAULT = "10m"
+FIRST_POLL_DEFAULT_MS = 24 * HOUR_MS  # a source's first poll without --since reads the last 24 hours
 GOODPUT_KEYS = {"job_name", "jsonPayload", "step_count", "step_start_time", "job_start_time", "job_end_time"}
 
 
@@ -150,14 +158,17 @@ def _ingest_import(
             what = f"{frames.jobs.height} job(s), {frames.attempts.height} attempt(s)"
             print(io.import_line(what, report, f"from {kind} for the refresh"))
             io.print_warnings(report)
-            if kind == "sacct" and args.recorder is None:
+            if kind == "sacct" and args.recorder is None and not args.slurm:
                 print(io.NO_RECORDER_NOTE)
         _ingest_folder(args, out, inputs, snapshot_ms)
 
 
 def _run_sources(args: argparse.Namespace) -> int:
     if not args.sources:
-        raise InputError(Problem("SOURCE", None, None, "give a SOURCE to ingest"))
+        raise InputError(Problem("SOURCE", None, None, "give a SOURCE to ingest, or --slurm to poll Slurm's sacct"))
+    for flag in ("since", "overlap", "accounts", "partition"):
+        if getattr(args, flag) is not None:
+            raise InputError(Problem(f"--{flag}", None, flag, "is an option of --slurm polls"))
     kind = _kind(args.sources, args.kind)
     snapshot = parse_as_of(args.as_of)
     inputs = " ".join(args.sources)
@@ -171,13 +182,49 @@ def _run_sources(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_slurm(args: argparse.Namespace) -> int:
+    if args.sources:
+        raise InputError(Problem(args.sources[0], None, None, "--slurm runs sacct itself: give no SOURCE"))
+    if args.as_of is not None:
+        raise InputError(Problem("--as-of", None, "as_of", "a --slurm poll's snapshot time is when its sacct ran"))
+    if args.kind not in ("auto", "sacct"):
+        raise InputError(Problem("--kind", None, "kind", "--slurm reads sacct exports"))
+    overlap_ms = parse_duration(args.overlap or OVERLAP_DEFAULT, "--overlap")
+    last = polls.last_poll_ms(args.store, args.source)
+    if args.since is not None:
+        since_ms, why = parse_as_of(args.since), "--since"
+    elif last is not None:
+        since_ms, why = last - overlap_ms, f"the last poll less --overlap {args.overlap or OVERLAP_DEFAULT}"
+    else:
+        since_ms = int(time.time() * 1000) - FIRST_POLL_DEFAULT_MS
+        why = "first poll of this source: the last 24 h"
+    open_ids = polls.open_jobs(args.store, args.source)
+    p = sacct_poll.poll(since_ms / 1000, open_ids, accounts=args.accounts, partition=args.partition)
+    taken_ms = int(p.taken_s * 1000)
+    states = ", ".join(f"{s} {n}" for s, n in sorted(p.states.items())) or "none"
+    print(
+        f"sacct at {iso(taken_ms)}: {p.window_jobs} job(s) with a run from {iso(since_ms)} ({why}), "
+        f"{p.open_asked} more held open in the store; {p.jobs} job(s), {p.rows} run(s) in {p.calls} sacct call(s): "
+        f"{states}"
+    )
+    if not p.rows:
+        print(f"nothing to ingest: {args.store} unchanged")
+        return 0
+    inputs = polls.poll_inputs(since_ms, p.open_asked, p.window_jobs)
+    with tempfile.TemporaryDirectory(prefix="ett-poll-") as tmp:
+        export = Path(tmp) / "sacct.txt"
+        export.write_text(p.text)
+        _ingest_import(args, "sacct", [str(export)], inputs, taken_ms, as_of_s=taken_ms / 1000)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    return _run_sources(args)
+    return _run_slurm(args) if args.slurm else _run_sources(args)
 
 
 class _Intermixed(argparse.ArgumentParser):
     """A parser whose positionals may come between the options (``ett ingest STORE --gpus 1 SACCT``): SOURCE is
-    optional, and argparse would otherwise take an empty SOURCE list before the first option."""
+    optional (none with ``--slurm``), and argparse would otherwise take an empty SOURCE list before the first option."""
 
     _inside = False
 
@@ -196,7 +243,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "ingest",
         help="refresh a fleet store with a trace, a sacct export, a recorder run folder, MLPerf logs or goodput "
-        "entries (incremental)",
+        "entries, or by polling Slurm's sacct (incremental)",
     )
     p.add_argument("store", help="store file (a DuckDB database; created by the first ingest)")
     p.add_argument(
@@ -216,6 +263,26 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
+    s = p.add_argument_group("polling Slurm (--slurm)")
+    s.add_argument(
+        "--slurm",
+        action="store_true",
+        help="run sacct for the jobs changed since this source's last poll and the jobs the store holds open",
+    )
+    s.add_argument(
+        "--since",
+        metavar="T",
+        help="read jobs from T (ISO-8601 or epoch seconds); default: the last poll less --overlap, or the last "
+        "24 h on a source's first poll",
+    )
+    s.add_argument(
+        "--overlap",
+        metavar="DURATION",
+        help=f"margin before the last poll read again (default {OVERLAP_DEFAULT}: accounting that reached "
+        "slurmdbd late is not missed)",
+    )
+    s.add_argument("--accounts", metavar="LIST", help="only jobs of these accounts (sacct --accounts)")
+    s.add_argument("--partition", metavar="LIST", help="only jobs of these partitions (sacct --partition)")
     io.add_options(p.add_argument_group("importer options (as ett import and ett from-recorder)"))
     p.set_defaults(func=run)
     p.__class__ = _Intermixed
