@@ -334,3 +334,22 @@ def test_a_poll_merges_its_sacct_calls_a_run_seen_twice_keeps_the_later_version(
     ]
     assert dict(states) == {"REQUEUED": 1, "COMPLETED": 1, "PENDING": 1} and jobs == 2
     assert sacct_poll.merge([])[1:] == (Counter(), 0)
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed (systemd)")
+def test_the_readme_systemd_units_verify(tmp_path):
+    """The service and timer units the README gives, as systemd reads them (ExecStart pointed at this ett)."""
+    readme = (ROOT / "README.md").read_text()
+    ett = Path(sys.executable).with_name("ett")
+    units = {}
+    for block in readme.split("```ini\n")[1:]:
+        text = block.split("```", 1)[0]
+        name = text.splitlines()[0].removeprefix("# /etc/systemd/system/")
+        units[name] = text.replace("/usr/local/bin/ett", str(ett))
+    assert sorted(units) == ["ett-ingest.service", "ett-ingest.timer"]
+    for name, text in units.items():
+        (tmp_path / name).write_text(text)
+    r = subprocess.run(
+        ["systemd-analyze", "verify", *(str(tmp_path / n) for n in sorted(units))], capture_output=True, text=True
+    )
+    assert r.returncode == 0 and not r.stderr.strip(), r.stderr
