@@ -32,7 +32,7 @@ import time
 
 import pytest
 import slurm_oracle  # tests/slurm_oracle.py
-from test_slurm_integration import _sh, _states, _wait, cluster  # tests/test_slurm_integration.py
+from test_slurm_integration import _running, _sh, _states, _wait, cluster  # tests/test_slurm_integration.py
 from test_store import _assert_same, _figures  # tests/test_store.py
 
 from ettcore import store
@@ -79,8 +79,7 @@ def test_polls_while_jobs_wait_run_requeue_and_are_preempted(tmp_path):
                     env, *base, "--requeue", "--cpus-per-task=1", f"--job-name=j{k}", "--wrap=sleep 15"
                 ).strip()
             thread.start()
-            _wait(lambda: _states(env).get(ids["j0"], ("", 0))[0] == "RUNNING", "j0 running", env=env)
-            _wait(lambda: len(outputs) >= 1, "a first poll", timeout=120)
+            _wait(lambda: _running(env, ids["j0"], 2), "j0 running", env=env)
             _sh(env, "scontrol", "requeue", ids["j0"])
             _wait(lambda: _states(env).get(ids["j4"], ("", 0))[0] == "RUNNING", "j4 running", env=env)
             ids["urgent"] = _sh(
@@ -109,8 +108,7 @@ def test_polls_while_jobs_wait_run_requeue_and_are_preempted(tmp_path):
     failed = [o for o in outputs if o.returncode != 0]
     assert not failed, f"{len(failed)} poll(s) failed: {failed[0].stderr}"
     seen = [_seen(o.stdout) for o in outputs]
-    print("\n".join(o.stdout.splitlines()[0] for o in outputs))
-    print(outputs[-1].stdout)
+    print("".join(o.stdout for o in outputs))  # what every poll printed (pytest -s)
     assert any(s.get("PENDING", 0) for s in seen), seen
     assert any(s.get("RUNNING", 0) for s in seen), seen
     assert any(s.get("REQUEUED", 0) for s in seen) and any(s.get("PREEMPTED", 0) for s in seen), seen
