@@ -26,10 +26,15 @@ one scenario, whichever xdist worker runs it.  (An ``xdist_group`` does not keep
 tests on one worker with this pytest and pytest-xdist, so module fixtures could
 start a second cluster.)  A cluster started here takes free ports (start.sh
 picks them and writes them into its slurm.conf), so it runs beside any other.
+The cluster of ``SLURM_CONF`` is shared: :func:`cluster` lets one scenario at a
+time use it (a lock file; tests/test_store_slurm_live.py uses it too), since
+each scenario plans on the node's slots and preempts what runs there.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import os
 import shutil
 import subprocess
@@ -76,11 +81,25 @@ def _sinfo_ok(env: dict) -> bool:
 
 
 @contextmanager
+def _one_at_a_time(conf: str):
+    """Hold the shared cluster of ``conf`` for one scenario (other processes' scenarios wait for it)."""
+    lock = Path(tempfile.gettempdir()) / f"ett-slurm-{hashlib.sha256(conf.encode()).hexdigest()[:12]}.lock"
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@contextmanager
 def cluster():
-    """Environment (SLURM_CONF) of a running cluster: the one in the environment, else one started here."""
+    """Environment (SLURM_CONF) of a running cluster: the one in the environment (one scenario at a time), else one
+    started here."""
     env = dict(os.environ, PATH=os.environ.get("PATH", "") + ":/usr/sbin")
     if env.get("SLURM_CONF") and _sinfo_ok(env):
-        yield env
+        with _one_at_a_time(env["SLURM_CONF"]):
+            yield env
         return
     why = _why_no_slurm()
     if why:

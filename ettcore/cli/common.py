@@ -64,16 +64,6 @@ def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = T
         )
 
 
-def add_cause_mapping_arg(p: argparse.ArgumentParser) -> None:
-    """``--cause-mapping FILE``: the rules an import decides each interruption's cause by, before the shipped ones."""
-    p.add_argument(
-        "--cause-mapping",
-        default=None,
-        metavar="FILE",
-        help="rules deciding each interruption's cause, tried before the shipped ones (YAML/JSON; docs/causes.md)",
-    )
-
-
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
     """``--engine duckdb|spark`` and ``--spark-master URL`` for a subcommand."""
     parser.add_argument(

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ettcore.cli.common import add_cause_mapping_arg
+from ettcore.cli import import_options
 from ettcore.errors import InputError
-from ettcore.importers.recorder import convert
 
 
 def run(args: Any) -> int:
     try:
-        conv = convert(
-            args.run_dir, args.out_dir, open_last_attempt=args.open_last_attempt, cause_mapping=args.cause_mapping
-        )
+        conv = import_options.convert_recorder([args.run_dir], args.out_dir, args)
     except InputError as exc:
         for p in exc.problems:
             print(p.line())
@@ -31,11 +28,5 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("run_dir", help="folder of recorder *.jsonl files")
     p.add_argument("out_dir", help="trace folder to write (replaced atomically)")
-    p.add_argument(
-        "--open-last-attempt",
-        choices=("running", "failure"),
-        default="running",
-        help="how to treat a job's last attempt that has no end record (default: running)",
-    )
-    add_cause_mapping_arg(p)
+    import_options.add_options(p, "recorder")
     p.set_defaults(func=run)

@@ -3,6 +3,7 @@
 - :mod:`ettcore.importers.mlperf`        MLPerf Training result logs (MLLOG)
 - :mod:`ettcore.importers.goodput`       entries written by ml-goodput-measurement's recorder
 - :mod:`ettcore.importers.slurm`         Slurm accounting (``sacct --parsable2`` or ``--json``)
+- :mod:`ettcore.importers.sacct_poll`    ``sacct`` run for a poll (``ett ingest STORE --slurm``): the partial export
 - :mod:`ettcore.importers.recorder_join` a recorder run folder's spans joined into a scheduler's runs
 - :mod:`ettcore.importers.import_report` what an import dropped, merged, inferred, and why
 - :mod:`ettcore.importers.frames`        the imported tables and how they are written
@@ -14,6 +15,7 @@ The ``ett import`` command (:mod:`ettcore.cli.imports`)::
     ett import goodput ENTRIES --out TRACE [--gpus N]
     ett import slurm SACCT... [--recorder RUN_DIR] --out TRACE
 
+(their options are defined once, in :mod:`ettcore.cli.import_options`, which ``ett ingest`` shares).
 Each writes the trace folder ``TRACE`` (``trace.json`` says ``"synthetic": false``
 and lists the source files) with ``import_report.json`` and
 ``import_report.md`` inside it.
