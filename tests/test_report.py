@@ -531,6 +531,31 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
         b.screenshot(s, shots / "01-timeline-worked-example.png", ".ett-chart", n)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
+def test_fleet_reports_render_in_headless_chromium(tmp_path: Path) -> None:
+    """The Slurm-fleet report (14, with its money at an assumed price) and the reliability report (18) as built by
+    ``ett report``: every chart drawn, nothing requested from the network, no JavaScript error; the money chart says
+    its currency and that the price is assumed.  Screenshots go to reports/screenshots/."""
+    from ettcore.cli import main
+
+    assert main(["report", "14-slurm-fleet", "18-reliability", "--out", str(tmp_path), "--quiet"]) == 0
+    shots = REPORT_DIR / "screenshots"
+    with browser.Browser() as b:
+        s = b.open()
+        for name in ("18-reliability", "14-slurm-fleet"):
+            v = b.visit(s, (tmp_path / f"{name}.html").as_uri())
+            assert v.network == [] and v.errors == [], (name, v.network, v.errors)
+            assert v.charts >= 4 and v.drawn == v.charts, (name, v.charts, v.drawn)
+        n = b.evaluate(
+            s, "[...document.querySelectorAll('.ett-chart')].findIndex(e => e.textContent.includes('Money lost by'))"
+        )
+        assert n >= 0
+        drawn = b.evaluate(s, f"document.querySelectorAll('.ett-chart')[{n}].textContent")
+        assert "USD at an assumed 2.5 USD/GPU-h" in drawn and "not billed" in drawn and "money lost (USD)" in drawn
+        assert b.screenshot(s, shots / "14-money.png", ".ett-chart", n).stat().st_size > 5_000
+
+
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"

@@ -118,7 +118,7 @@ class LostMoney:
             title=title,
             labels={**COLUMN_LABELS, **labels},
             units={c: self.currency for c in ("cost", "lost_cost") if c in frame.columns},
-            decimals={c: (1 if c.endswith("_pct") else 2) for c in frame.columns if frame.schema[c].is_float()},
+            decimals={c: _decimals(frame[c]) for c in frame.columns if frame.schema[c].is_float()},
             notes=self._notes(),
             synthetic=self.synthetic,
         )
@@ -244,6 +244,16 @@ class LostMoney:
             title=charts.title(f"Money lost by component, {self.currency} at {self.short_price}", self.synthetic),
             width=520,
         )
+
+
+def _decimals(column: pl.Series) -> int:
+    """Shares to 0.1 %, money to the cent, GPU-hours to 3 decimals while they are small (a few minutes of one GPU
+    still shows: 0.004 GPU-h, not 0.00 beside 0.01 USD), 2 from 10 GPU-hours on."""
+    if column.name.endswith("_pct"):
+        return 1
+    if column.name.endswith("_gpu_h") and float(column.abs().max() or 0.0) < 10:
+        return 3
+    return 2
 
 
 def lost_money(
