@@ -712,6 +712,13 @@ def test_an_empty_table_says_so_in_html_and_text():
     assert tables.NO_ROWS not in tables.table(pl.DataFrame({"a": [1]})).html()
 
 
+def test_headers_never_break_inside_a_unit():
+    # 01's "wall (GPU-|h)": the browser broke the header at the unit's hyphen; HTML uses a non-breaking one
+    t = tables.table(pl.DataFrame({"wall_gpu_h": [1.0]}))
+    assert "wall (GPU\u2011h)" in t.html() and "GPU-h" not in t.html()
+    assert t.text().splitlines()[0] == "wall (GPU-h)"  # the text form (terminals, nbval) keeps the plain hyphen
+
+
 def test_format_specs_show_small_p_values():
     t = tables.table(pl.DataFrame({"node": ["a", "b"], "p_value": [7.5e-11, 0.567]}), formats={"p_value": ".2g"})
     assert t.cells["p_value"].to_list() == ["7.5e-11", "0.57"]

@@ -144,7 +144,9 @@ class Table:
         from great_tables import GT
 
         names = self.cells.columns
-        g = GT(self.cells, id=self.id).cols_label(**dict(zip(names, self.headers)))
+        # a header wraps at its spaces, never inside a unit: "(GPU-h)" keeps its hyphen unbroken (U+2011)
+        headers = [h.replace("GPU-h", "GPU\u2011h") for h in self.headers]
+        g = GT(self.cells, id=self.id).cols_label(**dict(zip(names, headers)))
         right = [n for n, num in zip(names, self.numeric) if num]
         if right:
             g = g.cols_align("right", columns=right)
