@@ -31,13 +31,17 @@ b,0,train,,2026-01-05T00:15:00Z,2026-01-05T01:00:00Z,0,450
 """
 
 
-@pytest.fixture()
-def trace(tmp_path):
-    folder = tmp_path / "t"
+def write_trace(folder):
+    """The two-job trace above, as CSV files in ``folder``."""
     folder.mkdir()
     for name, text in (("jobs", JOBS), ("attempts", ATTEMPTS), ("spans", SPANS)):
         (folder / f"{name}.csv").write_text(text, encoding="utf-8")
     return folder
+
+
+@pytest.fixture()
+def trace(tmp_path):
+    return write_trace(tmp_path / "t")
 
 
 def summarize_json(capsys, *args) -> dict:

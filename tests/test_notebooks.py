@@ -60,6 +60,7 @@ def check_trace_overview(card: dict) -> None:
     # so no stall
     assert h["stalls"] == 0
     assert card["synthetic"] is True
+    assert not [k for k in h if "money" in k]  # no price by default: no money anywhere
 
 
 def check_time_breakdown(card: dict) -> None:
@@ -178,6 +179,7 @@ def check_fleet_trends(card: dict) -> None:
         float(x) for x in str(h["fleet ETT% with every instant -> without the exclusion windows"]).split(" -> ")
     )
     assert whole < without < 100
+    assert not [k for k in h if "money" in k]  # no price by default: no money anywhere
 
 
 def check_scheduling(card: dict) -> None:
@@ -288,6 +290,14 @@ def check_slurm_fleet(card: dict) -> None:
     assert h["fleet ETT% (optimized, measured)"] == approx(by_variant["optimized"], abs=0.01)
     assert h["fleet ETT% (measured)"] == approx(ref.reference_fleet(want)[0]["ett_pct"], abs=0.01)
     assert card["synthetic"] is False
+    # money at the report's assumed price (its parameter's default, 2.5 USD a GPU-hour held, labelled as assumed): the
+    # lost GPU time held, wall minus productive minus the unbilled queue (scheduling), of every job of the reference
+    assert report.parameters_of(NOTEBOOK_DIR / "14-slurm-fleet.ipynb")["gpu_hour_price"]["default"] == '"2.5"'
+    lost_held_h = sum(
+        j["gpus"] * (j["wall_s"] - j["productive_s"] - j["components"]["scheduling"]) / 3600
+        for j in want["jobs"].values()
+    )
+    assert h["money lost (at an assumed 2.5 USD/GPU-h)"] == approx(2.5 * lost_held_h, abs=0.01)
     # the two comparisons with the paper, measured on the fleet: save blocking from the spans file read directly
     spans = pl.read_parquet(fleet_dir / "trace" / "spans.parquet").join(
         pl.read_parquet(fleet_dir / "trace" / "jobs.parquet").select("job_id", "variant"), on="job_id"
@@ -408,6 +418,79 @@ def _assert_report_outputs_are_formatted(nb, stem: str) -> None:
             assert "Check(notebook=" not in text, where
             assert "┌" not in text and "…" not in text and "…" not in html, where
             assert "minhutdown" not in text + html, where
+
+
+# The fleet notebooks read a fleet store (ettcore.store) as they read a trace: each is run on a store built here from
+# the bundled data it reads by default, and every output must equal the committed notebook's (the notebook run on the
+# trace), but for the heading naming the input.  01 is also given a price table (by model, in EUR): its money cell
+# differs from the committed one (no price there) and is checked against the plain-Python reference instead.
+FLEET_STORE_RUNS = ("01-trace-overview", "11-fleet-trends", "14-slurm-fleet")
+PRICES_BY_MODEL = {"ranker-a": 4.0, "ranker-b": 2.0}  # any other model: 1.0 (the table's last, empty row)
+
+
+def _outputs(nb) -> list[tuple[str, list[dict]]]:
+    return [(c.source, c.get("outputs", [])) for c in nb.cells if c.cell_type == "code"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stem", FLEET_STORE_RUNS)
+def test_fleet_notebook_on_a_store_shows_what_it_shows_on_the_trace(stem: str, tmp_path: Path) -> None:
+    from ettcore import store
+    from ettcore.metric import reference as ref
+    from ettcore.synthetic.traces import display_path, scenario_trace
+
+    source = {
+        "01-trace-overview": DATA_DIR / "sample",
+        "11-fleet-trends": scenario_trace("fleet", 2000, 0),  # the notebook's default jobs and seed
+        "14-slurm-fleet": DATA_DIR / "slurm-fleet" / "trace",
+    }[stem]
+    db = tmp_path / "fleet.duckdb"
+    store.ingest_path(db, source)
+    params: dict = {"store": str(db), "output_dir": str(tmp_path)}
+    if stem == "11-fleet-trends":  # the exclusion it applies by default to the generated fleet only: given as a file
+        ex = tmp_path / "episode.csv"  # data/scenarios/fleet.yaml: preemption_episode from 2026-04-13 until 2026-05-18
+        ex.write_text(
+            "start,end,reason\n2026-04-13T00:00:00Z,2026-05-18T00:00:00Z,"
+            "known incident: preemption_episode (fleet scenario)\n",
+            encoding="utf-8",
+        )
+        params["exclude"] = str(ex)
+    if stem == "01-trace-overview":
+        prices = tmp_path / "prices.csv"
+        prices.write_text(
+            "model,price\n" + "".join(f"{m},{p}\n" for m, p in PRICES_BY_MODEL.items()) + ",1\n", encoding="utf-8"
+        )
+        params.update(gpu_hour_price=str(prices), currency="EUR")
+    result = report.run_one(str(NOTEBOOK_DIR / f"{stem}.ipynb"), str(tmp_path), params, html=False)
+    assert result.ok, result.error
+    on_store = _outputs(report.canonical(nbformat.read(tmp_path / f"{stem}.ipynb", as_version=4)))
+    on_trace = _outputs(nbformat.read(NOTEBOOK_DIR / f"{stem}.ipynb", as_version=4))
+    assert len(on_store) == len(on_trace)
+    heading = (f"store: {display_path(db)}", f"trace: {display_path(source)}")
+    for (src, got), (_, want) in zip(on_store, on_trace):
+        if "money_section(" in src and "gpu_hour_price" in params:
+            continue  # checked below
+        assert json.dumps(got, sort_keys=True).replace(*heading) == json.dumps(want, sort_keys=True), src[:200]
+    if stem == "01-trace-overview":  # the money at the table's prices, from the reference's per-job figures
+        want = ref.reference_metrics(*_reference_input(DATA_DIR / "sample"))["jobs"].values()
+        lost = sum(
+            PRICES_BY_MODEL.get(j["model"], 1.0)
+            * j["gpus"]
+            * (j["wall_s"] - j["productive_s"] - j["components"]["scheduling"])
+            / 3600
+            for j in want
+        )
+        card = json.loads((tmp_path / f"{stem}.scorecard.json").read_text(encoding="utf-8"))
+        assert _headlines(card)["money lost (at the price table)"] == approx(lost, abs=0.01)
+        (money_out,) = [got for src, got in on_store if "money_section(" in src]
+        text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "") for o in money_out)
+        assert "prices.csv" in text and "lost (EUR)" in text and "ASSUMED" not in text
+
+
+def _reference_input(trace_dir: Path):
+    import slurm_oracle  # tests/slurm_oracle.py: the trace's tables as plain dicts
+
+    return slurm_oracle.reference_input(trace_dir)
 
 
 def test_notebooks_are_in_the_notebook_dir() -> None:

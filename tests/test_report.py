@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import browser
@@ -21,7 +22,7 @@ import polars as pl
 import pytest
 
 from ettcore import metric
-from ettcore.config import REPORT_DIR, SAMPLE_TRACE
+from ettcore.config import DATA_DIR, REPORT_DIR, SAMPLE_TRACE
 from ettcore.errors import TraceError
 from ettcore.metric import intervals as timeline
 from ettcore.present import calendar as buckets
@@ -237,7 +238,7 @@ def test_gantt_draws_every_instant_in_its_component_colour(sample) -> None:
     assert any(p["name"] == "zoom" and p["select"]["type"] == "interval" for p in params)
     assert l2["encoding"]["x"]["scale"]["domain"] == {"param": "zoom"}
     # attempts and their end reasons are marked
-    texts = [r["label"] for layer in layers if layer["mark"]["type"] == "text" for r in data[layer["data"]["name"]]]
+    texts = [r["shown"] for layer in layers if layer["mark"]["type"] == "text" for r in data[layer["data"]["name"]]]
     assert texts == ["attempt 0: failure", "attempt 1: completed"]
 
 
@@ -530,6 +531,31 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
         b.screenshot(s, shots / "01-timeline-worked-example.png", ".ett-chart", n)
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
+def test_fleet_reports_render_in_headless_chromium(tmp_path: Path) -> None:
+    """The Slurm-fleet report (14, with its money at an assumed price) and the reliability report (18) as built by
+    ``ett report``: every chart drawn, nothing requested from the network, no JavaScript error; the money chart says
+    its currency and that the price is assumed.  Screenshots go to reports/screenshots/."""
+    from ettcore.cli import main
+
+    assert main(["report", "14-slurm-fleet", "18-reliability", "--out", str(tmp_path), "--quiet"]) == 0
+    shots = REPORT_DIR / "screenshots"
+    with browser.Browser() as b:
+        s = b.open()
+        for name in ("18-reliability", "14-slurm-fleet"):
+            v = b.visit(s, (tmp_path / f"{name}.html").as_uri())
+            assert v.network == [] and v.errors == [], (name, v.network, v.errors)
+            assert v.charts >= 4 and v.drawn == v.charts, (name, v.charts, v.drawn)
+        n = b.evaluate(
+            s, "[...document.querySelectorAll('.ett-chart')].findIndex(e => e.textContent.includes('Money lost by'))"
+        )
+        assert n >= 0
+        drawn = b.evaluate(s, f"document.querySelectorAll('.ett-chart')[{n}].textContent")
+        assert "USD at an assumed 2.5 USD/GPU-h" in drawn and "not billed" in drawn and "money lost (USD)" in drawn
+        assert b.screenshot(s, shots / "14-money.png", ".ett-chart", n).stat().st_size > 5_000
+
+
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: Path) -> None:
     page = tmp_path / "bad.html"
@@ -675,3 +701,67 @@ def test_clock_labels_of_a_short_timeline_have_seconds():
     """A 12-minute job gets ticks 30 s apart; HH:MM alone would print every minute twice."""
     assert charts._time_axis(12 * 60_000, False, 1000, "s")["format"] == "%H:%M:%S"
     assert charts._time_axis(6 * 3_600_000, False, 1000, "s")["format"] == "%H:%M"
+
+
+# ----------------------------------------------------------------------------- seen in the browser (issues 28, 29)
+
+
+def test_an_empty_table_says_so_in_html_and_text():
+    t = tables.table(pl.DataFrame(schema={"job_id": pl.String, "wall_s": pl.Float64}), title="Every stall")
+    assert tables.NO_ROWS in t.html() and t.text().splitlines()[-1] == tables.NO_ROWS
+    assert tables.NO_ROWS not in tables.table(pl.DataFrame({"a": [1]})).html()
+
+
+def test_headers_never_break_inside_a_unit():
+    # 01's "wall (GPU-|h)": the browser broke the header at the unit's hyphen; HTML uses a non-breaking one
+    t = tables.table(pl.DataFrame({"wall_gpu_h": [1.0]}))
+    assert "wall (GPU\u2011h)" in t.html() and "GPU-h" not in t.html()
+    assert t.text().splitlines()[0] == "wall (GPU-h)"  # the text form (terminals, nbval) keeps the plain hyphen
+
+
+def test_format_specs_show_small_p_values():
+    t = tables.table(pl.DataFrame({"node": ["a", "b"], "p_value": [7.5e-11, 0.567]}), formats={"p_value": ".2g"})
+    assert t.cells["p_value"].to_list() == ["7.5e-11", "0.57"]
+    # without a spec the fixed decimals hide it
+    assert tables.table(pl.DataFrame({"p_value": [7.5e-11]}), decimals=6).cells["p_value"][0] == "0.000000"
+
+
+def test_time_axes_keep_one_clock_and_legends_are_not_cut():
+    start = datetime(2026, 12, 1, 11, 40)
+    minutes = pl.DataFrame({"t": [start + timedelta(minutes=5 * i) for i in range(6)], "y": [1.0] * 6})
+    days = pl.DataFrame({"t": [start + timedelta(days=i) for i in range(30)], "y": [1.0] * 30})
+    for frame, fmt in ((minutes, "%H:%M"), (days, "%Y-%m-%d")):
+        spec = charts.to_v5_spec(charts.lines(frame, "t", "y", None, synthetic=False, chart_title="x"))
+        x = spec["layer"][0]["encoding"]["x"]
+        assert x["axis"]["format"] == fmt and x["axis"]["labelOverlap"] is True
+    long = pl.DataFrame({"x": [1.0, 2.0], "y": [1.0, 2.0], "c": ["SYNTHETIC lemon fleet, interval high"] * 2})
+    enc = charts.to_v5_spec(charts.lines(long, "x", "y", "c", synthetic=True, chart_title="x"))["layer"][0]
+    assert enc["encoding"]["color"]["legend"]["labelLimit"] == 0
+
+
+def test_one_bar_per_category_when_not_side_by_side():
+    frame = pl.DataFrame({"cause": ["preemption", "user_error"], "nof": [6, 12], "group": ["preemption", "user"]})
+    on = charts.to_v5_spec(charts.grouped_bars(frame, "cause", "nof", "group", synthetic=False, chart_title="x"))
+    off = charts.to_v5_spec(
+        charts.grouped_bars(frame, "cause", "nof", "group", synthetic=False, chart_title="x", side_by_side=False)
+    )
+    assert "xOffset" in on["encoding"] and "xOffset" not in off["encoding"]
+
+
+def test_attempt_labels_fit_their_boxes():
+    """The Slurm campaign's job 7 ran four times (notebook 14's timeline): the whole label is written where it fits,
+    a shorter one (or the number) where it does not; no text runs into the next attempt."""
+    t = load_trace(DATA_DIR / "slurm-fleet" / "trace")
+    width = 760
+    spec = charts.to_v5_spec(charts.gantt(timeline.job_timeline(t, "7"), synthetic=False, width=width))
+    text = next(layer for layer in spec["vconcat"][0]["layer"] if layer["mark"]["type"] == "text")
+    assert text["encoding"]["text"]["field"] == "shown"
+    rows = spec["datasets"][text["data"]["name"]]
+    span = max(r["end_ms"] for r in rows) - min(r["start_ms"] for r in rows)
+    for r in rows:
+        box = (r["end_ms"] - r["start_ms"]) * width / span - 8 - (10 if r["interrupted"] else 0)
+        assert len(r["shown"]) * charts.LABEL_PX <= box, r
+        assert r["shown"] in ("", str(r["attempt"]), r["label"], r["label"].removeprefix("attempt "))
+    shown = [r["shown"] for r in sorted(rows, key=lambda r: r["start_ms"])]
+    assert shown[0] == "attempt 0: preemption" and shown[-1] == "attempt 3: completed"
+    assert json.dumps(shown) != json.dumps([r["label"] for r in sorted(rows, key=lambda r: r["start_ms"])])

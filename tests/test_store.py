@@ -274,6 +274,7 @@ def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
         ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
         ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
         ["trend", "--every", "hour", "--window", "3h", "--json"],
+        ["trend", "--every", "5m", "--json"],  # finer than the stored hourly grid: attributed again from the rows
         ["export", "prometheus"],
     ],
 )

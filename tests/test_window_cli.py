@@ -275,6 +275,26 @@ def test_overlapping_exclusions_count_once(tmp_path):
     assert per["wall_gpu_h"].to_list() == pytest.approx([128 * 30 / 60, 128 * 20 / 60, 128 * 5 / 60])
 
 
+def test_exclusion_summary_counts_productive_time_of_jobs_starting_inside_a_day(tmp_path):
+    """An exclusion over the whole sample takes out every job's productive time: worked-example 128 GPUs x 50 min,
+    sample-preempted 8 x 145, sample-running 16 x 330 (to the as-of time), sample-startup-failure 4 x 60.  Three of
+    the jobs start after midnight, inside their first attribution cell (which starts at the grid mark); they were
+    left out of the productive column before (170.67 GPU-h listed instead of 218)."""
+    ex = _write(tmp_path / "ex.csv", "start,end,reason\n2026-01-05T00:00:00Z,2026-01-07T00:00:00Z,all\n")
+    row = metric.exclusion_summary(load_trace(SAMPLE_TRACE, exclude=ex)).row(0, named=True)
+    assert row["productive_gpu_h"] == pytest.approx((128 * 50 + 8 * 145 + 16 * 330 + 4 * 60) / 60)
+    assert row["wall_gpu_h"] == pytest.approx((128 * 120 + 8 * 300 + 16 * 360 + 4 * 104) / 60)
+    # a window cutting jobs: what it lists equals what it takes out of the fleet's figures (measured_time's path)
+    ex = _write(tmp_path / "ex2.csv", "start,end,reason\n2026-01-05T01:10:00Z,2026-01-05T12:00:00Z,part\n")
+    for since in (None, "2026-01-05T01:30:00Z"):
+        whole = metric.fleet_summary(load_trace(SAMPLE_TRACE, since=since)).row(0, named=True)
+        t = load_trace(SAMPLE_TRACE, since=since, exclude=ex)
+        left = metric.fleet_summary(t).row(0, named=True)
+        row = metric.exclusion_summary(t).row(0, named=True)
+        for c in ("wall_gpu_h", "productive_gpu_h"):
+            assert row[c] == pytest.approx(whole[c] - left[c]), (since, c)
+
+
 def test_window_values_never_reach_sql_text(tmp_path, monkeypatch):
     """Exclusion reasons, job ids and label values, and the window's times, are bound: no SQL text holds them."""
     import duckdb

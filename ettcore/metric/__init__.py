@@ -201,6 +201,7 @@ def job_metrics(trace: Trace) -> None:
 def _regrid(trace: Trace, grid: int) -> None:
     """Attribute again on a finer grid (the per-job results do not depend on the grid, so job_metrics stays)."""
     trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
+    _drop(trace.con, "attributed_time")  # a store's is a view of its stored (hourly) cells: attributed again here
     _attribute(trace, trace.attribution.batches)
     trace.attribution.grid_ms = grid
 

@@ -76,6 +76,12 @@ def coverage(trend: pl.DataFrame, every: str, window_start_ms: int, window_end_m
     return trend.join(cov, on="bucket_start", how="left").sort("bucket_start")
 
 
+def shown_label() -> pl.Expr:
+    """A :func:`coverage` frame's bucket as charts and tables show it: ``Jan 2026``, or ``Jan 2026 (partial)`` for a
+    bucket the trace observed only in part (named ``label``)."""
+    return pl.when(pl.col("partial")).then(pl.col("bucket") + " (partial)").otherwise(pl.col("bucket")).alias("label")
+
+
 def window_ms(job_summary: pl.DataFrame) -> tuple[int, int]:
     """The observation window of a trace from its job summary: first ``t0``, last ``t1`` (ms UTC)."""
 

@@ -23,6 +23,7 @@ import altair as alt
 import polars as pl
 
 from ettcore.phases import ALL_COMPONENTS, components_in
+from ettcore.present.calendar import shown_label
 
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
@@ -59,7 +60,7 @@ def title(text: str, synthetic: bool) -> str:
     return f"SYNTHETIC: {text}" if synthetic else text
 
 
-def _component_scale(domain: Sequence[str] = COMPONENT_ORDER) -> alt.Scale:
+def component_scale(domain: Sequence[str] = COMPONENT_ORDER) -> alt.Scale:
     """One colour a component: the defaults' own, and the extra colours, in the order given, for a user's."""
     extras = [c for c in domain if c not in COMPONENT_COLORS]
     colors = {c: EXTRA_COLORS[i % len(EXTRA_COLORS)] for i, c in enumerate(extras)}
@@ -131,6 +132,9 @@ END_REASON_COLORS: dict[str, str] = {
 }
 
 
+LABEL_PX = 6.2  # the width of a character of an 11-pixel label, about (measured: 6.0), for what fits in a box
+
+
 def _hms(ms: pl.Expr) -> pl.Expr:
     """A duration in ms as text: ``1 h 05 min``, ``12 min 30 s``, ``4.25 s``."""
     s = ms / 1000
@@ -160,6 +164,18 @@ def _time_axis(span_ms: int, relative: bool, unit_ms: float, unit: str) -> dict:
     if span_ms <= 3_600_000:  # ticks may be 30 s apart: minutes alone would repeat a label
         fmt = "%H:%M:%S"
     return {"title": "time (UTC, 24-hour clock)", "format": fmt, "labelOverlap": True}
+
+
+def _time_format(times: pl.Series) -> str:
+    """A d3 time format for an axis over ``times``: clock times within a day, days (and a clock) over a few days,
+    dates beyond."""
+    t = times.drop_nulls()
+    span_s = (t.max() - t.min()).total_seconds() if t.len() > 1 else 0
+    if span_s <= 86_400:
+        return "%H:%M"
+    if span_s <= 4 * 86_400:
+        return "%d %b %H:%M"
+    return "%Y-%m-%d"
 
 
 def gantt(
@@ -233,6 +249,22 @@ def gantt(
         lane(pl.col("job_id"), "attempts").alias("lane"),
         pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end_reason")).alias("label"),
     )
+    # the text written on an attempt's box is what fits in it at the unzoomed scale (the whole label, its short
+    # form, the number alone, or nothing): a label never runs into the next attempt (the tooltip has it all)
+    domain_ms = span_ms if relative else (int(at["t1_ms"].max() - at["t0_ms"].min()) if at.height else 0)
+    px = (pl.col("end_ms") - pl.col("start_ms")) * (width / max(domain_ms, 1)) - 8  # the box less its margins
+    px = px - pl.when(pl.col("interrupted")).then(10).otherwise(0)  # room for the interruption's triangle
+    short = pl.format("{}: {}", pl.col("attempt"), pl.col("end_reason"))
+    att = att.with_columns(
+        pl.when(px >= pl.col("label").str.len_chars() * LABEL_PX)
+        .then(pl.col("label"))
+        .when(px >= short.str.len_chars() * LABEL_PX)
+        .then(short)
+        .when(px >= pl.col("attempt").cast(pl.String).str.len_chars() * LABEL_PX)
+        .then(pl.col("attempt").cast(pl.String))
+        .otherwise(pl.lit(""))
+        .alias("shown")
+    )
     lanes = [
         n
         for j in jobs
@@ -267,7 +299,7 @@ def gantt(
             color=alt.Color(
                 "component:N",
                 title="L2 component",
-                scale=_component_scale(comps),
+                scale=component_scale(comps),
                 sort=comps,
                 legend=alt.Legend(orient="bottom", columns=4, labelLimit=200),
             ),
@@ -299,7 +331,7 @@ def gantt(
     text_at = (
         alt.Chart(att)
         .mark_text(align="left", dx=4, fontSize=11, color="#252525")
-        .encode(x=alt.X(f"{field0}:{xtype}"), y=y, text="label:N")
+        .encode(x=alt.X(f"{field0}:{xtype}"), y=y, text="shown:N")
     )
     ends = (
         alt.Chart(att.filter(pl.col("interrupted")))
@@ -327,7 +359,7 @@ def gantt(
             ),
             x2=f"{field1}:{xtype}",
             y=alt.Y("job_id:N", title=None, sort=jobs, axis=alt.Axis(labelLimit=320)),
-            color=alt.Color("component:N", scale=_component_scale(comps), legend=None),
+            color=alt.Color("component:N", scale=component_scale(comps), legend=None),
         )
         .add_params(brush)
         .properties(width=width, height=14 * len(jobs) + 6)
@@ -390,7 +422,7 @@ def stacked_components(
                 stack="normalize" if normalize else True,
                 axis=alt.Axis(format="%") if normalize else alt.Undefined,
             ),
-            color=alt.Color("component:N", scale=_component_scale(order), title="L2 component"),
+            color=alt.Color("component:N", scale=component_scale(order), title="L2 component"),
             order=alt.Order("k:Q"),
             tooltip=[f"{key}:N", "component:N", alt.Tooltip(f"sum({value}):Q", format=".1f", title=value)],
         )
@@ -441,7 +473,7 @@ def owner_bars(owner_hours: pl.DataFrame, *, synthetic: bool) -> alt.Chart:
             x=alt.X("gpu_h:Q", title="GPU-hours lost"),
             color=alt.Color(
                 "component:N",
-                scale=_component_scale(component_order([*ALL_COMPONENTS, *owner_hours["component"].to_list()], False)),
+                scale=component_scale(component_order([*ALL_COMPONENTS, *owner_hours["component"].to_list()], False)),
                 title="component",
             ),
             tooltip=["owner:N", "component:N", alt.Tooltip("gpu_h:Q", format=".2f")],
@@ -562,7 +594,7 @@ def drilldown(
         .encode(
             y=alt.Y("component:N", sort=order, title=None),
             x=alt.X("minutes:Q", title="minutes of the selected job's wall time"),
-            color=alt.Color("component:N", scale=_component_scale(order), legend=None),
+            color=alt.Color("component:N", scale=component_scale(order), legend=None),
             tooltip=["job_id:N", "component:N", alt.Tooltip("minutes:Q", format=",.1f")],
         )
         .transform_filter(pick_job)
@@ -661,13 +693,19 @@ def lines(
     yscale = alt.Scale(type="log") if "y" in log else alt.Undefined if y_zero else alt.Scale(zero=False)
     kind = frame.schema[x]
     xt = f"{x}:Q" if kind.is_numeric() else f"{x}:T" if kind.is_temporal() else f"{x}:O"
+    if xt.endswith(":O"):
+        xaxis = alt.Axis(labelAngle=0)
+    elif xt.endswith(":T"):  # one clock for every label: never "12 PM" among 24-hour times, nor "February" among days
+        xaxis = alt.Axis(format=_time_format(frame[x]), labelOverlap=True)
+    else:
+        xaxis = alt.Undefined
     enc = {
         "x": alt.X(
             xt,
             title=x_title or x,
             scale=scale,
             sort=None if xt.endswith(":O") else alt.Undefined,
-            axis=alt.Axis(labelAngle=0) if xt.endswith(":O") else alt.Undefined,
+            axis=xaxis,
         ),
         "y": alt.Y(f"{y}:Q", title=y_title or y, scale=yscale),
         "tooltip": [
@@ -676,8 +714,8 @@ def lines(
         ]
         + ([alt.Tooltip(f"{color}:N", title=color_title or color)] if color else []),
     }
-    if color:
-        enc["color"] = alt.Color(f"{color}:N", title=color_title or color)
+    if color:  # legend labels are never cut short (lines told apart by their ends: "interval low", "interval high")
+        enc["color"] = alt.Color(f"{color}:N", title=color_title or color, legend=alt.Legend(labelLimit=0))
     data = frame.filter((pl.col(x) >= x_domain[0]) & (pl.col(x) <= x_domain[1])) if x_domain else frame
     chart = alt.Chart(data).mark_line(point=points, clip=True).encode(**enc)
     if markers:
@@ -711,12 +749,18 @@ def grouped_bars(
     color_title: str | None = None,
     colors: dict[str, str] | None = None,
     x_sort: Sequence[str] | str | None = None,
+    side_by_side: bool = True,
 ) -> alt.Chart:
     """Grouped bars: ``color`` values side by side inside each ``x``; with ``column``, one panel per value.
 
-    ``colors`` maps each ``color`` value to its colour (e.g. paired shades for a 2 x 2 design).
+    ``colors`` maps each ``color`` value to its colour (e.g. paired shades for a 2 x 2 design).  ``side_by_side=False``
+    draws one full-width bar per ``x``, coloured by its ``color`` value (a category each ``x`` belongs to, such as a
+    cause's group): no narrow bar offset inside an empty band.
     """
     cscale = alt.Scale(domain=list(colors), range=list(colors.values())) if colors else alt.Undefined
+    offset = (
+        {"xOffset": alt.XOffset(f"{color}:N", sort=list(colors) if colors else alt.Undefined)} if side_by_side else {}
+    )
     chart = (
         alt.Chart(frame)
         .mark_bar()
@@ -727,7 +771,7 @@ def grouped_bars(
                 sort=x_sort if x_sort is not None else None,
                 axis=alt.Axis(labelAngle=-30, labelLimit=200),
             ),
-            xOffset=alt.XOffset(f"{color}:N", sort=list(colors) if colors else alt.Undefined),
+            **offset,
             y=alt.Y(f"{y}:Q", title=y_title or y),
             color=alt.Color(
                 f"{color}:N", title=color_title or color, scale=cscale, sort=list(colors) if colors else alt.Undefined
@@ -796,7 +840,7 @@ def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -
             "trend_panels needs ettcore.present.calendar.coverage(trend, ...) (bucket labels and partial flags)"
         )
     t = trend.with_columns(
-        pl.when(pl.col("partial")).then(pl.col("bucket") + " (partial)").otherwise(pl.col("bucket")).alias("label"),
+        shown_label(),
         pl.when(pl.col("partial"))
         .then(
             pl.format(
@@ -858,7 +902,7 @@ def trend_panels(trend: pl.DataFrame, *, synthetic: bool, every: str = "week") -
             y=alt.Y("gpu_h_per_day:Q", title="GPU-hours lost a day", stack=True),
             color=alt.Color(
                 "component:N",
-                scale=_component_scale(component_order([*ALL_COMPONENTS, *cols.values()])),
+                scale=component_scale(component_order([*ALL_COMPONENTS, *cols.values()])),
                 title="L2 component",
             ),
             opacity=alt.condition("datum.partial", alt.value(0.45), alt.value(1.0)),

@@ -9,9 +9,12 @@ Every notebook that reads a trace starts with::
     print(nb.heading)
 
 ``trace`` is the notebook's ``trace`` parameter: empty means the notebook's default, a cached synthetic scenario
-trace (:func:`ettcore.synthetic.traces.scenario_trace`) or a bundled folder (``default=``).  Keyword arguments the
-loader takes (``mapping``, ``as_of``, ``skip_invalid``, ``since``, ``until``, ``exclude``) are passed on, with empty
-notebook parameters (``""``) meaning "not given".
+trace (:func:`ettcore.synthetic.traces.scenario_trace`) or a bundled folder (``default=``).  A fleet notebook also
+takes a ``store`` parameter: a fleet store (``ett ingest STORE SOURCE``, :mod:`ettcore.store`), read through
+:func:`ettcore.store.open_store` (its stored per-job results) instead of a trace; a ``trace`` that is a store is read
+the same way, as every ``ett`` command does.  Keyword arguments the loader takes (``mapping``, ``as_of``,
+``skip_invalid``, ``since``, ``until``, ``exclude``) are passed on, with empty notebook parameters (``""``) meaning
+"not given" (``skip_invalid`` does not apply to a store: it holds checked rows).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ettcore import store as fleet_store
+from ettcore.errors import InputError, Problem
 from ettcore.present import charts
 from ettcore.present.scorecard import Scorecard
 from ettcore.synthetic.traces import display_path, scenario_trace
@@ -39,9 +44,21 @@ class NotebookTrace:
         return self.trace.synthetic
 
     @property
+    def is_store(self) -> bool:
+        """True when the notebook reads a fleet store (its stored per-job results), not a trace."""
+        return isinstance(self.trace, fleet_store.StoreTrace)
+
+    @property
     def heading(self) -> str:
-        """``trace: <path relative to the project>``, and ``(SYNTHETIC)`` for a synthetic trace."""
-        return f"trace: {self.shown}" + ("  (SYNTHETIC)" if self.synthetic else "")
+        """``trace: <path relative to the project>`` (``store: ...`` for a fleet store), ``(SYNTHETIC)`` for synthetic
+        data, and, for a store whose stored results do not answer a parameter, why it attributes again."""
+        text = f"{'store' if self.is_store else 'trace'}: {self.shown}" + ("  (SYNTHETIC)" if self.synthetic else "")
+        recomputed = getattr(self.trace, "recomputed", None)
+        return text + (f"\n({recomputed}: attributed again from the store's rows)" if recomputed else "")
+
+    def reopen(self, **load: Any) -> Trace:
+        """The notebook's trace or store again, with other loader arguments (``exclude=...``)."""
+        return open_trace(self.path, **load)
 
 
 def default_trace(trace: str, scenario: str | None = None, jobs: int = 0, seed: int = 0, default: Any = None) -> str:
@@ -55,6 +72,16 @@ def default_trace(trace: str, scenario: str | None = None, jobs: int = 0, seed: 
     return str(default)
 
 
+def open_trace(path: str, **load: Any) -> Trace:
+    """A trace through the loader, or a fleet store through :func:`ettcore.store.open_store`; empty arguments
+    (``""``) are "not given"."""
+    args = {k: (v if v != "" else None) for k, v in load.items()}
+    if fleet_store.is_store(path):
+        args.pop("skip_invalid", None)  # a store holds checked rows; what an ingest left out is in its ett_skipped
+        return fleet_store.open_store(path, **args)
+    return load_trace(path, **args)
+
+
 def open_notebook(
     name: str,
     title: str,
@@ -65,14 +92,23 @@ def open_notebook(
     jobs: int = 0,
     seed: int = 0,
     default: Any = None,
+    store: str = "",
     **load: Any,
 ) -> NotebookTrace:
-    """Select the renderer, load and check the notebook's trace, and start its scorecard (see the module's doc)."""
+    """Select the renderer, load and check the notebook's trace (or open its ``store``), and start its scorecard (see
+    the module's doc)."""
     charts.use_renderer(renderer)
-    path = default_trace(trace, scenario, jobs, seed, default)
-    t = load_trace(path, **{k: (v if v != "" else None) for k, v in load.items()})
+    if store:
+        if trace:
+            raise InputError(Problem("store", None, "store", "give a trace or a store, not both"))
+        if not fleet_store.is_store(store):
+            raise InputError(
+                Problem(str(store), None, "store", "not a fleet store (`ett ingest STORE SOURCE` builds one)")
+            )
+    path = str(store) if store else default_trace(trace, scenario, jobs, seed, default)
+    t = open_trace(path, **load)
     shown = display_path(path)
     return NotebookTrace(path, shown, t, Scorecard(name, title, synthetic=t.synthetic, trace=shown))
 
 
-__all__ = ["NotebookTrace", "default_trace", "open_notebook"]
+__all__ = ["NotebookTrace", "default_trace", "open_notebook", "open_trace"]

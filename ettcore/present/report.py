@@ -237,6 +237,7 @@ PAGE_CSS = """
 .ett-nav.bottom { border-bottom: none; border-top: 1px solid #ddd; margin-top: 1.5em; }
 .ett-nav a { text-decoration: none; color: #1f5fa8; } .ett-nav a:hover { text-decoration: underline; }
 .ett-nav .ett-nav-index { font-weight: bold; }
+body .jp-OutputArea-output pre { word-break: normal; overflow-wrap: anywhere; }  /* wrap at spaces, not inside words */
 """
 
 

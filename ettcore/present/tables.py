@@ -32,6 +32,7 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_x", "x"),
 )
 MISSING = "–"
+NO_ROWS = "(no rows)"
 # labels of the metric's column names (by the name without its unit suffix)
 BASE_LABELS: dict[str, str] = {
     "job_id": "job",
@@ -93,9 +94,11 @@ def _decimals_for(series: pl.Series) -> int:
     return 2
 
 
-def _fmt_value(v: Any, decimals: int | None) -> str:
+def _fmt_value(v: Any, decimals: int | None, spec: str | None = None) -> str:
     if v is None or (isinstance(v, float) and v != v):
         return MISSING
+    if spec is not None and isinstance(v, (int, float)) and not isinstance(v, bool):
+        return format(v, spec)
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, int):
@@ -141,7 +144,9 @@ class Table:
         from great_tables import GT
 
         names = self.cells.columns
-        g = GT(self.cells, id=self.id).cols_label(**dict(zip(names, self.headers)))
+        # a header wraps at its spaces, never inside a unit: "(GPU-h)" keeps its hyphen unbroken (U+2011)
+        headers = [h.replace("GPU-h", "GPU\u2011h") for h in self.headers]
+        g = GT(self.cells, id=self.id).cols_label(**dict(zip(names, headers)))
         right = [n for n, num in zip(names, self.numeric) if num]
         if right:
             g = g.cols_align("right", columns=right)
@@ -157,6 +162,8 @@ class Table:
             g = g.tab_style(style=style.text(whitespace="nowrap"), locations=loc.body(columns=short))
         if self.title:
             g = g.tab_header(title=self.title)
+        if not self.cells.height:  # a table with nothing in it says so, as its text form does
+            g = g.tab_source_note(NO_ROWS)
         for note in self.notes:
             g = g.tab_source_note(note)
         return g.tab_options(
@@ -178,7 +185,7 @@ class Table:
         out.append("  ".join(h.ljust(w) for h, w in zip(self.headers, widths)).rstrip())
         out += ["  ".join(j(v, w) for j, v, w in zip(just, r, widths)).rstrip() for r in rows]
         if not rows:
-            out.append("(no rows)")
+            out.append(NO_ROWS)
         out += self.notes
         return "\n".join(out)
 
@@ -199,10 +206,13 @@ def table(
     notes: Sequence[str] = (),
     synthetic: bool | None = None,
     markdown: Sequence[str] = (),
+    formats: Mapping[str, str] | None = None,
 ) -> Table:
     """A formatted table of ``frame`` (see the module docstring).
 
     ``markdown``: string columns whose cells are Markdown (links, emphasis), rendered as such in the HTML.
+    ``formats``: a Python format spec per numeric column, in place of the fixed decimals (``{"p_value": ".2g"}``:
+    a p-value of 3e-9 reads ``3e-09``, not ``0.000000``).
     ``decimals``: one number for every float column, or per column; a float column not named gets 0, 1 or 2
     decimals by its largest absolute value (>= 1000, >= 10, smaller).  ``synthetic=True`` adds a note saying the
     data are synthetic.
@@ -218,8 +228,9 @@ def table(
                 per[c] = decimals[c]
             else:
                 per[c] = _decimals_for(frame[c])
+    specs = dict(formats or {})
     cells = pl.DataFrame(
-        {c: [_fmt_value(v, per.get(c)) for v in frame[c].to_list()] for c in frame.columns},
+        {c: [_fmt_value(v, per.get(c), specs.get(c)) for v in frame[c].to_list()] for c in frame.columns},
         schema={c: pl.String for c in frame.columns},
     )
     numeric = [frame.schema[c].is_numeric() and frame.schema[c] != pl.Boolean for c in frame.columns]

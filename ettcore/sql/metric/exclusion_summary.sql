@@ -25,9 +25,12 @@ wall AS (
     GROUP BY exclusion_id
 ),
 productive AS (
+    -- the attribution cuts every job at the exclusion's and the window's bounds, so each cell lies wholly inside or
+    -- outside [lo, hi); a cell's cell_ms is the cut or grid mark at or before its start (a job's first cell may start
+    -- before the job), so cells are selected by those bounds, not by the job's own span
     SELECT c.exclusion_id, sum(t.ms * c.gpus) AS gpu_ms
     FROM covered AS c
-    JOIN attributed_time AS t ON t.job_key = c.job_key AND t.cell_ms >= c.a_ms AND t.cell_ms < c.b_ms
+    JOIN attributed_time AS t ON t.job_key = c.job_key AND t.cell_ms >= c.lo_ms AND t.cell_ms < c.hi_ms
     WHERE c.b_ms > c.a_ms AND t.bucket = 'productive'
     GROUP BY c.exclusion_id
 ),
