@@ -22,6 +22,10 @@ Modes (both may be left out: the job then trains ``--steps`` steps and exits):
   synchronization and block there (the process group's timeout is an hour).  Its last recorded step is ``N``.
 - ``--slow-after N --slow-factor K``: from step ``N`` on every step takes ``K`` times ``--step-s``; still
   advancing.
+- ``--checkpoint FILE [--checkpoint-every N]``: rank 0 saves the step, model and optimizer every ``N`` steps
+  (default 20; ``checkpoint_save``, written beside and renamed into place), and a process that finds ``FILE`` at its
+  start resumes from it (``checkpoint_load``; prints ``resumed at step N``): run it again after a preemption and the
+  next attempt replays the steps since the last save, then trains on.
 
 ``--steps 0`` trains until killed (with ``--slow-after``, for a job that only slows down).  Prints
 ``step N`` lines on rank 0 (the ground truth of what it did) and ``hung after step N`` on the rank that stops.
@@ -53,6 +57,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--slow-after", type=int, help="from this step on, steps take --slow-factor times longer")
     ap.add_argument("--slow-factor", type=float, default=5.0, help="how much longer a slow step takes (default 5)")
     ap.add_argument("--progress-interval", type=float, default=1.0, help="seconds between progress writes (1)")
+    ap.add_argument("--checkpoint", help="save to (and resume from) this file")
+    ap.add_argument("--checkpoint-every", type=int, default=20, help="steps between checkpoint saves (default 20)")
     a = ap.parse_args(argv)
     distributed = "WORLD_SIZE" in os.environ
     rank = int(os.environ.get("RANK", "0"))
@@ -67,6 +73,14 @@ def main(argv: list[str] | None = None) -> None:
         g = torch.Generator().manual_seed(rank)
         x, y = torch.randn(256, 16, generator=g), torch.randn(256, 1, generator=g)
     step = 0
+    if a.checkpoint and os.path.exists(a.checkpoint):
+        with tl.phase("checkpoint_load"):
+            state = torch.load(a.checkpoint)
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["opt"])
+            step = int(state["step"])
+        if rank == 0:
+            print(f"resumed at step {step}", flush=True)
     tl.train_begin(step)
     while a.steps == 0 or step < a.steps:
         slow = a.slow_after is not None and step >= a.slow_after
@@ -85,6 +99,10 @@ def main(argv: list[str] | None = None) -> None:
         tl.step(step)
         if rank == 0:
             print(f"step {step} {time.time():.3f}", flush=True)
+        if a.checkpoint and rank == 0 and step % a.checkpoint_every == 0:
+            with tl.phase("checkpoint_save"):
+                torch.save({"step": step, "model": model.state_dict(), "opt": opt.state_dict()}, a.checkpoint + ".tmp")
+                os.replace(a.checkpoint + ".tmp", a.checkpoint)
         if a.hang_after is not None and step == a.hang_after and a.hang_rank in (rank, -1):
             print(f"rank {rank} hung after step {step}", flush=True)
             while True:  # the process and its attempt stay open until killed
