@@ -119,7 +119,9 @@ def test_dashboard_structure():
         "ett_model_effective_training_ratio",
         "sum by (component) (ett_model_l2_gpu_seconds",
         "sum by (owner) (ett_model_l2_gpu_seconds",
-        "ett_model_interruptions_total",
+        "ett_model_interruptions_by_cause_total",
+        "ett_model_lost_gpu_seconds_by_cause{",
+        "ett_model_lost_gpu_seconds_by_cause_total",
         "ett_model_lost_cost",
         "ett_job_pending_seconds",
         "ett_job_recovering_seconds",
@@ -235,7 +237,10 @@ def check_panels(prom: int, exposition: str) -> None:
     # ranker: c queues 30 min x 2 GPUs, b's re-queue gap 00:30-01:00 x 4 GPUs = 180 GPU-minutes of scheduling
     assert components["scheduling"] == pytest.approx(180 / 60)
     assert set(by("GPU-hours lost by owner (whole trace)", "owner")) >= {"Scheduler", "Cluster infrastructure"}
-    assert by("Interruptions by cause (whole trace)", "cause") == {"failure": 0, "preemption": 1}
+    causes = ("preemption", "user_error", "time_limit", "node_failure", "infrastructure", "hardware", "unknown")
+    assert by("Interruptions by cause (whole trace)", "cause") == {c: int(c == "preemption") for c in causes}
+    # b's preemption at 00:30: recovery to 02:00 (re-queue, setup, init, not trained again) = 90 min x 4 GPUs = 6 GPU-h
+    assert by("GPU-hours lost by cause (whole trace)", "cause") == {c: 6.0 * (c == "preemption") for c in causes}
     money = by("Money lost by component (whole trace)", "component")
     assert "scheduling" not in money and money["hardware_setup"] == pytest.approx(4 * 10 / 60 * 2.5)  # b 01:00-01:10
     assert {s["metric"]["currency"] for s in results["Money lost by owner (whole trace)/A"]} == {"USD"}
