@@ -1,6 +1,7 @@
 """The export's fixes of issue 29: millisecond resolution, the ``_total`` counters whose ``increase()`` gives ETT%
-over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given, and
-atomic textfile writes under a fast refresh loop with a concurrent reader.
+over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given,
+atomic textfile writes under a fast refresh loop with a concurrent reader, and that refresh loop itself
+(``--every``).
 
 Expected numbers are worked out by hand from the one-job trace below: 4 GPUs, running from 00:00, queued 10 min,
 then training (cursor advancing, every instant productive); the counters by interruption cause from the two-job trace
@@ -12,8 +13,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -234,3 +238,80 @@ def test_textfile_writes_are_atomic_under_a_fast_refresh(tmp_path):
     whole = {x.encode() for x in texts}
     assert len(seen) > 50 and all(s in whole for s in seen), sum(s not in whole for s in seen)
     assert {p.name for p in target.parent.iterdir()} == {"ett.prom"}  # no temporary file left behind
+
+
+class Refresher:
+    """``ett export prometheus ... --every`` as a real process, its stderr lines collected as they come."""
+
+    def __init__(self, *args: str) -> None:
+        cmd = [sys.executable, "-m", "ettcore.cli", "export", "prometheus", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")))
+        self.reader.start()
+
+    def wait_for(self, text: str, count: int = 1, within_s: float = 60.0) -> None:
+        deadline = time.monotonic() + within_s
+        while sum(text in line for line in self.lines) < count:
+            assert self.proc.poll() is None, self.lines
+            assert time.monotonic() < deadline, (text, self.lines)
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=60)
+        self.reader.join(timeout=10)
+        return rc
+
+
+def test_the_refresh_loop_writes_whole_exports_until_sigterm(tmp_path, capsys):
+    """``--every 0.05s``: a reader polling the file sees only whole exports, each the one-shot export's bytes (the same
+    trace and as-of); SIGTERM ends the loop with exit 0 and leaves no temporary file."""
+    target = tmp_path / "textfile" / "ett.prom"
+    want = export_text(capsys, SAMPLE_TRACE).encode()
+    r = Refresher(str(SAMPLE_TRACE), "--every", "0.05s", "--out", str(target))
+    seen: list[bytes] = []
+    try:
+        r.wait_for("wrote")
+        while sum("wrote" in line for line in r.lines) < 10:
+            seen.append(target.read_bytes())
+    finally:
+        rc = r.stop()
+    assert rc == 0, r.lines
+    assert len(seen) > 10 and all(s == want for s in seen), sum(s != want for s in seen)
+    assert {p.name for p in target.parent.iterdir()} == {"ett.prom"}
+
+
+def test_a_failed_refresh_keeps_the_last_export_and_the_loop_goes_on(tmp_path):
+    trace = write_trace(tmp_path / "trace", RUNNING)
+    target = tmp_path / "ett.prom"
+    r = Refresher(str(trace), "--every", "0.2s", "--out", str(target))
+    try:
+        r.wait_for("wrote")
+        good = target.read_bytes()
+        (trace / "jobs.csv").write_text("job_id,model,gpus\nr,ranker,-4\n", encoding="utf-8")  # a bad row
+        r.wait_for(" failed (")  # not "failed" alone: the test's own folder name holds it
+        assert target.read_bytes() == good  # the collector still reads the last whole export
+        wrote = sum(line.startswith("wrote") for line in r.lines)
+        (trace / "jobs.csv").write_text(RUNNING["jobs.csv"], encoding="utf-8")
+        r.wait_for("wrote", wrote + 1)
+    finally:
+        assert r.stop() == 0
+    failed = next(line for line in r.lines if " failed (" in line)  # one line a failed refresh
+    assert f"({target} keeps its last export)" in failed and "jobs.csv" in failed and "gpus" in failed, failed
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--every", "2s"], ["--every", "0s", "--out", "x.prom"], ["--every", "soon", "--out", "x.prom"]],
+)
+def test_bad_refresh_options_are_one_line_exit_2(capsys, args):
+    assert main(["export", "prometheus", str(SAMPLE_TRACE), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ett: --every"), err
+
+
+def test_a_bad_trace_at_the_first_refresh_is_exit_2(tmp_path, capsys):
+    trace = write_trace(tmp_path / "trace", {**RUNNING, "jobs.csv": "job_id,model,gpus\nr,ranker,-4\n"})
+    assert main(["export", "prometheus", str(trace), "--every", "1s", "--out", str(tmp_path / "ett.prom")]) == 2
+    assert "gpus" in capsys.readouterr().err and not (tmp_path / "ett.prom").exists()
