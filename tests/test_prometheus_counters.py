@@ -211,6 +211,14 @@ def test_the_folder_above_a_trace_points_inside(tmp_path, capsys, argv):
     assert len(err) == 1 and f"a trace is in {tmp_path / 'campaign' / 'trace'}: give that folder" in err[0], err
 
 
+def test_the_bundled_slurm_fleet_folder_points_at_its_trace(capsys):
+    """The case issue 29 saw as a new user: ``ett export prometheus data/slurm-fleet`` (the folder above the trace)."""
+    fleet = Path(__file__).parents[1] / "data" / "slurm-fleet"
+    assert main(["export", "prometheus", str(fleet)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(f"a trace is in {fleet / 'trace'}: give that folder"), err
+
+
 def test_textfile_writes_are_atomic_under_a_fast_refresh(tmp_path):
     """A reader polling the file while it is rewritten hundreds of times sees only whole exports, never a part."""
     texts = []
