@@ -130,11 +130,12 @@ TESTS = [
         ],
         "alert_rule_test": [{"eval_time": "20m", "alertname": "EttFleetEttBelow", "exp_alerts": []}],
     },
-    {  # 60 failures in the last hour (one a minute) is a burst; no preemption is not
+    {  # 60 node failures in the last hour (one a minute) is a burst; 4 preemptions are not, nor end reasons alone
         "interval": "1m",
         "input_series": [
+            series("ett_fleet_interruptions_by_cause_total", "0+1x100", cause="node_failure"),
+            series("ett_fleet_interruptions_by_cause_total", "0x60 1+1x3 4x36", cause="preemption"),
             series("ett_fleet_interruptions_total", "0+1x100", cause="failure"),
-            series("ett_fleet_interruptions_total", "0x100", cause="preemption"),
         ],
         "alert_rule_test": [
             {
@@ -143,8 +144,8 @@ TESTS = [
                 "exp_alerts": [
                     alert(
                         "EttInterruptionBurst",
-                        {"cause": "failure"},
-                        "60 interruptions by failure in the last hour (a burst is 5 or more)",
+                        {"cause": "node_failure"},
+                        "60 interruptions by node_failure in the last hour (a burst is 5 or more)",
                         "interruption-burst",
                     )
                 ],

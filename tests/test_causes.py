@@ -188,8 +188,8 @@ def test_prometheus_by_cause(tmp_path):
     lines = set(r.stdout.splitlines())
     assert 'ett_fleet_interruptions_by_cause{cause="node_failure"} 1' in lines
     assert 'ett_fleet_interruptions_by_cause{cause="unknown"} 0' in lines
-    assert 'ett_fleet_lost_gpu_seconds_by_cause{cause="node_failure"} 60.0' in lines  # 1 GPU x 60 s, by hand
-    assert 'ett_model_lost_gpu_seconds_by_cause{model="a",cause="preemption"} 50.0' in lines
+    assert 'ett_fleet_lost_gpu_seconds_by_cause{cause="node_failure"} 60' in lines  # 1 GPU x 60 s, by hand (ms form)
+    assert 'ett_model_lost_gpu_seconds_by_cause{model="a",cause="preemption"} 50' in lines
 
 
 SACCT_HEAD = "JobID|JobIDRaw|JobName|State|ExitCode|Reason|Submit|Start|End|AllocTRES\n"

@@ -213,3 +213,42 @@ def test_the_key_is_the_content(tmp_path):
     assert ka != check_cache.key([("jobs", b)], rows)
     assert ka != check_cache.key([("jobs", a)], [(1, "train", "training", "other")])
     assert check_cache.key([("jobs", tmp_path / "missing.csv")], rows) is None
+
+
+def rewrite_around_the_read(monkeypatch, f: Path, *, before: bool) -> None:
+    """The next read of ``f`` (a CSV table, read whole when the trace is opened) sees the file as it is, then
+    (``before=False``) or just before it (``before=True``) another writer swaps one span's start and end, as a trace
+    appended to while it is refreshed may be changed between the cache's hash and the read."""
+    from ettcore.trace import load
+
+    real = load._read_text_table
+
+    def read(src):
+        if src.files[0] != f or getattr(read, "done", False):
+            return real(src)
+        read.done = True
+        if before:
+            same_size_other_bytes(f)
+            return real(src)
+        out = real(src)
+        same_size_other_bytes(f)
+        return out
+
+    monkeypatch.setattr(load, "_read_text_table", read)
+
+
+def test_a_file_rewritten_after_it_was_read_leaves_no_clean_verdict_for_the_new_content(
+    tmp_path, sample_trace, spy, monkeypatch
+):
+    """The load reads the old content (a snapshot, checked clean); the new content is never taken as checked."""
+    path = csv_trace(tmp_path, sample_trace)
+    rewrite_around_the_read(monkeypatch, path / "spans.csv", before=False)
+    load_trace(path)
+    refused_again(path, "end is before start", spy)
+
+
+def test_a_file_rewritten_between_the_hash_and_the_read_is_checked_on_a_hit(tmp_path, sample_trace, spy, monkeypatch):
+    path = csv_trace(tmp_path, sample_trace)
+    load_trace(path)  # clean, kept
+    rewrite_around_the_read(monkeypatch, path / "spans.csv", before=True)
+    refused_again(path, "end is before start", spy)  # the kept verdict was for the content hashed, not the one read

@@ -15,26 +15,19 @@ test asks for a non-empty result.  The stack part skips only where the Debian pa
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 
 import pytest
+from monitoring import needs_stack, query, stack, wait_for  # tests/monitoring.py
 
 from ettcore.cli import main
 from ettcore.config import PROJECT_ROOT
 from ettcore.phases import ALL_COMPONENTS
 
 DASHBOARD = PROJECT_ROOT / "tools" / "monitoring" / "grafana" / "ett-dashboard.json"
-START = PROJECT_ROOT / "tools" / "monitoring" / "start.sh"
-STOP = PROJECT_ROOT / "tools" / "monitoring" / "stop.sh"
-BINARIES = ("prometheus", "prometheus-node-exporter", "prometheus-alertmanager")
-MISSING = [b for b in BINARIES if shutil.which(b) is None]
 METRIC = re.compile(r"\b((?:ett|node)_[a-z0-9_]+)\b")
 LEGEND_LABEL = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 HANG_FAMILIES = {"ett_job_hung", "ett_job_slow", "ett_job_progress_age_seconds", "ett_job_stall_threshold_seconds"}
@@ -119,7 +112,9 @@ def test_dashboard_structure():
         "ett_model_effective_training_ratio",
         "sum by (component) (ett_model_l2_gpu_seconds",
         "sum by (owner) (ett_model_l2_gpu_seconds",
-        "ett_model_interruptions_total",
+        "ett_model_interruptions_by_cause_total",
+        "ett_model_lost_gpu_seconds_by_cause{",
+        "ett_model_lost_gpu_seconds_by_cause_total",
         "ett_model_lost_cost",
         "ett_job_pending_seconds",
         "ett_job_recovering_seconds",
@@ -129,22 +124,7 @@ def test_dashboard_structure():
         assert needed in exprs, needed
 
 
-def query(port: int, promql: str) -> list[dict]:
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            doc = json.load(r)
-    except urllib.error.HTTPError as e:  # Prometheus answers 400 with the parse error
-        raise AssertionError(f"{promql}: {e.read().decode()}") from None
-    assert doc["status"] == "success", (promql, doc)
-    return doc["data"]["result"]
-
-
-@pytest.mark.skipif(
-    bool(MISSING),
-    reason=f"not installed: {', '.join(MISSING)} (Debian packages prometheus, prometheus-node-exporter, "
-    "prometheus-alertmanager; .ci/run installs them)",
-)
+@needs_stack
 @pytest.mark.xdist_group("monitoring")
 def test_every_panel_query_against_a_real_prometheus(tmp_path):
     trace = tmp_path / "trace"
@@ -152,7 +132,6 @@ def test_every_panel_query_against_a_real_prometheus(tmp_path):
     for name, text in TRACE.items():
         (trace / name).write_text(text, encoding="utf-8")
     state = tmp_path / "mon"
-    (state / "textfile").mkdir(parents=True)
     out = state / "textfile" / "ett.prom"
 
     def export(as_of: str) -> None:
@@ -160,29 +139,15 @@ def test_every_panel_query_against_a_real_prometheus(tmp_path):
         assert main(args) == 0
 
     export("2026-01-05T01:50:00Z")  # two exports 10 trace-minutes apart, so increase() of the counters moves
-    env = {**os.environ, "ETT_MON_DIR": str(state)}
-    res = subprocess.run([str(START)], env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr  # installed but failing to start is a failure
-    try:
-        ports = dict(line.split("=", 1) for line in (state / "ports").read_text().split())
+    with stack(state) as ports:
         prom = int(ports["PROMETHEUS_PORT"])
-        wait_for(prom, "ett_as_of_timestamp_seconds == 1767577800")  # 01:50
+        wait_for(prom, "ett_as_of_timestamp_seconds == 1767577800", 20)  # 01:50
         time.sleep(4)  # two more scrapes of the first export
         export("2026-01-05T02:00:00Z")
-        wait_for(prom, "ett_as_of_timestamp_seconds == 1767578400")  # 02:00
+        wait_for(prom, "ett_as_of_timestamp_seconds == 1767578400", 20)  # 02:00
         time.sleep(4)
         check_panels(prom, out.read_bytes().decode("utf-8"))
         check_all_models(prom)
-    finally:
-        stop = subprocess.run([str(STOP)], env=env, capture_output=True, text=True, timeout=60)
-        assert stop.returncode == 0, stop.stdout + stop.stderr
-
-
-def wait_for(port: int, promql: str, within_s: float = 20.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not query(port, promql):
-        assert time.monotonic() < deadline, f"Prometheus never answered {promql}"
-        time.sleep(0.3)
 
 
 def check_panels(prom: int, exposition: str) -> None:
@@ -235,7 +200,10 @@ def check_panels(prom: int, exposition: str) -> None:
     # ranker: c queues 30 min x 2 GPUs, b's re-queue gap 00:30-01:00 x 4 GPUs = 180 GPU-minutes of scheduling
     assert components["scheduling"] == pytest.approx(180 / 60)
     assert set(by("GPU-hours lost by owner (whole trace)", "owner")) >= {"Scheduler", "Cluster infrastructure"}
-    assert by("Interruptions by cause (whole trace)", "cause") == {"failure": 0, "preemption": 1}
+    causes = ("preemption", "user_error", "time_limit", "node_failure", "infrastructure", "hardware", "unknown")
+    assert by("Interruptions by cause (whole trace)", "cause") == {c: int(c == "preemption") for c in causes}
+    # b's preemption at 00:30: recovery to 02:00 (re-queue, setup, init, not trained again) = 90 min x 4 GPUs = 6 GPU-h
+    assert by("GPU-hours lost by cause (whole trace)", "cause") == {c: 6.0 * (c == "preemption") for c in causes}
     money = by("Money lost by component (whole trace)", "component")
     assert "scheduling" not in money and money["hardware_setup"] == pytest.approx(4 * 10 / 60 * 2.5)  # b 01:00-01:10
     assert {s["metric"]["currency"] for s in results["Money lost by owner (whole trace)/A"]} == {"USD"}

@@ -412,6 +412,39 @@ def test_the_attempt_is_the_process_start_to_exit_and_its_end_says_how(
     assert row["nof"] == (0 if reason in ("completed", "cancelled") else 1)
 
 
+PLAIN_LOOP = """
+import signal, time
+from ettcore.integrations.torchrun import record_worker
+tl = record_worker({run!r}, job_id="plain", model="none", progress_interval_s=0.2)
+tl.train_begin(0)
+for step in range(1, 6):
+    time.sleep(0.05)
+    tl.step(step)
+print("leaving", repr(time.time()), flush=True)
+signal.raise_signal(signal.SIGTERM)
+"""
+
+
+def test_a_plain_loop_under_record_worker_records_a_sigterm_as_a_preemption(tmp_path: Path) -> None:
+    """``record_worker`` (a plain PyTorch loop's recording, no framework) watches the preemption signals too."""
+    run = tmp_path / "run"
+    p = subprocess.run(
+        [sys.executable, "-c", PLAIN_LOOP.format(run=str(run))],
+        env=dict(os.environ, PYTHONPATH=str(PROJECT_ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    wait_for_exit_watchers(run)
+    assert p.returncode == -signal.SIGTERM, p.stdout + p.stderr  # it still dies by the signal
+    conv = convert(run, tmp_path / "trace")
+    att = conv.attempts.row(0, named=True)
+    assert (att["end_reason"], att["cause"]) == ("preemption", "preemption")
+    (end,) = [r for f in sorted(run.glob("*.jsonl")) for r in read_records(f)[0] if r.data["k"] == "attempt_end"]
+    assert end.data["signal"] == signal.SIGTERM
+    assert conv.spans.filter(pl.col("phase") == "train")["cursor_end"].max() == 5  # training ended at its last step
+
+
 def test_restarted_processes_are_the_next_attempts_of_the_job(tmp_path: Path) -> None:
     run = tmp_path / "run"
     children = []

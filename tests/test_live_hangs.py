@@ -45,11 +45,35 @@ def _start(cmd: list[str], out: Path, **env: str) -> subprocess.Popen:
     )
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid``, read from /proc (torchrun starts its workers in sessions of their own, so killing
+    the agent's process group leaves them running: the hung rank forever, the others for their collective's hour)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 def _stop(p: subprocess.Popen) -> None:
+    below = _descendants(p.pid)
     try:
         os.killpg(p.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+    for pid in below:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     p.wait(timeout=30)
 
 

@@ -18,33 +18,15 @@ Skips only where a package is absent (saying which); a stack that is installed a
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import threading
 import time
-import urllib.parse
-import urllib.request
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
 import pytest
+from monitoring import Webhook, needs_stack, query, stack  # tests/monitoring.py
 
 from ettcore.cli import main
-from ettcore.config import PROJECT_ROOT
 
-BINARIES = ("prometheus", "prometheus-node-exporter", "prometheus-alertmanager", "promtool")
-MISSING = [b for b in BINARIES if shutil.which(b) is None]
-pytestmark = [
-    pytest.mark.skipif(
-        bool(MISSING),
-        reason=f"not installed: {', '.join(MISSING)} (Debian packages prometheus, prometheus-node-exporter, "
-        "prometheus-alertmanager; .ci/run installs them)",
-    ),
-    pytest.mark.xdist_group("monitoring"),
-]
-START = PROJECT_ROOT / "tools" / "monitoring" / "start.sh"
-STOP = PROJECT_ROOT / "tools" / "monitoring" / "stop.sh"
+pytestmark = [needs_stack, pytest.mark.xdist_group("monitoring")]
 ALERT_BOUND_S = 25.0
 T0 = 1767571200  # 2026-01-05T00:00:00Z
 
@@ -59,68 +41,20 @@ TRACE = {
 }
 
 
-class Webhook:
-    """A tiny HTTP server on 127.0.0.1 that keeps every alert Alertmanager posts, with the time it came."""
-
-    def __init__(self):
-        got = self.got = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                got.append((time.monotonic(), body))
-                self.send_response(200)
-                self.end_headers()
-
-            def log_message(self, *a):
-                pass
-
-        self.server = HTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/alerts"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def firing(self, name: str) -> list[tuple[float, dict]]:
-        return [
-            (t, a)
-            for t, body in self.got
-            for a in body["alerts"]
-            if a["labels"]["alertname"] == name and a["status"] == "firing"
-        ]
-
-
-def query(port: int, promql: str) -> list[dict]:
-    url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": promql})
-    with urllib.request.urlopen(url, timeout=10) as r:
-        doc = json.load(r)
-    assert doc["status"] == "success", doc
-    return doc["data"]["result"]
-
-
 @pytest.fixture()
-def stack(tmp_path):
+def replayed(tmp_path):
     hook = Webhook()
     rules = tmp_path / "rules.yml"
     assert main(["export", "prometheus-rules", "--ett-range", "30s", "--for", "0s", "--out", str(rules)]) == 0
     state = tmp_path / "mon"
-    env = {**os.environ, "ETT_MON_DIR": str(state), "ETT_MON_RULES": str(rules), "ETT_MON_WEBHOOK_URL": hook.url}
     (state / "textfile").mkdir(parents=True)
     trace = tmp_path / "trace"
     trace.mkdir()
     for name, text in TRACE.items():
         (trace / name).write_text(text, encoding="utf-8")
     export(trace, state / "textfile" / "ett.prom", 0)  # the first export is there before Prometheus looks
-    t = time.monotonic()
-    res = subprocess.run([str(START)], env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr  # installed but failing to start is a failure
-    started = time.monotonic() - t
-    ports = dict(line.split("=", 1) for line in (state / "ports").read_text().split())
-    try:
-        yield {"ports": ports, "hook": hook, "trace": trace, "state": state, "start_s": started}
-    finally:
-        stop = subprocess.run([str(STOP)], env=env, capture_output=True, text=True, timeout=60)
-        hook.server.shutdown()
-        assert stop.returncode == 0, stop.stdout + stop.stderr  # stop leaves no process
-        assert not any((state / "run").glob("*.pid"))
+    with stack(state, rules, hook) as ports:
+        yield {"ports": ports, "hook": hook, "trace": trace, "state": state, "start_s": ports["start_s"]}
 
 
 def export(trace: Path, out: Path, minute: int) -> None:
@@ -134,7 +68,8 @@ def summarize_fleet(trace: Path, minute: int, capsys) -> dict:
     return json.loads(capsys.readouterr().out)["fleet"]
 
 
-def test_stack_series_and_the_ett_alert_through_alertmanager(stack, capsys):
+def test_stack_series_and_the_ett_alert_through_alertmanager(replayed, capsys):
+    stack = replayed
     prom = int(stack["ports"]["PROMETHEUS_PORT"])
     out = Path(stack["ports"]["TEXTFILE_DIR"]) / "ett.prom"
     hook: Webhook = stack["hook"]

@@ -9,6 +9,7 @@ generated 10,000-job fleet (SYNTHETIC) and the sample with hostile job ids and m
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -155,6 +156,34 @@ def test_hostile_ids_cannot_break_the_format(hostile_trace):
     # an id that reads like exposition lines stays one label value: the fleet still has 4 jobs
     assert value(got, "ett_fleet_jobs") == 4
     assert sum(1 for k in got if k[0] == "ett_job_info") == 4
+
+
+HOSTILE_TEAMS = {"ads": 'ads"} 1\nett_fleet_jobs 9', "feed": '\\feed\\\r\t{x="y"}'}
+HOSTILE_OWNER = 'Compiler "team"\n# TYPE x counter'
+
+
+@needs_promtool
+def test_hostile_owners_and_owner_renames_cannot_break_the_format(hostile_trace, tmp_path):
+    """Owners are label values too: a team column (``ett_job_owner``) and a mapping's owner names (the ``owner`` of
+    every L2, lost-time and money series) that read like exposition lines pass promtool and parse back unchanged."""
+    trace = tmp_path / "owners"
+    shutil.copytree(hostile_trace, trace)
+    jobs = pl.read_parquet(trace / "jobs.parquet").with_columns(pl.col("team").replace(HOSTILE_TEAMS))
+    jobs.write_parquet(trace / "jobs.parquet")
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(json.dumps({"owners": {"pt2_compile": HOSTILE_OWNER}}), encoding="utf-8")
+    text = export(trace, "--mapping", str(mapping), "--gpu-hour-price", "2")
+    res = promtool_check(text)
+    assert res.returncode == 0 and not res.stdout and not res.stderr, res
+    got = series(text)
+    owners = {dict(k[1])["owner"] for k in got if k[0] == "ett_job_owner"}
+    assert owners == set(jobs["team"]) and set(HOSTILE_TEAMS.values()) <= owners  # the teams as written
+    for name in ("ett_fleet_l2_gpu_seconds", "ett_fleet_lost_gpu_seconds_total", "ett_fleet_lost_cost"):
+        assert value(got, name, **{"component": "pt2_compile", "owner": HOSTILE_OWNER, **money_label(name)}) >= 0
+
+
+def money_label(name: str) -> dict:
+    return {"currency": "USD"} if "cost" in name else {}
 
 
 @needs_promtool

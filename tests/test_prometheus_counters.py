@@ -1,16 +1,23 @@
 """The export's fixes of issue 29: millisecond resolution, the ``_total`` counters whose ``increase()`` gives ETT%
-over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given, and
-atomic textfile writes under a fast refresh loop with a concurrent reader.
+over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given,
+atomic textfile writes under a fast refresh loop with a concurrent reader, and that refresh loop itself
+(``--every``).
 
 Expected numbers are worked out by hand from the one-job trace below: 4 GPUs, running from 00:00, queued 10 min,
-then training (cursor advancing, every instant productive).
+then training (cursor advancing, every instant productive); the counters by interruption cause from the two-job trace
+``CAUSED`` (its derivation beside it).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -30,13 +37,51 @@ RUNNING = {
 }
 
 
-@pytest.fixture()
-def running(tmp_path) -> Path:
-    folder = tmp_path / "running"
+# Two jobs of model m, three interruptions of three causes.  Recovery (docs/metric.md): from the last productive
+# instant before an interruption to the next one; replay is a train span's part at or below the earlier high-water
+# mark (the cursor linear in time).
+# - p (2 GPUs) trains 00:00-00:30 (cursor 0-300), is preempted, waits 5 min (scheduling), replays 200-250 in
+#   00:35-00:40 and 250-300 in 00:40-00:45 (of 250-450 over 20 min): preemption loses 00:30-00:45 = 900 s, x 2 GPUs
+#   = 1800 GPU-s.  As of 00:40 (its second attempt running, cut there): 00:30-00:40 = 600 s = 1200 GPU-s.
+# - f (1 GPU) fails at 00:10 (user_error) after cursor 0-100; loads a checkpoint 00:10-00:15, replays 0-100 of its
+#   0-350 train span 00:15-00:50 (35 min): 10 min, so productive from 00:25: user_error loses 00:10-00:25 = 900 s.
+#   At 00:50 its node fails (node_failure); the next attempt replays 300-350 of 300-380 over 00:52-01:00 (8 min):
+#   5 min, productive from 00:57: node_failure loses 00:50-00:57 = 420 s.
+CAUSED = {
+    "jobs.csv": "job_id,model,gpus,team\np,m,2,ads\nf,m,1,feed\n",
+    "attempts.csv": "job_id,attempt,start,end,end_reason,cause\n"
+    "p,0,2026-01-05T00:00:00Z,2026-01-05T00:30:00Z,preemption,preemption\n"
+    "p,1,2026-01-05T00:35:00Z,2026-01-05T01:00:00Z,completed,\n"
+    "f,0,2026-01-05T00:00:00Z,2026-01-05T00:10:00Z,failure,user_error\n"
+    "f,1,2026-01-05T00:10:00Z,2026-01-05T00:50:00Z,failure,node_failure\n"
+    "f,2,2026-01-05T00:50:00Z,2026-01-05T01:00:00Z,completed,\n",
+    "spans.csv": "job_id,attempt,phase,stage,start,end,cursor_start,cursor_end\n"
+    "p,0,train,,2026-01-05T00:00:00Z,2026-01-05T00:30:00Z,0,300\n"
+    "p,1,train,,2026-01-05T00:35:00Z,2026-01-05T00:40:00Z,200,250\n"
+    "p,1,train,,2026-01-05T00:40:00Z,2026-01-05T01:00:00Z,250,450\n"
+    "f,0,train,,2026-01-05T00:00:00Z,2026-01-05T00:10:00Z,0,100\n"
+    "f,1,checkpoint_load,,2026-01-05T00:10:00Z,2026-01-05T00:15:00Z,,\n"
+    "f,1,train,,2026-01-05T00:15:00Z,2026-01-05T00:50:00Z,0,350\n"
+    "f,2,train,,2026-01-05T00:52:00Z,2026-01-05T01:00:00Z,300,380\n",
+}
+CAUSED_LOST_S = {  # by hand (above): each job's seconds lost to each cause, as of 00:40 and 01:00
+    "2026-01-05T00:40:00Z": {"p": {"preemption": 600}, "f": {"user_error": 900}},
+    "2026-01-05T01:00:00Z": {"p": {"preemption": 900}, "f": {"user_error": 900, "node_failure": 420}},
+}
+GPUS = {"p": 2, "f": 1}
+PROMTOOL = shutil.which("promtool")
+
+
+def write_trace(folder: Path, tables: dict[str, str]) -> Path:
     folder.mkdir()
-    for name, text in RUNNING.items():
+    for name, text in tables.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+@pytest.fixture()
+def running(tmp_path) -> Path:
+    return write_trace(tmp_path / "running", RUNNING)
 
 
 def samples(text: str) -> dict[str, float]:
@@ -59,9 +104,10 @@ def test_sums_at_millisecond_resolution():
 def test_no_float_noise_in_a_real_export(capsys):
     text = export_text(capsys, Path(__file__).parents[1] / "data" / "slurm-fleet" / "trace")
     for name, v in samples(text).items():
-        if re.match(r"^ett_\w+_seconds(_total)?\b", name):
+        if "seconds" in name.split("{")[0].split("_"):  # every family in seconds, by-cause ones included
             assert v == round(v, 3), (name, v)
     assert 'ett_fleet_l1_gpu_seconds{bucket="tts"} 32696.645\n' in text  # read 32696.644999999997 before
+    assert 'ett_fleet_lost_gpu_seconds_by_cause{cause="node_failure"} 384.501\n' in text  # read 384.50100000000003
 
 
 def test_counters_give_ett_over_a_range(running, capsys):
@@ -87,6 +133,47 @@ def test_counters_give_ett_over_a_range(running, capsys):
     # the running job's current spell: 5 min into its queue at 00:05, none at 01:00
     assert at["2026-01-05T00:05:00Z"]['ett_job_pending_seconds{job_id="r",model="ranker"}'] == 300
     assert at[t1]['ett_job_pending_seconds{job_id="r",model="ranker"}'] == 0
+
+
+def test_lost_time_by_cause_counters(tmp_path, capsys):
+    """``ett_<level>_lost_gpu_seconds_by_cause_total`` and ``..._interruptions_by_cause_total``: the hand-derived
+    values of CAUSED, equal to ``ett summarize --json``'s ``lost_s_by_cause`` x GPUs, growing from 00:40 to 01:00;
+    ``promtool check metrics`` accepts the export (below)."""
+    trace = write_trace(tmp_path / "caused", CAUSED)
+    causes = ("preemption", "user_error", "time_limit", "node_failure", "infrastructure", "hardware", "unknown")
+    got = {}
+    for as_of, lost in CAUSED_LOST_S.items():
+        capsys.readouterr()
+        assert main(["summarize", str(trace), "--as-of", as_of, "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        for j in doc["jobs"]:  # summarize agrees with the hand derivation, every cause (0 where none)
+            assert j["lost_s_by_cause"] == {c: lost[j["job_id"]].get(c, 0) for c in causes}, (as_of, j["job_id"])
+        got[as_of] = text = export_text(capsys, trace, "--as-of", as_of)
+        s = samples(text)
+        for c in causes:
+            gpu_s = sum(GPUS[j] * lost[j].get(c, 0) for j in GPUS)
+            nof = sum(c in lost[j] for j in GPUS)
+            for level, lab in (("fleet", ""), ("model", 'model="m",')):
+                assert s[f'ett_{level}_lost_gpu_seconds_by_cause_total{{{lab}cause="{c}"}}'] == gpu_s, (as_of, c)
+                assert s[f'ett_{level}_lost_gpu_seconds_by_cause{{{lab}cause="{c}"}}'] == gpu_s
+                assert s[f'ett_{level}_interruptions_by_cause_total{{{lab}cause="{c}"}}'] == nof, (as_of, c)
+    early, late = (samples(got[t]) for t in CAUSED_LOST_S)
+    increase = {
+        c: late[f'ett_fleet_lost_gpu_seconds_by_cause_total{{cause="{c}"}}']
+        - early[f'ett_fleet_lost_gpu_seconds_by_cause_total{{cause="{c}"}}']
+        for c in ("preemption", "user_error", "node_failure")
+    }
+    assert increase == {"preemption": 2 * 300, "user_error": 0, "node_failure": 420}  # 00:40-00:45 x 2 GPUs; 420
+    assert "# TYPE ett_fleet_lost_gpu_seconds_by_cause_total counter\n" in got["2026-01-05T01:00:00Z"]
+
+
+@pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool not installed (Debian package 'prometheus'; .ci/run installs it)"
+)
+def test_counters_by_cause_pass_promtool(tmp_path, capsys):
+    text = export_text(capsys, write_trace(tmp_path / "caused", CAUSED), "--as-of", "2026-01-05T01:00:00Z")
+    res = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(), capture_output=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_per_job_series_only_for_recent_jobs(capsys):
@@ -124,6 +211,14 @@ def test_the_folder_above_a_trace_points_inside(tmp_path, capsys, argv):
     assert len(err) == 1 and f"a trace is in {tmp_path / 'campaign' / 'trace'}: give that folder" in err[0], err
 
 
+def test_the_bundled_slurm_fleet_folder_points_at_its_trace(capsys):
+    """The case issue 29 saw as a new user: ``ett export prometheus data/slurm-fleet`` (the folder above the trace)."""
+    fleet = Path(__file__).parents[1] / "data" / "slurm-fleet"
+    assert main(["export", "prometheus", str(fleet)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(f"a trace is in {fleet / 'trace'}: give that folder"), err
+
+
 def test_textfile_writes_are_atomic_under_a_fast_refresh(tmp_path):
     """A reader polling the file while it is rewritten hundreds of times sees only whole exports, never a part."""
     texts = []
@@ -151,3 +246,80 @@ def test_textfile_writes_are_atomic_under_a_fast_refresh(tmp_path):
     whole = {x.encode() for x in texts}
     assert len(seen) > 50 and all(s in whole for s in seen), sum(s not in whole for s in seen)
     assert {p.name for p in target.parent.iterdir()} == {"ett.prom"}  # no temporary file left behind
+
+
+class Refresher:
+    """``ett export prometheus ... --every`` as a real process, its stderr lines collected as they come."""
+
+    def __init__(self, *args: str) -> None:
+        cmd = [sys.executable, "-m", "ettcore.cli", "export", "prometheus", *args]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")))
+        self.reader.start()
+
+    def wait_for(self, text: str, count: int = 1, within_s: float = 60.0) -> None:
+        deadline = time.monotonic() + within_s
+        while sum(text in line for line in self.lines) < count:
+            assert self.proc.poll() is None, self.lines
+            assert time.monotonic() < deadline, (text, self.lines)
+            time.sleep(0.05)
+
+    def stop(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(timeout=60)
+        self.reader.join(timeout=10)
+        return rc
+
+
+def test_the_refresh_loop_writes_whole_exports_until_sigterm(tmp_path, capsys):
+    """``--every 0.05s``: a reader polling the file sees only whole exports, each the one-shot export's bytes (the same
+    trace and as-of); SIGTERM ends the loop with exit 0 and leaves no temporary file."""
+    target = tmp_path / "textfile" / "ett.prom"
+    want = export_text(capsys, SAMPLE_TRACE).encode()
+    r = Refresher(str(SAMPLE_TRACE), "--every", "0.05s", "--out", str(target))
+    seen: list[bytes] = []
+    try:
+        r.wait_for("wrote")
+        while sum("wrote" in line for line in r.lines) < 10:
+            seen.append(target.read_bytes())
+    finally:
+        rc = r.stop()
+    assert rc == 0, r.lines
+    assert len(seen) > 10 and all(s == want for s in seen), sum(s != want for s in seen)
+    assert {p.name for p in target.parent.iterdir()} == {"ett.prom"}
+
+
+def test_a_failed_refresh_keeps_the_last_export_and_the_loop_goes_on(tmp_path):
+    trace = write_trace(tmp_path / "trace", RUNNING)
+    target = tmp_path / "ett.prom"
+    r = Refresher(str(trace), "--every", "0.2s", "--out", str(target))
+    try:
+        r.wait_for("wrote")
+        good = target.read_bytes()
+        (trace / "jobs.csv").write_text("job_id,model,gpus\nr,ranker,-4\n", encoding="utf-8")  # a bad row
+        r.wait_for(" failed (")  # not "failed" alone: the test's own folder name holds it
+        assert target.read_bytes() == good  # the collector still reads the last whole export
+        wrote = sum(line.startswith("wrote") for line in r.lines)
+        (trace / "jobs.csv").write_text(RUNNING["jobs.csv"], encoding="utf-8")
+        r.wait_for("wrote", wrote + 1)
+    finally:
+        assert r.stop() == 0
+    failed = next(line for line in r.lines if " failed (" in line)  # one line a failed refresh
+    assert f"({target} keeps its last export)" in failed and "jobs.csv" in failed and "gpus" in failed, failed
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--every", "2s"], ["--every", "0s", "--out", "x.prom"], ["--every", "soon", "--out", "x.prom"]],
+)
+def test_bad_refresh_options_are_one_line_exit_2(capsys, args):
+    assert main(["export", "prometheus", str(SAMPLE_TRACE), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ett: --every"), err
+
+
+def test_a_bad_trace_at_the_first_refresh_is_exit_2(tmp_path, capsys):
+    trace = write_trace(tmp_path / "trace", {**RUNNING, "jobs.csv": "job_id,model,gpus\nr,ranker,-4\n"})
+    assert main(["export", "prometheus", str(trace), "--every", "1s", "--out", str(tmp_path / "ett.prom")]) == 2
+    assert "gpus" in capsys.readouterr().err and not (tmp_path / "ett.prom").exists()

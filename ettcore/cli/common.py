@@ -200,18 +200,21 @@ def is_run_folder(path: str) -> bool:
     return any(p.glob("*.jsonl"))
 
 
-def open_live(args: argparse.Namespace, *, now_by_default: bool) -> Trace:
+def open_live(args: argparse.Namespace, *, now_by_default: bool, scratch: Path | None = None) -> Trace:
     """:func:`open_checked`, where the trace may also be a live recorder run folder: it is converted first (into a
     temporary trace folder removed at exit; its last attempts without an end are running) and, with no ``--as-of``, is
-    analysed now.  ``now_by_default``: analyse a trace folder now too, without ``--as-of``.  The trace keeps the path
-    it was given (the export's ``trace`` label)."""
+    analysed now.  ``now_by_default``: analyse a trace folder now too, without ``--as-of``.  ``scratch``: convert
+    into this folder instead (replaced at each call; a refresh loop's own, so that refreshes leave nothing behind).
+    The trace keeps the path it was given (the export's ``trace`` label)."""
     given = args.trace
     run_folder = is_run_folder(given)
     if run_folder:
         from ettcore.importers.recorder import convert
 
-        tmp = Path(tempfile.mkdtemp(prefix="ett-run-folder-"))
-        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        tmp = scratch
+        if tmp is None:
+            tmp = Path(tempfile.mkdtemp(prefix="ett-run-folder-"))
+            atexit.register(shutil.rmtree, tmp, ignore_errors=True)
         convert(given, tmp / "trace")  # its input errors name the recorder file, row and field
         args = argparse.Namespace(**{**vars(args), "trace": str(tmp / "trace")})
     if args.as_of is None and (run_folder or now_by_default):

@@ -196,7 +196,7 @@ def rules(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         ),
         rule(
             "EttInterruptionBurst",
-            f"sum by (cause) (increase(ett_fleet_interruptions_total[1h])) >= {p['interruptions_per_hour']:g}",
+            f"sum by (cause) (increase(ett_fleet_interruptions_by_cause_total[1h])) >= {p['interruptions_per_hour']:g}",
             "{{ $value | humanize }} interruptions by {{ $labels.cause }} in the last hour "
             f"(a burst is {p['interruptions_per_hour']:g} or more)",
             "interruption-burst",

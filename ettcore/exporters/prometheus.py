@@ -103,10 +103,11 @@ def family(
     name: str, help_text: str, samples: Iterable[tuple[str, Any]], digits: int | None = None, kind: str | None = None
 ) -> Iterator[str]:
     """HELP, TYPE and the samples (``(label text, value)``) of one family: a gauge, or a counter for a name ending
-    in ``_total``; values rounded to ``digits`` decimals (seconds: :data:`SECONDS_DIGITS`) or, by default, to
-    milliseconds for names ending in ``seconds`` or ``seconds_total``."""
+    in ``_total``; values rounded to ``digits`` decimals or, by default, to milliseconds
+    (:data:`SECONDS_DIGITS`) for a name in seconds (``_seconds`` among its words: ``..._seconds``,
+    ``..._seconds_total``, ``..._seconds_by_cause``)."""
     kind = kind or ("counter" if name.endswith("_total") else "gauge")
-    if digits is None and (name.endswith("_seconds") or name.endswith("_seconds_total")):
+    if digits is None and "seconds" in name.split("_"):
         digits = SECONDS_DIGITS
     yield f"# HELP {name} {escape_help(help_text)}"
     yield f"# TYPE {name} {kind}"
@@ -158,18 +159,24 @@ def _group_families(
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
         lost,
     )
+    nof_by_cause = [
+        (lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in INTERRUPTION_CAUSES
+    ]
+    lost_by_cause = [
+        (lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in INTERRUPTION_CAUSES
+    ]
     yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by cause.", nof)
     yield from family(
         f"ett_{level}_interruptions_by_cause",
         f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
         " not say).",
-        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in INTERRUPTION_CAUSES],
+        nof_by_cause,
     )
     yield from family(
         f"ett_{level}_lost_gpu_seconds_by_cause",
         f"GPU-seconds of {what} lost to each interruption cause: the recovery after each interruption (re-queue,"
         " restart, replayed work).",
-        [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in INTERRUPTION_CAUSES],
+        lost_by_cause,
     )
     yield from family(
         f"ett_{level}_excluded_gpu_seconds",
@@ -195,6 +202,16 @@ def _group_families(
         )
         yield from family(
             f"ett_{level}_interruptions_total", f"Interruptions (NoF) of {what} by cause, cumulative.", nof
+        )
+        yield from family(
+            f"ett_{level}_interruptions_by_cause_total",
+            f"Interruptions (NoF) of {what} by interruption cause, cumulative.",
+            nof_by_cause,
+        )
+        yield from family(
+            f"ett_{level}_lost_gpu_seconds_by_cause_total",
+            f"GPU-seconds of {what} lost to each interruption cause (its recoveries), cumulative.",
+            lost_by_cause,
         )
     if money_rows is not None:
         cur = ("currency", currency)

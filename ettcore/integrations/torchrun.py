@@ -118,7 +118,9 @@ def record_worker(
     As with the framework callbacks, the process is the attempt (see
     :class:`~ettcore.integrations.process.Attempt`): ``trainer_init`` /
     ``launch`` from the process start, the end at process exit, an uncaught
-    exception ends training at the last step.
+    exception ends training at the last step, and a preemption signal
+    (``SIGTERM``, ``SIGUSR1``) ends it as a ``preemption`` (the handler is
+    chained to the one in place; call this from the main thread).
     """
     attempt = Attempt(
         run_dir, job_id, None, writer=writer, framework="torch", progress_interval_s=progress_interval_s, labels=labels
@@ -129,6 +131,7 @@ def record_worker(
         gpus=int(os.environ.get("WORLD_SIZE", "1")),
         setup_stage=None,
     )
+    attempt.watch_signals()  # a SIGTERM is recorded as a preemption before the process dies by it
     attempt.timeline.attempt = attempt  # keeps the attempt with its timeline
     return attempt.timeline
 
