@@ -202,6 +202,9 @@ def _regrid(trace: Trace, grid: int) -> None:
     """Attribute again on a finer grid (the per-job results do not depend on the grid, so job_metrics stays)."""
     trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
     _attribute(trace, trace.attribution.batches)
+    # the slots of the new grid (a fleet store keeps the fleet's slots of its own grid; ettcore.store)
+    for view in ("fleet_slots", "interruption_slots"):
+        trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
     trace.attribution.grid_ms = grid
 
 
