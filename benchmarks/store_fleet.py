@@ -65,6 +65,7 @@ def build(out: Path, n_base: int, seed: int) -> dict:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("SET preserve_insertion_order = true")
+    con.execute("SET enable_progress_bar = false")
     for t in TABLES:
         con.execute(f"CREATE VIEW full_{t} AS SELECT * FROM read_parquet({_lit(full / t / '*.parquet')})")
     con.execute(

@@ -100,10 +100,11 @@ def literal(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: str = "st") -> None:
-    """ATTACH the store as ``name``; while another process holds it, wait (bounded, saying so once), then refuse."""
+def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: str = "st", wait: bool = True) -> None:
+    """ATTACH the store as ``name``; while another process holds it, wait (bounded, saying so once), then refuse
+    (at once without ``wait``)."""
     _clock["t"] = time.monotonic()
-    deadline = time.monotonic() + wait_seconds()
+    deadline = time.monotonic() + (wait_seconds() if wait else 0.0)
     said = False
     mode = " (READ_ONLY)" if read_only else ""
     if not read_only:

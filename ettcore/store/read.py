@@ -37,10 +37,10 @@ def is_store(path: Any) -> bool:
         return False
     con = duckdb.connect()
     try:
-        db.attach(con, p, read_only=True)
+        db.attach(con, p, read_only=True, wait=False)
         return db.has_table(con, "ett_store")
     except InputError:
-        return True  # a locked or damaged store-looking file: let open_store say what is wrong
+        return True  # a held or damaged DuckDB file: open_store waits for it (bounded) or says what is wrong
     finally:
         con.close()
 
@@ -189,15 +189,16 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
         )
 
     con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid})
+    # views, not tables: a command reads only what it needs (a trend reads the stored slots alone)
     if qualified:
         con.execute(
-            "CREATE TEMP TABLE metric_jobs AS SELECT hash(r.source || '/' || r.job_id) AS job_key, "
+            "CREATE TEMP VIEW metric_jobs AS SELECT hash(r.source || '/' || r.job_id) AS job_key, "
             "r.source || '/' || r.job_id AS job_id, * EXCLUDE (source, ingest_id, job_key, job_id), "
             "r.source AS source FROM st.res_metric_jobs AS r"
         )
         trace.labels = [*trace.labels, "source"]
     else:
-        con.execute("CREATE TEMP TABLE metric_jobs AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_metric_jobs")
+        con.execute("CREATE TEMP VIEW metric_jobs AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_metric_jobs")
     con.execute(f"CREATE TEMP VIEW metric_attempts AS {keyed('res_metric_attempts')}")
     con.execute(f"CREATE TEMP VIEW attributed_time AS {keyed('res_attributed')}")
     window_mod.check_labels(window, metric.group_columns(trace))
@@ -220,14 +221,15 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
         return
     for view, target in (("fleet_slots", "res_fleet_slots"), ("interruption_slots", "res_interruption_slots")):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM st.{target}")
+    # in job id order, as job_summary.sql writes it (the per-job results read it in that order)
     if qualified:
         con.execute(
-            "CREATE TEMP TABLE job_metrics AS SELECT r.source || '/' || r.job_id AS job_id, "
+            "CREATE TEMP VIEW job_metrics AS SELECT r.source || '/' || r.job_id AS job_id, "
             "* EXCLUDE (source, ingest_id, job_id), r.source AS source FROM st.res_job_metrics AS r ORDER BY 1"
         )
     else:
         con.execute(
-            "CREATE TEMP TABLE job_metrics AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_job_metrics "
+            "CREATE TEMP VIEW job_metrics AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_job_metrics "
             "ORDER BY job_id"
         )
     con.execute(f"CREATE TEMP VIEW job_component_time AS {keyed('res_job_components')}")
