@@ -32,6 +32,11 @@ small: it imports no data library and generates fleets in a child too.  The tabl
 a chart to ``reports/benchmarks.png`` (``.html`` when PNG export is unavailable), the raw
 measurements to ``reports/benchmarks.json``.
 
+``--store`` runs the fleet store's benchmark instead (issue 28; ``benchmarks/store_fleet.py`` makes the data): a
+30-day store built from a synthetic fleet, ``summarize``/``trend``/``export`` on it, one more day ingested into it and
+the store rebuilt from nothing, into ``reports/benchmarks-store.md``; ``--full`` also appends it, at 1,000,000 jobs,
+to ``reports/benchmarks.md``.
+
 Ratios, not absolute times, are what the targets use, because the machine is
 shared and noisy: time / floor, time per million spans at the largest size /
 at 100k, and per-job time of the alternatives / per-job time of ettcore.  The

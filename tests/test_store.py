@@ -288,6 +288,8 @@ def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
         ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
         ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
         ["trend", "--every", "hour", "--window", "3h", "--json"],
+        ["trend", "--every", "15m", "--json"],  # finer than the stored grid: attributed again from the rows
+        ["stalls", "--stall-after", "120"],  # another threshold than the stored stalls': judged again
         ["export", "prometheus"],
     ],
 )

@@ -100,39 +100,36 @@ def _run(args: list[str], env: dict | None = None) -> subprocess.CompletedProces
     return subprocess.run([*ETT, *args], capture_output=True, text=True, env={**os.environ, **(env or {})})
 
 
-def _held(args: list[str]) -> float:
-    """Run the command to its end; how long it held the store (from its ``attached`` step to its exit)."""
+def _started(args: list[str], env: dict | None = None) -> subprocess.Popen:
+    """Start the command and return once it holds the store (its ``attached`` step)."""
     p = subprocess.Popen(
         [*ETT, *args],
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env={**os.environ, "ETT_STORE_PROFILE": "1"},
+        env={**os.environ, "ETT_STORE_PROFILE": "1", **(env or {})},
     )
-    t = None
     for line in p.stderr:
-        if t is None and line.startswith("ett store: attached"):
-            t = time.monotonic()
-    assert p.wait() == 0 and t is not None
+        if line.startswith("ett store: attached"):
+            return p
+    raise AssertionError(f"{args} ended without holding the store: {p.wait()}")
+
+
+def _held(args: list[str]) -> float:
+    """Run the command to its end; how long it held the store (from its ``attached`` step to its exit)."""
+    p = _started(args)
+    t = time.monotonic()
+    p.communicate()
+    assert p.returncode == 0
     return time.monotonic() - t
 
 
 def _kill_at_random(args: list[str], delay: float) -> None:
     """Start the command; ``delay`` seconds after it has the store (its ``attached`` step), SIGKILL it."""
-    p = subprocess.Popen(
-        [*ETT, *args],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "ETT_STORE_PROFILE": "1"},
-    )
-    for line in p.stderr:
-        if line.startswith("ett store: attached"):
-            break
+    p = _started(args)
     time.sleep(delay)
     p.send_signal(signal.SIGKILL)
-    p.stderr.close()
-    p.wait()
+    p.communicate()
 
 
 @pytest.mark.parametrize("op", list(OPERATIONS))
@@ -183,21 +180,6 @@ def test_a_killed_operation_leaves_the_store_as_before_or_as_after(op, fleet, tm
             assert op == "compact" and outcome == "before"
     print(f"{op}: {len(points)} kills: {outcomes}")
     assert sum(outcomes.values()) == len(points)
-
-
-def _started(args: list[str], env: dict) -> subprocess.Popen:
-    """Start the command and return once it holds the store (its ``attached`` step)."""
-    p = subprocess.Popen(
-        [*ETT, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "ETT_STORE_PROFILE": "1", **env},
-    )
-    for line in p.stderr:
-        if line.startswith("ett store: attached"):
-            return p
-    raise AssertionError(f"{args} ended without holding the store: {p.wait()}")
 
 
 def test_two_refreshes_at_once_the_second_waits_and_counts_nothing_twice(fleet, tmp_path):

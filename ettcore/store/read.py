@@ -221,19 +221,20 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
         return
     for view, target in (("fleet_slots", "res_fleet_slots"), ("interruption_slots", "res_interruption_slots")):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM st.{target}")
-    # in job id order, as job_summary.sql writes it (the per-job results read it in that order)
+    # materialized on first need (ettcore.metric.job_metrics), in job id order as job_summary.sql writes it
     if qualified:
-        con.execute(
-            "CREATE TEMP VIEW job_metrics AS SELECT r.source || '/' || r.job_id AS job_id, "
-            "* EXCLUDE (source, ingest_id, job_id), r.source AS source FROM st.res_job_metrics AS r ORDER BY 1"
+        per_job = (
+            "SELECT r.source || '/' || r.job_id AS job_id, * EXCLUDE (source, ingest_id, job_id), r.source AS source "
+            "FROM st.res_job_metrics AS r ORDER BY 1"
         )
     else:
-        con.execute(
-            "CREATE TEMP VIEW job_metrics AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_job_metrics "
-            "ORDER BY job_id"
-        )
-    con.execute(f"CREATE TEMP VIEW job_component_time AS {keyed('res_job_components')}")
-    con.execute(f"CREATE TEMP VIEW job_cause_time AS {keyed('res_job_causes')}")
-    # in train_stalls.sql's order (a stored table keeps its rows in the order they were written)
-    trace.stored_views["train_stalls"] = f'SELECT * FROM ({keyed("res_train_stalls")}) ORDER BY job_id, "start"'
-    trace.attribution.job_metrics = True
+        per_job = "SELECT * EXCLUDE (source, ingest_id) FROM st.res_job_metrics ORDER BY job_id"
+    trace.stored_views.update(
+        {
+            "job_metrics": per_job,
+            "job_component_time": keyed("res_job_components"),
+            "job_cause_time": keyed("res_job_causes"),
+            # in train_stalls.sql's order (a stored table keeps its rows in the order they were written)
+            "train_stalls": f'SELECT * FROM ({keyed("res_train_stalls")}) ORDER BY job_id, "start"',
+        }
+    )

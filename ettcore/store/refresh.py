@@ -419,10 +419,7 @@ def ingest_trace(
         con.execute("CHECKPOINT st")
         db.step("checkpointed")
     finally:
-        try:
-            con.execute("DETACH st")
-        except duckdb.Error:
-            pass
+        db.detach(con)
     return Refresh(
         store=path,
         source=source,
