@@ -22,7 +22,7 @@ from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric, store
 from ettcore.errors import InputError
-from ettcore.metric import stalls
+from ettcore.metric import hangs, stalls
 from ettcore.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,8 +37,8 @@ def _subset(trace: dict, jobs: set[str]) -> dict:
 
 
 def _figures(t) -> dict[str, pl.DataFrame]:
-    """Every figure a store keeps or sums: per job (with causes, paces and stalls), per group, and the trends (the
-    stored fleet slots)."""
+    """Every figure a store keeps or sums: per job (with causes, paces and stalls), per group, the trends (the
+    stored fleet slots) and the running jobs' progress."""
     return {
         "jobs": metric.job_summary(t),
         "causes": metric.job_causes(t),
@@ -51,6 +51,7 @@ def _figures(t) -> dict[str, pl.DataFrame]:
         "rolling": metric.trend(t, "hour", window="3h"),
         "job_stalls": stalls.job_stalls(t),
         "stalls": stalls.train_stalls(t),
+        "live": hangs.live_progress(t),  # the running jobs (the store reads only their rows)
     }
 
 
@@ -80,8 +81,8 @@ def test_incremental_store_equals_one_shot(trace, other, rnd):
         spans = [r for r in trace["spans"] if r["job_id"] == early]
         partial = _subset(trace, {early})
         partial["spans"] = spans[: len(spans) // 2]
-        s = tmp / "fleet.duckdb"
-        store.ingest_path(s, write_trace_folder(partial, tmp / "early"))
+        s = tmp / "fleet.duckdb"  # on either grid: the hourly store sums hours, the daily one days
+        store.ingest_path(s, write_trace_folder(partial, tmp / "early"), grid=rnd.choice(["day", "hour"]))
         last = None
         other_at = rnd.randint(0, len(order) - 1)
         for i, b in enumerate(order):
@@ -280,25 +281,28 @@ def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv",
+    "grid, argv",
     [
-        ["stalls"],
-        ["opportunities"],
-        ["summarize", "--by", "team", "--json"],
-        ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
-        ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
-        ["trend", "--every", "hour", "--window", "3h", "--json"],
-        ["trend", "--every", "15m", "--json"],  # finer than the stored grid: attributed again from the rows
-        ["stalls", "--stall-after", "120"],  # another threshold than the stored stalls': judged again
-        ["export", "prometheus"],
+        ("day", ["stalls"]),
+        ("day", ["opportunities"]),
+        ("day", ["summarize", "--by", "team", "--json"]),
+        ("day", ["summarize", "--since", "2026-01-06T00:00:00Z", "--json"]),  # on the stored grid: the stored cells
+        ("day", ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"]),  # off it: attributed again, said so
+        ("hour", ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"]),  # on an hourly store's grid
+        ("day", ["trend", "--every", "day", "--json"]),  # the stored sums
+        ("day", ["trend", "--every", "hour", "--window", "3h", "--json"]),  # finer than the grid: attributed again
+        ("hour", ["trend", "--every", "hour", "--window", "3h", "--json"]),  # an hourly store's sums
+        ("hour", ["trend", "--every", "15m", "--json"]),  # finer than the stored grid: attributed again from the rows
+        ("day", ["stalls", "--stall-after", "120"]),  # another threshold than the stored stalls': judged again
+        ("day", ["export", "prometheus"]),
     ],
 )
-def test_commands_on_a_store_print_what_they_print_on_the_trace(argv, tmp_path, capsys):
+def test_commands_on_a_store_print_what_they_print_on_the_trace(grid, argv, tmp_path, capsys):
     from ettcore.cli import main
 
     sample = ROOT / "data" / "sample"
     s = tmp_path / "s.duckdb"
-    store.ingest_path(s, sample)
+    store.ingest_path(s, sample, grid=grid)
     cmd = argv[:2] if argv[0] == "export" else argv[:1]
     rest = argv[len(cmd) :]
 

@@ -19,13 +19,17 @@ import duckdb
 
 from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap
-from ettcore.trace.instants import HOUR_MS
+from ettcore.trace.instants import DAY_MS, HOUR_MS
 from ettcore.trace.load import quote_ident
 
 FORMAT = "ett-store"
 VERSION = 2
 DEFAULT_SOURCE = "default"
-GRID_MS = HOUR_MS  # the stored attribution's grid: hourly trends read it, and every day, week or month is a union
+# The stored attribution's grid, chosen when a store is made: a UTC day by default (daily, weekly and monthly trends
+# are unions of days), or an hour (hourly and rolling-hour trends then read the store too, for about twice the
+# attribution's time and rows: a job's wall time is cut at every hour)
+GRIDS = {"day": DAY_MS, "hour": HOUR_MS}
+GRID_MS = GRIDS["day"]
 ROW_TABLES = ("jobs", "attempts", "spans")
 HASH_PROBE = "ett-store"  # hash() of this text is kept in the metadata: a DuckDB that hashes otherwise is refused
 WAIT_S_DEFAULT = 60.0
@@ -193,7 +197,16 @@ def meta(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
     return m
 
 
-def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> None:
+def grid_of(grid: str | None) -> int:
+    """The grid (ms) a store is made with: ``day`` (default) or ``hour``."""
+    if grid is None:
+        return GRID_MS
+    if grid not in GRIDS:
+        raise InputError(Problem("--grid", None, "grid", f"unknown grid {grid!r}; choose one of: {', '.join(GRIDS)}"))
+    return GRIDS[grid]
+
+
+def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = GRID_MS) -> None:
     """The metadata tables of a new store (the rows and results tables take the loader's and the metric's columns
     on the first ingest)."""
     con.execute("CREATE TABLE st.ett_store (key VARCHAR PRIMARY KEY, value VARCHAR)")
@@ -202,7 +215,7 @@ def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> None:
         [
             ("format", FORMAT),
             ("version", str(VERSION)),
-            ("grid_ms", str(GRID_MS)),
+            ("grid_ms", str(grid_ms)),
             ("phases", json.dumps(phase_map.rows())),
             ("as_of_ms", ""),
             ("synthetic", "false"),

@@ -89,7 +89,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
             rows = json.loads(meta["phases"])
             register_phases(con, rows)
             sum_tables(con)
-            delete_jobs(con, "ett_gone")
+            delete_jobs(con, "ett_gone", int(meta["grid_ms"]), collected=False)
             con.execute("DELETE FROM st.ett_jobs WHERE source = $s", {"s": source})
             _drop_labels(con, source)
             con.execute(
@@ -101,7 +101,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
             as_of_ms = db.as_of_ms(con)
             running = 0
             if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, _phase_map(rows), as_of_ms)
+                running = remeasure_open(con, path, _phase_map(rows), as_of_ms, int(meta["grid_ms"]))
             db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")

@@ -17,6 +17,7 @@ from ettcore.store.results import row_views, set_params
 from ettcore.trace import load as load_mod
 from ettcore.trace import memory, span_store
 from ettcore.trace import window as window_mod
+from ettcore.trace.instants import HOUR_MS
 from ettcore.trace.load import Attribution, Trace, parse_as_of, quote_ident
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
@@ -117,7 +118,9 @@ def open_store(
     if as_of_ms is not None and as_of_ms != store_as_of:
         why.append("--as-of differs from the store's analysis time")
     if not _aligned(window, grid):
-        why.append("--since/--until/--exclude bounds off the store's hourly grid")
+        why.append(
+            f"--since/--until/--exclude bounds off the store's grid (every {'hour' if grid == HOUR_MS else 'UTC day'})"
+        )
     register_phases(con, phase_map.rows() if why else stored_phases)
     row_views(con, qualified=qualified, restrict=None)
     explicit = as_of_ms is not None
@@ -161,6 +164,22 @@ def _not_started(con: duckdb.DuckDBPyConnection) -> dict:
         "HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
     ).fetchall()[0][0]
     return out
+
+
+def _open_spans(con: duckdb.DuckDBPyConnection, qualified: bool) -> str:
+    """SQL of metric_spans.sql over the stored spans of the jobs with an open attempt (those running at the store's
+    analysis time), read only from the row groups of the ingests that stored those jobs (a running job is replaced
+    by every refresh that sees it, so its rows are among the latest)."""
+    jid = "s.source || '/' || s.job_id" if qualified else "s.job_id"
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW ett_open_keyed AS SELECT hash({jid}) AS job_key, s.attempt, p.phase_id, "
+        "p.is_train, s.start_ms, s.end_ms, s.cursor_start, s.cursor_end FROM st.rows_spans AS s "
+        "JOIN ett_phases AS p ON p.phase = s.phase "
+        "SEMI JOIN st.ett_jobs AS k ON k.source = s.source AND k.job_id = s.job_id AND k.open "
+        "WHERE s.ingest_id IN (SELECT ingest_id FROM st.ett_jobs WHERE open)"
+    )
+    # the metric's own query, read from those rows instead of every job's (keyed_spans)
+    return sql("metric/metric_spans").replace("keyed_spans", "ett_open_keyed")
 
 
 def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
@@ -214,7 +233,7 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
     con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
     trace.attribution = Attribution(batches=1, grid_ms=grid)
-    trace.stored_views = {"job_pace": keyed("res_job_pace")}
+    trace.stored_views = {"job_pace": keyed("res_job_pace"), "live_spans": _open_spans(con, qualified)}
     if not window.whole:  # a window's figures: the metric's queries over the stored cells (job_summary.sql, ...)
         for view in ("fleet_slots", "interruption_slots"):
             con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")

@@ -150,6 +150,15 @@ def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], di
             "SELECT job_id FROM ett_cmp WHERE NOT is_new AND (d_jobs OR d_attempts OR d_spans) ORDER BY job_id"
         ).fetchall()
     }
+    # the changed jobs (with the ingest that stored them) and their stored rows, read once: the fields that differ
+    # come from them, and they are deleted by row id
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_gone AS SELECT k.source, k.job_id, k.job_key, k.ingest_id "
+        "FROM st.ett_jobs AS k SEMI JOIN ett_cmp AS c ON c.job_id = k.job_id AND NOT c.is_new "
+        "AND (c.d_jobs OR c.d_attempts OR c.d_spans) WHERE k.source = $s",
+        {"s": source},
+    )
+    collect_rows(con, "ett_gone")
     for table in db.ROW_TABLES:
         con.execute(
             f"CREATE OR REPLACE TEMP TABLE ett_diff AS SELECT job_id FROM ett_cmp WHERE NOT is_new AND d_{table}"
@@ -158,6 +167,7 @@ def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], di
             continue
         stored = db.columns(con, f"st.rows_{table}")
         incoming = {c.lower() for c in db.columns(con, f"ett_in_{table}")}
+        stored_rows = f"(SELECT r.* FROM st.rows_{table} AS r SEMI JOIN ett_old_{table} AS o ON o.ett_rowid = r.rowid)"
         cols = [c for c in stored if c not in _SKIP_HASH]
         # per column, the job's multiset of values (count and hash sum), on both sides, in one pass each
         sums = ", ".join(f"sum(hash({{{i}}})::HUGEINT) AS c{i}" for i in range(len(cols)))
@@ -171,11 +181,10 @@ def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], di
 
         rows = con.execute(
             f"WITH a AS ({side(f'ett_in_{table}', incoming)}), "
-            f"b AS ({side(f'st.rows_{table}', {c.lower() for c in stored}, 'WHERE source = $s')}) "
+            f"b AS ({side(stored_rows, {c.lower() for c in stored})}) "
             "SELECT coalesce(a.job_id, b.job_id), a.n IS DISTINCT FROM b.n, "
             + ", ".join(f"a.c{i} IS DISTINCT FROM b.c{i}" for i in range(len(cols)))
-            + " FROM a FULL JOIN b USING (job_id)",
-            {"s": source},
+            + " FROM a FULL JOIN b USING (job_id)"
         ).fetchall()
         for job, count_differs, *col_differs in rows:
             if count_differs:
@@ -185,30 +194,49 @@ def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], di
     return new, {j: sorted(f) for j, f in sorted(diff.items())}
 
 
-def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str) -> None:
-    """Delete the stored rows and results of the jobs of the temporary table ``keys`` (source, job_id, job_key),
-    after subtracting their share of the fleet's sums."""
-    delete_results(con, keys)
+def collect_rows(con: duckdb.DuckDBPyConnection, keys: str) -> None:
+    """``ett_old_<table>``: the row ids (``ett_rowid``) of the stored rows of the jobs of ``keys`` (source, job_id,
+    job_key, ingest_id), found once (reading only the key columns: their other columns are read for the jobs whose
+    fields are named, by row id), narrowed to the row groups of the ingests that stored those jobs (a table's rows
+    lie in ingest order, so a running job replaced yesterday is found among yesterday's rows)."""
     for table in db.ROW_TABLES:
         con.execute(
-            f"DELETE FROM st.rows_{table} AS r WHERE EXISTS (SELECT 1 FROM {keys} AS k WHERE k.source = r.source "
-            "AND k.job_id = r.job_id)"
+            f"CREATE OR REPLACE TEMP TABLE ett_old_{table} AS SELECT r.rowid AS ett_rowid FROM st.rows_{table} AS r "
+            f"SEMI JOIN {keys} AS k ON k.source = r.source AND k.job_id = r.job_id "
+            f"WHERE r.ingest_id IN (SELECT DISTINCT ingest_id FROM {keys})"
         )
 
 
-def _measure(trace: Trace, source: str, ingest_id: int | None) -> None:
+def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int, collected: bool = True) -> None:
+    """Delete the stored rows and results of the jobs of the temporary table ``keys`` (source, job_id, job_key),
+    after subtracting their share of the fleet's sums; the rows by row id when ``collected`` (:func:`collect_rows`),
+    else by key."""
+    delete_results(con, keys, grid_ms)
+    for table in db.ROW_TABLES:
+        if collected:
+            con.execute(f"DELETE FROM st.rows_{table} WHERE rowid IN (SELECT ett_rowid FROM ett_old_{table})")
+        else:
+            con.execute(
+                f"DELETE FROM st.rows_{table} AS r WHERE EXISTS (SELECT 1 FROM {keys} AS k "
+                "WHERE k.source = r.source AND k.job_id = r.job_id)"
+            )
+
+
+def _measure(trace: Trace, source: str, ingest_id: int | None, grid_ms: int) -> None:
     """The metric on ``trace`` (at the store's analysis time, already in ``ett_params``), its per-job results written
     into the store and its share of the fleet's sums added."""
     drop_metric_views(trace.con)
     trace.attribution = None
-    metric.prepare(trace, grid_ms=db.GRID_MS)
+    metric.prepare(trace, grid_ms=grid_ms)
     metric.job_metrics(trace)
     stalls.prepare(trace, None)
     write_results(trace.con, source, ingest_id)
     add_sums(trace.con)
 
 
-def _attribute_stored(con: duckdb.DuckDBPyConnection, path: Path, phase_map: PhaseMap, as_of_ms: int | None) -> None:
+def _attribute_stored(
+    con: duckdb.DuckDBPyConnection, path: Path, phase_map: PhaseMap, as_of_ms: int | None, grid_ms: int
+) -> None:
     """The metric on the stored rows of the jobs of ``ett_attr`` (source, job_id, job_key), per source, at the
     store's analysis time; their results and sums written (their old ones are already gone)."""
     sources = [r[0] for r in con.execute("SELECT DISTINCT source FROM ett_attr ORDER BY 1").fetchall()]
@@ -229,11 +257,16 @@ def _attribute_stored(con: duckdb.DuckDBPyConnection, path: Path, phase_map: Pha
             accounting={"spans": {"used": n}},
             spans=span_store.SpanStore(con, 1),
         )
-        _measure(trace, source, None)
+        _measure(trace, source, None, grid_ms)
 
 
 def remeasure_open(
-    con: duckdb.DuckDBPyConnection, path: Path, phase_map: PhaseMap, as_of_ms: int | None, replaced: str | None = None
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    phase_map: PhaseMap,
+    as_of_ms: int | None,
+    grid_ms: int,
+    replaced: str | None = None,
 ) -> int:
     """After the analysis time moved: the stored jobs with an open attempt (less those of ``replaced``: source,
     job_id, just attributed) measured again up to it, from their stored rows; returns how many."""
@@ -244,16 +277,17 @@ def remeasure_open(
     )
     running = con.execute("SELECT count(*) FROM ett_attr").fetchall()[0][0]
     if running:
-        delete_results(con, "ett_attr")
-        _attribute_stored(con, path, phase_map, as_of_ms)
+        delete_results(con, "ett_attr", grid_ms)
+        _attribute_stored(con, path, phase_map, as_of_ms, grid_ms)
     return running
 
 
 def _check_keys(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> None:
-    """Two job ids of a source with one job key (the 64-bit hash the metric joins on) are refused."""
+    """Two job ids of a source with one job key (the 64-bit hash the metric joins on) are refused: the jobs just
+    inserted (``ett_replace``) against every stored job of the source."""
     dup = con.execute(
-        "SELECT min(job_id), max(job_id) FROM st.ett_jobs WHERE source = $s GROUP BY job_key HAVING count(*) > 1 "
-        "LIMIT 1",
+        "SELECT least(k.job_id, r.job_id), greatest(k.job_id, r.job_id) FROM st.ett_jobs AS k "
+        "JOIN ett_replace AS r ON k.job_key = r.job_key AND k.job_id <> r.job_id WHERE k.source = $s LIMIT 1",
         {"s": source},
     ).fetchall()
     if dup:
@@ -274,12 +308,15 @@ def ingest_trace(
     source: str = db.DEFAULT_SOURCE,
     inputs: str = "",
     snapshot_ms: int | None = None,
+    *,
+    grid: str | None = None,
 ) -> Refresh:
     """Refresh ``store`` with a loaded, checked trace (its clean rows) as one transaction; see the module docs.
 
     ``snapshot_ms`` (``--as-of``): when the snapshot was taken; the store's analysis time is the latest of the rows'
-    latest instant and every snapshot time given.  The trace is used up: its views then hold only the jobs
-    the refresh replaced.
+    latest instant and every snapshot time given.  ``grid`` (``day``, the default, or ``hour``): the grid a new
+    store is made with (``ettcore.store.db.GRIDS``).  The trace is used up: its views then hold only the jobs the
+    refresh replaced.
     """
     t_start = time.monotonic()
     path = Path(store)
@@ -290,8 +327,13 @@ def ingest_trace(
     try:
         with db.transaction(con):
             if creating or not db.has_table(con, "ett_store"):
-                db.create(con, trace.phase_map)
+                db.create(con, trace.phase_map, db.grid_of(grid))
             meta = db.meta(con, path)
+            grid_ms = int(meta["grid_ms"])
+            if grid is not None and db.grid_of(grid) != grid_ms:
+                raise InputError(
+                    Problem("--grid", None, "grid", f"{path} was made with another grid ({grid_ms} ms); give none")
+                )
             if json.loads(meta["phases"]) != [list(r) for r in trace.phase_map.rows()]:
                 raise InputError(
                     Problem(
@@ -324,13 +366,8 @@ def ingest_trace(
                 {"s": source, "ids": [*new, *changed]},
             )
             db.step("compared")
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE ett_gone AS SELECT * FROM ett_replace WHERE job_id IN "
-                "(SELECT unnest($ids::VARCHAR[]))",
-                {"ids": list(changed)},
-            )
             sum_tables(con)
-            delete_jobs(con, "ett_gone")
+            delete_jobs(con, "ett_gone", grid_ms)
             con.execute(
                 "DELETE FROM st.ett_jobs AS k WHERE k.source = $s AND k.job_id IN (SELECT job_id FROM ett_gone)",
                 {"s": source},
@@ -359,11 +396,11 @@ def ingest_trace(
             as_of_ms = db.as_of_ms(con, snapshot_ms)
             if new or changed:  # the loaded source itself, its other jobs left out, at the store's analysis time
                 set_params(con, as_of_ms)
-                _measure(trace, source, ingest_id)
+                _measure(trace, source, ingest_id, grid_ms)
             db.step("attributed")
             running = 0
             if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, trace.phase_map, as_of_ms, replaced="ett_replace")
+                running = remeasure_open(con, path, trace.phase_map, as_of_ms, grid_ms, replaced="ett_replace")
             db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")
@@ -436,11 +473,19 @@ def ingest_trace(
     )
 
 
-def delete_results(con: duckdb.DuckDBPyConnection, keys: str) -> None:
-    """The stored results of the jobs of ``keys`` (their rows stay), after subtracting their share of the sums."""
-    old_sums(con, keys)
+def delete_results(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> None:
+    """The stored results of the jobs of ``keys`` (their rows stay), after subtracting their share of the sums
+    (their stored cells, the largest result table, read once: for the sums, then deleted by row id)."""
+    if not db.has_table(con, "res_attributed"):
+        return
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_old_attributed AS SELECT r.rowid AS ett_rowid, r.* FROM st.res_attributed "
+        f"AS r SEMI JOIN {keys} AS k ON k.source = r.source AND k.job_key = r.job_key"
+    )
+    old_sums(con, keys, grid_ms)
+    con.execute("DELETE FROM st.res_attributed WHERE rowid IN (SELECT ett_rowid FROM ett_old_attributed)")
     for target in db.RESULT_TABLES:
-        if not db.has_table(con, target):
+        if target == "res_attributed" or not db.has_table(con, target):
             continue
         on = "k.job_id = r.job_id" if target in db.KEYED_BY_ID else "k.job_key = r.job_key"
         con.execute(
@@ -456,9 +501,11 @@ def ingest_path(
     skip_invalid: bool = False,
     mapping: Any = None,
     memory_limit: str | None = None,
+    *,
+    grid: str | None = None,
 ) -> Refresh:
     """Load and check the trace at ``source_path`` (a folder or DuckDB trace file) and refresh ``store`` with it."""
     if is_store(source_path):
         raise InputError(Problem(str(source_path), None, None, "is a store, not a trace; ingest the store's sources"))
     trace = load_trace(source_path, mapping=mapping, skip_invalid=skip_invalid, memory_limit=memory_limit)
-    return ingest_trace(store, trace, source=source, inputs=str(source_path), snapshot_ms=parse_as_of(as_of))
+    return ingest_trace(store, trace, source=source, inputs=str(source_path), snapshot_ms=parse_as_of(as_of), grid=grid)

@@ -167,7 +167,7 @@ def add_sums(con: duckdb.DuckDBPyConnection) -> None:
     _add(con, 1)
 
 
-def old_sums(con: duckdb.DuckDBPyConnection, keys: str) -> None:
+def old_sums(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> None:
     """Subtract the stored share of the jobs of ``keys`` (source, job_id, job_key) from the changes: the metric's
     slot queries on views of their stored results (per source: job keys are unique within one)."""
     if not db.has_table(con, "res_metric_jobs"):
@@ -179,27 +179,28 @@ def old_sums(con: duckdb.DuckDBPyConnection, keys: str) -> None:
             f"CREATE OR REPLACE TEMP TABLE ett_keys_one AS SELECT source, job_key FROM {keys} WHERE source = $s",
             {"s": source},
         )
-        stored_views(con, "ett_keys_one")
+        stored_views(con, "ett_keys_one", grid_ms)
         _add(con, -1)
         drop_metric_views(con)
 
 
-def stored_views(con: duckdb.DuckDBPyConnection, restrict: str) -> None:
+def stored_views(con: duckdb.DuckDBPyConnection, restrict: str, grid_ms: int) -> None:
     """The metric's ``metric_jobs``, ``metric_attempts`` and ``attributed_time`` as views of the stored results of the
-    jobs of the temporary table ``restrict`` (source, job_key; one source), the whole window's ``unmeasured_time``
+    jobs of the temporary table ``restrict`` (source, job_key; one source; their cells already in
+    ``ett_old_attributed``), the whole window's ``unmeasured_time``
     (none) and, from the metric's queries, ``measured_time``, ``measured_interruptions``, ``fleet_slots`` and
     ``interruption_slots``: the slots of those jobs as the stored attribution gives them."""
-    for view, target in (
-        ("metric_jobs", "res_metric_jobs"),
-        ("metric_attempts", "res_metric_attempts"),
-        ("attributed_time", "res_attributed"),
+    for view, target, drop in (
+        ("metric_jobs", "st.res_metric_jobs", ""),
+        ("metric_attempts", "st.res_metric_attempts", ""),
+        ("attributed_time", "ett_old_attributed", "ett_rowid, "),  # collected by the caller (refresh.delete_results)
     ):
         con.execute(
-            f"CREATE TEMP VIEW {view} AS SELECT r.* EXCLUDE (source, ingest_id) FROM st.{target} AS r "
+            f"CREATE TEMP VIEW {view} AS SELECT r.* EXCLUDE ({drop}source, ingest_id) FROM {target} AS r "
             f"SEMI JOIN {restrict} AS k ON k.source = r.source AND k.job_key = r.job_key"
         )
     register_window(con, Window())
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": db.GRID_MS})
+    con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid_ms})
     con.execute(f"CREATE TEMP TABLE unmeasured_time AS {sql('metric/unmeasured_time')} LIMIT 0")
     for view in ("measured_time", "measured_interruptions", "fleet_slots", "interruption_slots"):
         con.execute(f"CREATE TEMP VIEW {view} AS {sql('metric/' + view)}")
