@@ -1,4 +1,5 @@
-"""The fleet store under faults: kills, two refreshes at once, readers during a refresh (ettcore.store).
+"""The fleet store's housekeeping and faults: removing a source, compaction, kills, two refreshes at once, readers
+during a refresh (ettcore.store).
 
 Every operation that writes a store (a refresh, a source's removal, a compaction) is run as the ``ett`` command and
 killed with SIGKILL at each of its named steps (``ETT_STORE_KILL_AT``, the test hook of ``ettcore.store.db.step``)
@@ -66,7 +67,7 @@ def fleet(tmp_path_factory) -> dict[str, Path]:
     s = tmp / "base.duckdb"
     store.ingest_path(s, base)
     store.ingest_path(s, other, source="other")
-    return {"store": s, "day": day, "tmp": tmp}
+    return {"store": s, "day": day, "base": base, "tmp": tmp}
 
 
 def state(path: Path, volatile: bool = True) -> dict[str, list]:
@@ -226,3 +227,35 @@ def test_a_reader_during_a_refresh_waits_and_reads_the_refreshed_store(fleet, tm
     refresh.communicate()
     assert reader.returncode == 2 and "for more than 0.5 s; try again later" in reader.stderr
     assert len(reader.stderr.strip().splitlines()) == 2 and "Traceback" not in reader.stderr  # waiting, refused
+
+
+def _figures(path: Path) -> str:
+    """What ``ett summarize STORE --json`` prints, the store's own path blanked."""
+    r = _run(["summarize", str(path), "--json"])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.replace(str(path), "STORE")
+
+
+def test_removing_a_source_then_compacting(fleet, tmp_path):
+    s = tmp_path / "s.duckdb"
+    shutil.copyfile(fleet["store"], s)
+    without = tmp_path / "without.duckdb"  # a store built without the source
+    assert _run(["ingest", str(without), str(fleet["base"])]).returncode == 0
+    r = _run(["store", "remove-source", str(s), "other"])
+    assert r.returncode == 0 and "removed source other" in r.stdout and ": 15 job(s);" in r.stdout, r.stdout
+    assert _figures(s) == _figures(without)
+    con = duckdb.connect(str(s), read_only=True)
+    # ingests 1 (default) and 2 (other), then the removal, from the same sequence
+    assert con.execute("SELECT ingest_id, source, jobs FROM ett_removals").fetchall() == [(3, "other", 15)]
+    assert con.execute("SELECT count(*) FROM rows_spans WHERE source = 'other'").fetchall() == [(0,)]
+    con.close()
+    r = _run(["store", "remove-source", str(s), "nosuch"])
+    assert r.returncode == 2 and "no source 'nosuch' in the store (its sources: default)" in r.stderr
+    before, size = state(s), s.stat().st_size
+    r = _run(["store", "compact", str(s)])
+    assert r.returncode == 0, r.stderr
+    assert s.stat().st_size < size  # the removed source's space is given back
+    assert state(s) == before  # every row, id and result as it was
+    assert _figures(s) == _figures(without)
+    r = _run(["ingest", str(s), str(fleet["day"])])
+    assert r.returncode == 0 and r.stdout.startswith(f"ingest 4 into {s}")  # the sequence goes on after the removal

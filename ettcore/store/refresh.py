@@ -362,8 +362,8 @@ def ingest_trace(
             jobs_read = con.execute("SELECT count(*) FROM ett_in").fetchall()[0][0]
             con.execute(
                 "CREATE OR REPLACE TEMP TABLE ett_replace AS SELECT $s AS source, job_id, hash(job_id) AS job_key "
-                "FROM ett_in WHERE job_id IN (SELECT unnest($ids::VARCHAR[]))",
-                {"s": source, "ids": [*new, *changed]},
+                "FROM ett_cmp WHERE is_new OR d_jobs OR d_attempts OR d_spans",
+                {"s": source},
             )
             db.step("compared")
             sum_tables(con)

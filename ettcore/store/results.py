@@ -53,8 +53,14 @@ def drop_any(con: duckdb.DuckDBPyConnection, name: str) -> None:
 
 
 def drop_metric_views(con: duckdb.DuckDBPyConnection) -> None:
-    for name in METRIC_VIEWS:
-        drop_any(con, name)
+    """Drop the metric's temporary tables and views (:data:`METRIC_VIEWS`) that exist (one look at the catalog)."""
+    present = con.execute(
+        "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND list_contains($n, view_name) UNION ALL "
+        "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary AND list_contains($n, table_name)",
+        {"n": list(METRIC_VIEWS)},
+    ).fetchall()
+    for name, kind in present:
+        con.execute(f"DROP {kind} temp.main.{name}")
 
 
 def set_params(con: duckdb.DuckDBPyConnection, as_of_ms: int | None, explicit: bool = False) -> None:
