@@ -32,6 +32,11 @@ small: it imports no data library and generates fleets in a child too.  The tabl
 a chart to ``reports/benchmarks.png`` (``.html`` when PNG export is unavailable), the raw
 measurements to ``reports/benchmarks.json``.
 
+``--store`` runs the fleet store's benchmark instead (issue 28; ``benchmarks/store_fleet.py`` makes the data): a
+30-day store built from a synthetic fleet, ``summarize``/``trend``/``export`` on it, one more day ingested into it and
+the store rebuilt from nothing, into ``reports/benchmarks-store.md``; ``--full`` also appends it, at 1,000,000 jobs,
+to ``reports/benchmarks.md``.
+
 Ratios, not absolute times, are what the targets use, because the machine is
 shared and noisy: time / floor, time per million spans at the largest size /
 at 100k, and per-job time of the alternatives / per-job time of ettcore.  The
@@ -101,12 +106,18 @@ def _generate(out: Path, n_jobs: int, seed: int) -> dict:
     return {"jobs": n_jobs}
 
 
-def measured(args: list[str], timeout: float, env: dict | None = None) -> dict:
+def measured(
+    args: list[str], timeout: float, env: dict | None = None, keep: Path | None = None, keep_err: Path | None = None
+) -> dict:
     """Run ``args`` in a child and return ``{wall_s, peak_mib, rc, result}`` (result: the child's JSON, if printed).
 
-    ``env`` is added to this process's environment for the child."""
+    ``env`` is added to this process's environment for the child; ``keep``/``keep_err``: the child's output/errors
+    go to this file (the output not read back: a million jobs' JSON is most of a GB)."""
     t = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+    with (
+        keep.open("w+") if keep else tempfile.TemporaryFile("w+") as out,
+        keep_err.open("w+") if keep_err else tempfile.TemporaryFile("w+") as err,
+    ):
         proc = subprocess.Popen(
             args, stdout=out, stderr=err, cwd=str(ROOT), text=True, env={**os.environ, **(env or {})}
         )
@@ -126,10 +137,12 @@ def measured(args: list[str], timeout: float, env: dict | None = None) -> dict:
         wall = time.perf_counter() - t
         out.seek(0)
         err.seek(0)
-        text, etext = out.read(), err.read()
+        text, etext = "" if keep else out.read(), err.read()
     res: dict = {"wall_s": wall, "peak_mib": usage.ru_maxrss / 1024.0, "rc": proc.returncode}
     if proc.returncode != 0:
         res["error"] = (etext.strip().splitlines() or ["exit %d" % proc.returncode])[-1][:300]
+        return res
+    if keep:
         return res
     lines = [ln for ln in text.strip().splitlines() if ln.startswith("{")]
     if lines and args[1:2] == [__file__]:
@@ -352,6 +365,10 @@ def child_main(kind: str, trace: Path, extra: list[str]) -> None:
         res = min(runs, key=lambda r: r["seconds"])
     elif kind == "generate":
         res = _generate(trace, int(extra[0]), int(extra[1]))
+    elif kind == "store_fleet":
+        import store_fleet
+
+        res = store_fleet.build(trace, int(extra[0]), int(extra[1]))
     elif kind in ("summarize", "trend", "both"):
         res = _ettcore(trace, kind, extra[0])
     elif kind == "reference":
@@ -408,6 +425,14 @@ def machine() -> dict:
     }
 
 
+def ett_command() -> list[str]:
+    """The ``ett`` command as a user runs it (the console script next to this Python)."""
+    exe = Path(sys.executable).with_name("ett")
+    if exe.is_file():
+        return [str(exe)]
+    return [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
+
+
 def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     print(f"== {n} jobs", flush=True)
     trace = make_fleet(work, n, args.seed, args.timeout)
@@ -420,12 +445,7 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
     for kind in ("summarize", "trend", "both"):
         r[kind] = child(kind, trace, [args.memory_limit], tmo)
         print(f"  {kind}: {_brief(r[kind])}", flush=True)
-    exe = Path(sys.executable).with_name("ett")
-    ett = (
-        [str(exe)]
-        if exe.is_file()
-        else [sys.executable, "-c", "import sys; from ettcore.cli import main; sys.exit(main())"]
-    )
+    ett = ett_command()
     limit = ["--memory-limit", args.memory_limit] if args.memory_limit else []  # default: no flag, as a user runs it
     commands = {
         "summarize": [*ett, "summarize", str(trace), "--json", *limit],
@@ -463,6 +483,156 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
         print(f"  spark: {_brief(r['spark'])}", flush=True)
     r["floor_read_after"] = child("floor_read", trace, [], tmo)  # how far the machine drifted during this size's run
     return r
+
+
+# ----------------------------------------------------------------------------- the fleet store (issue 28)
+
+
+def output_digest(path: Path, named: str) -> str | None:
+    """SHA-256 of a command's output with the input's path (``named``, the one field that names it) blanked: two
+    commands that printed the same figures for different inputs have the same digest."""
+    import hashlib
+    import re
+
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+        head = re.sub(rb'"trace": "[^"]*"', b'"trace": ""', head, count=1).replace(named.encode(), b"")
+        h.update(head)
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _steps(path: Path) -> dict[str, float]:
+    """The store's profile (ETT_STORE_PROFILE lines on stderr): seconds per step, summed over repeats of a step."""
+    out: dict[str, float] = {}
+    if path.is_file():
+        for line in path.read_text(errors="replace").splitlines():
+            if line.startswith("ett store: ") and line.endswith(" s"):
+                name, _, secs = line[len("ett store: ") :].partition(" +")
+                out[name] = out.get(name, 0.0) + float(secs[:-2])
+    return out
+
+
+def bench_store(work: Path, n: int, args: argparse.Namespace) -> dict:
+    """The fleet store at ``n`` jobs (benchmarks/store_fleet.py): build, queries, one more day, rebuild; each
+    command ``--repeat`` times, the read floor of the 30-day trace measured just before each run or pair."""
+    import shutil
+
+    import store_fleet
+
+    print(f"== store: {n} jobs (30 days) + one more day", flush=True)
+    tmo = args.timeout
+    folder = store_fleet.store_fleet_path(work, n, args.seed)
+    made = child("store_fleet", folder, [str(n), str(args.seed)], tmo)
+    if "error" in made:
+        raise SystemExit(f"preparing {folder} failed: {made['error']}")
+    base, day, union = folder / "base", folder / "day", folder / "union"
+    r: dict = {"jobs": n, "split": made["result"], "repeat": args.repeat, "folder": str(folder)}
+    r["floor_read"] = child("floor_read", base, [], tmo)
+    print(f"  split: {json.dumps(r['split'])}", flush=True)
+    ett = ett_command()
+    profile = {"ETT_STORE_PROFILE": "1"}
+
+    def cold(cmd: list[str], keep: Path | None = None, keep_err: Path | None = None) -> dict:
+        # an empty check cache: the source is checked, as on its first day
+        with tempfile.TemporaryDirectory(prefix="ett-bench-cache-") as cache:
+            return measured(cmd, tmo, {"ETT_CACHE_DIR": cache, **profile}, keep, keep_err)
+
+    def floor() -> float | None:
+        return _sec(child("floor_read", base, [], tmo))
+
+    runs: dict[str, list[dict]] = {}
+    floors: dict[str, list] = {}
+
+    def add(key: str, m: dict, f: float | None) -> None:
+        runs.setdefault(key, []).append(m)
+        floors.setdefault(key, []).append(f)
+
+    with tempfile.TemporaryDirectory(prefix="ett-bench-store-", dir=work) as tmpd:
+        tmp = Path(tmpd)
+        built = tmp / "built.duckdb"
+        # 3. building the store from the 30-day trace, paired with a cold summarize of that trace
+        for i in range(args.repeat):
+            f = floor()
+            add("summarize_trace", cold([*ett, "summarize", str(base), "--json"], tmp / "summarize-trace.json"), f)
+            target = built if i == 0 else tmp / "again.duckdb"
+            target.unlink(missing_ok=True)
+            add("build", cold([*ett, "ingest", str(target), str(base)], tmp / "build.out", tmp / f"build-{i}.err"), f)
+            (tmp / "again.duckdb").unlink(missing_ok=True)
+            print(
+                f"  pair {i}: summarize {runs['summarize_trace'][-1].get('wall_s')} s, build "
+                f"{runs['build'][-1].get('wall_s')} s, floor {f}",
+                flush=True,
+            )
+        # 2. queries on the store, as processes
+        queries = {
+            "q_summarize": [*ett, "summarize", str(built), "--json"],
+            "q_trend": [*ett, "trend", str(built), "--every", "day", "--json"],
+            "q_export": [*ett, "export", "prometheus", str(built)],
+        }
+        for i in range(args.repeat):
+            for key, cmd in queries.items():
+                add(key, measured(cmd, tmo, None, tmp / f"{key}.out"), floor())
+        print("  queries: " + ", ".join(f"{k} {[round(m.get('wall_s', 0), 2) for m in runs[k]]}" for k in queries))
+        r["same_as_trace"] = output_digest(tmp / "summarize-trace.json", str(base)) == output_digest(
+            tmp / "q_summarize.out", str(built)
+        )
+        # 1. one more day: a refresh of a copy of the store, paired with a cold summarize of the day's data alone
+        refreshed = tmp / "refreshed.duckdb"
+        for i in range(args.repeat):
+            shutil.copyfile(built, refreshed)
+            f = floor()
+            add("summarize_day", cold([*ett, "summarize", str(day), "--json"], tmp / "summarize-day.json"), f)
+            add(
+                "refresh",
+                cold([*ett, "ingest", str(refreshed), str(day)], tmp / f"refresh-{i}.out", tmp / f"refresh-{i}.err"),
+                f,
+            )
+            print(
+                f"  pair {i}: summarize day {runs['summarize_day'][-1].get('wall_s')} s, refresh "
+                f"{runs['refresh'][-1].get('wall_s')} s",
+                flush=True,
+            )
+        out = (
+            (tmp / "refresh-0.out").read_text(errors="replace").splitlines()
+            if (tmp / "refresh-0.out").is_file()
+            else []
+        )
+        r["refresh_printed"] = {"lines": len(out), "head": out[:4], "tail": out[-2:] if len(out) > 4 else []}
+        measured([*ett, "summarize", str(refreshed), "--json"], tmo, None, tmp / "refreshed.json")
+        # ... against rebuilding the store from nothing with the same jobs (the latest version of each)
+        rebuilt = tmp / "rebuilt.duckdb"
+        for i in range(args.repeat):
+            rebuilt.unlink(missing_ok=True)
+            add("rebuild", cold([*ett, "ingest", str(rebuilt), str(union)], None, tmp / f"rebuild-{i}.err"), floor())
+        print(f"  rebuild {[round(m.get('wall_s', 0), 1) for m in runs['rebuild']]} s", flush=True)
+        measured([*ett, "summarize", str(rebuilt), "--json"], tmo, None, tmp / "rebuilt.json")
+        r["refreshed_same_as_rebuilt"] = output_digest(tmp / "refreshed.json", str(refreshed)) == output_digest(
+            tmp / "rebuilt.json", str(rebuilt)
+        )
+        r["store_bytes"] = built.stat().st_size if built.is_file() else None
+        r["steps"] = {k: _steps(tmp / f"{k}-0.err") for k in ("build", "refresh", "rebuild")}
+    for key, ms in runs.items():
+        r[key] = median_of(ms)
+        r[key]["paired_x"] = paired_ratio(ms, floors[key])
+        r[key]["floors_s"] = floors[key]
+    r["pairs"] = {
+        "build_over_summarize": _pair_ratio(runs.get("build", []), runs.get("summarize_trace", [])),
+        "refresh_over_summarize_day": _pair_ratio(runs.get("refresh", []), runs.get("summarize_day", [])),
+    }
+    r["floor_read_after"] = child("floor_read", base, [], tmo)
+    return r
+
+
+def _pair_ratio(a: list[dict], b: list[dict]) -> float | None:
+    """The median over the pairs run back to back of a's seconds / b's."""
+    if not a or len(a) != len(b) or any("error" in x for x in a + b):
+        return None
+    return statistics.median(x["wall_s"] / y["wall_s"] for x, y in zip(a, b))
 
 
 def paired_ratio(runs: list[dict], floors: list[float | None]) -> float | None:
@@ -802,6 +972,191 @@ def write_report(results: list[dict], mach: dict, args: argparse.Namespace, out:
     out.write_text("\n".join(L) + "\n", encoding="utf-8")
 
 
+STORE_ROWS = (  # key, what it is
+    ("summarize_trace", "`ett summarize TRACE --json`, 30-day trace, cold (checks run)"),
+    ("build", "`ett ingest STORE TRACE`: building the store from the 30-day trace, cold"),
+    ("q_summarize", "`ett summarize STORE --json`"),
+    ("q_trend", "`ett trend STORE --every day --json`"),
+    ("q_export", "`ett export prometheus STORE`"),
+    ("summarize_day", "`ett summarize DAY --json`: the day's data alone, cold"),
+    ("refresh", "`ett ingest STORE DAY`: one more day into a copy of the store, cold"),
+    ("rebuild", "`ett ingest NEW UNION`: rebuilding the store with the same jobs, cold"),
+)
+
+
+def store_section(results: list[dict]) -> list[str]:
+    """The fleet store's measurements and issue 28's targets, as Markdown lines."""
+    L: list[str] = []
+    for r in results:
+        sp = r["split"]
+        fr = _sec(r.get("floor_read", {}))
+        L += [
+            f"## Fleet store: {sp['base']['jobs']:,} jobs over 30 days ({sp['base']['spans']:,} spans), then one day",
+            "",
+            f"The day: {sp['day']['new_jobs']:,} new jobs and {sp['day']['changed_jobs']:,} older jobs with a "
+            f"corrected row ({sp['day']['jobs']:,} jobs, {sp['day']['spans']:,} spans). Store file after the build: "
+            f"{(r.get('store_bytes') or 0) / 2**20:,.0f} MiB. Each command ran {r['repeat']} times (median shown); "
+            "*x floor* is the median over the runs of each run over the read floor of the 30-day trace measured just "
+            "before it.",
+            "",
+            "| measurement | seconds (median) | runs (s) | peak MiB | x floor (paired) |",
+            "|---|---:|---|---:|---:|",
+            f"| read floor: every column the metric uses, 30-day trace | {fmt(fr)} | | | 1.0 |",
+        ]
+        for key, label in STORE_ROWS:
+            m = r.get(key, {})
+            if not m or "error" in m:
+                L.append(f"| {label} | {m.get('error', 'not run') if m else 'not run'} | | | |")
+                continue
+            L.append(
+                f"| {label} | {fmt(m['wall_s'])} | {', '.join(f'{x:.1f}' for x in m.get('runs_s', []))} | "
+                f"{fmt(m.get('peak_mib'), 0)} | {fmt(m.get('paired_x'), 2)} |"
+            )
+        L += ["", *store_targets(r), ""]
+        steps = r.get("steps") or {}
+        if any(steps.values()):
+            L += [
+                "Where a build, a refresh and a rebuild spent their time (the first run of each; seconds from one "
+                "step of `ettcore.store` to the next, `ETT_STORE_PROFILE=1`; load and checks come before "
+                "`attached`):",
+                "",
+                "| step | " + " | ".join(k for k in steps) + " |",
+                "|---|" + "---:|" * len(steps),
+            ]
+            names = list(dict.fromkeys(n for v in steps.values() for n in v))
+            for name in names:
+                L.append(f"| {name} | " + " | ".join(fmt(steps[k].get(name)) for k in steps) + " |")
+            L.append("")
+        pr = r.get("refresh_printed") or {}
+        if pr.get("head"):
+            L += [
+                f"What the refresh printed (first run; {pr['lines']:,} lines: the summary, then a note a replaced "
+                "job):",
+                "",
+                "```",
+                *pr["head"],
+                *(["..."] + pr["tail"] if pr.get("tail") else []),
+                "```",
+                "",
+            ]
+        L += [
+            "Exactness at this size: `ett summarize STORE --json` printed the same figures as `ett summarize TRACE "
+            f"--json` (every byte but the input's name): **{'yes' if r.get('same_as_trace') else 'NO'}**; the "
+            "refreshed store and the rebuilt one printed the same figures: "
+            f"**{'yes' if r.get('refreshed_same_as_rebuilt') else 'NO'}**.",
+            "",
+        ]
+    return L
+
+
+def store_targets(r: dict) -> list[str]:
+    """Issue 28's targets for one size: measured, paired, met or the gap."""
+    rows = []
+
+    def sec(key: str) -> float | None:
+        m = r.get(key, {})
+        return None if not m or "error" in m else m.get("wall_s")
+
+    def px(key: str) -> float | None:
+        m = r.get(key, {})
+        return None if not m or "error" in m else m.get("paired_x")
+
+    def ratio(a: float | None, b: float | None) -> float | None:
+        return None if a is None or not b else a / b
+
+    def row(what: str, value: float | None, paired: float | None, target: float, how: str) -> None:
+        def judge(v: float | None) -> str:
+            return "" if v is None else ("met" if v <= target else f"NOT MET ({v / target:.2f}x the target)")
+
+        rows.append(
+            f"| {what} | {fmt(value, 3) if value is not None else 'not measured'} | {judge(value)} | "
+            f"{fmt(paired, 3) if paired is not None else ''} | {judge(paired)} | <= {target:g} | {how} |"
+        )
+
+    pairs = r.get("pairs") or {}
+    row(
+        "1. refresh / cold `summarize` of the day alone",
+        ratio(sec("refresh"), sec("summarize_day")),
+        pairs.get("refresh_over_summarize_day"),
+        2,
+        "paired: median over the pairs run back to back",
+    )
+    row(
+        "1. refresh / rebuilding the store",
+        ratio(sec("refresh"), sec("rebuild")),
+        ratio(px("refresh"), px("rebuild")),
+        0.10,
+        "paired: each over the floor just before it",
+    )
+    for key, label, target in (
+        ("q_summarize", "2. `summarize --json` on the store / cold `summarize` of the trace", 0.2),
+        ("q_trend", "2. `trend --every day --json` on the store / cold `summarize` of the trace", 0.1),
+        ("q_export", "2. `export prometheus` on the store / cold `summarize` of the trace", 0.1),
+    ):
+        row(
+            label,
+            ratio(sec(key), sec("summarize_trace")),
+            ratio(px(key), px("summarize_trace")),
+            target,
+            "paired: each over the floor just before it",
+        )
+    row(
+        "3. building the store / cold `summarize` of the trace",
+        ratio(sec("build"), sec("summarize_trace")),
+        pairs.get("build_over_summarize"),
+        1,
+        "paired: median over the pairs run back to back",
+    )
+    peaks = [r[k]["peak_mib"] for k, _ in STORE_ROWS if r.get(k) and "peak_mib" in r[k]]
+    row("4. peak RSS of every command above, default settings (MiB)", max(peaks) if peaks else None, None, 4096, "")
+    fl = [f for k, _ in STORE_ROWS for f in (r.get(k, {}).get("floors_s") or []) if f]
+    after = _sec(r.get("floor_read_after", {}))
+    every = [x for x in [_sec(r.get("floor_read", {})), *fl, after] if x]
+    noise = (
+        f"The read floor was measured {len(every)} times in this run: {min(every):.2f} to {max(every):.2f} s, a "
+        f"spread of {100 * (max(every) / min(every) - 1):.0f} % (the machine is shared; the paired ratios move less "
+        "with it)."
+        if every
+        else ""
+    )
+    return [
+        f"Targets at {r['jobs']:,} jobs (issue 28; ratios within this run, on this machine):",
+        "",
+        "| target | ratio of medians | | paired | | target | paired how |",
+        "|---|---:|---|---:|---|---:|---|",
+        *rows,
+        "",
+        noise,
+    ]
+
+
+def write_store_report(results: list[dict], mach: dict, args: argparse.Namespace, out: Path) -> None:
+    L = [
+        "# Benchmarks: the fleet store (issue 28)",
+        "",
+        'Generated by `make bench ARGS="--store"` (`benchmarks/run.py`, data from `benchmarks/store_fleet.py`); do '
+        "not edit by hand. **All fleets are synthetic**: the `fleet` scenario (`ettcore.synthetic.generator`, seed "
+        f"{args.seed}) with its arrivals compressed into 31 days, n x 31 / 30 jobs. The *store* holds the jobs that "
+        "start in the first 30 days (all their rows); *one more day* is every job that starts on day 31 plus 1 % "
+        "of the older jobs (job number 7 modulo 100) with one row corrected (the end of the job's last span 1 s "
+        "earlier), each job whole, as a daily export brings them; the *union* is the latest version of every job. "
+        "Every command ran as a user runs it (no flag: DuckDB's default memory budget, 3 GB), in its own process; "
+        "seconds are the process's wall time, start-up included; peak memory is its peak resident set "
+        "(`ru_maxrss`). *Cold*: an empty check cache (`ETT_CACHE_DIR` a new folder), so the source is checked.",
+        "",
+        "## Machine",
+        "",
+        *[f"- {k}: {v}" for k, v in mach.items()],
+        f"- load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())} (shared machine: other work ran "
+        "at the same time)",
+        f"- run at {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+        "",
+        *store_section(results),
+    ]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(L) + "\n", encoding="utf-8")
+
+
 def write_chart(results: list[dict], out_base: Path) -> Path | None:
     try:
         import altair as alt
@@ -876,20 +1231,43 @@ def main(argv: list[str] | None = None) -> int:
         help="DuckDB memory limit for every ettcore measurement (default: none given, so ettcore's default budget, "
         "3 GB; see ettcore.trace.memory)",
     )
+    p.add_argument(
+        "--store",
+        action="store_true",
+        help="the fleet store's benchmark only (issue 28: build, queries, one more day, rebuild; default 100,000 "
+        "jobs, 1,000,000 with --full), into reports/benchmarks-store.md",
+    )
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         child_main(args.child[0], Path(args.child[1]), args.child[2:])
         return 0
+    mach = machine()
+    print("machine:", json.dumps(mach), flush=True)
+    store_report = args.report.with_name("benchmarks-store.md")
+    if args.store:
+        sizes = args.sizes or [100_000]
+        if args.full and 1_000_000 not in sizes:
+            sizes.append(1_000_000)
+        stored = [bench_store(args.work, n, args) for n in sizes]
+        write_store_report(stored, mach, args, store_report)
+        store_report.with_suffix(".json").write_text(
+            json.dumps({"machine": mach, "results": stored}, indent=1, default=str) + "\n"
+        )
+        print(store_report.read_text(encoding="utf-8"))
+        print(f"wrote {store_report}")
+        return 0
     sizes = args.sizes or [10_000, 100_000]
     if args.full and 1_000_000 not in sizes:
         sizes.append(1_000_000)
-    mach = machine()
-    print("machine:", json.dumps(mach), flush=True)
     results = [bench_size(args.work, n, args) for n in sizes]
+    stored = [bench_store(args.work, 1_000_000, args)] if args.full else []  # the store at the largest size too
     write_report(results, mach, args, args.report)
+    if stored:
+        with args.report.open("a", encoding="utf-8") as f:
+            f.write("\n".join(["", *store_section(stored)]) + "\n")
     args.report.with_suffix(".json").write_text(
-        json.dumps({"machine": mach, "results": results}, indent=1, default=str) + "\n"
+        json.dumps({"machine": mach, "results": results, "store": stored}, indent=1, default=str) + "\n"
     )
     chart = write_chart(results, args.report.with_name("benchmarks"))
     print(args.report.read_text(encoding="utf-8"))

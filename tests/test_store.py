@@ -22,6 +22,7 @@ from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric, store
 from ettcore.errors import InputError
+from ettcore.metric import hangs, stalls
 from ettcore.trace.load import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,14 +37,21 @@ def _subset(trace: dict, jobs: set[str]) -> dict:
 
 
 def _figures(t) -> dict[str, pl.DataFrame]:
+    """Every figure a store keeps or sums: per job (with causes, paces and stalls), per group, the trends (the
+    stored fleet slots) and the running jobs' progress."""
     return {
         "jobs": metric.job_summary(t),
+        "causes": metric.job_causes(t),
         "fleet": metric.fleet_summary(t),
         "by_model": metric.fleet_summary(t, by="model"),
+        "fleet_causes": metric.cause_summary(t),
         "day": metric.trend(t, "day"),
         "week": metric.trend(t, "week"),
         "hour": metric.trend(t, "hour"),
         "rolling": metric.trend(t, "hour", window="3h"),
+        "job_stalls": stalls.job_stalls(t),
+        "stalls": stalls.train_stalls(t),
+        "live": hangs.live_progress(t),  # the running jobs (the store reads only their rows)
     }
 
 
@@ -53,14 +61,16 @@ def _assert_same(a: dict, b: dict) -> None:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow], phases=[Phase.generate])
-@given(traces(), st.randoms(use_true_random=False))
-def test_incremental_store_equals_one_shot(trace, rnd):
+@given(traces(), traces(max_jobs=2), st.randoms(use_true_random=False))
+def test_incremental_store_equals_one_shot(trace, other, rnd):
     job_ids = sorted({r["job_id"] for r in trace["attempts"]})
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         one_shot = _figures(load_trace(write_trace_folder(trace, tmp / "union")))
         # batches of jobs, in random order, one of them twice; one job first arrives with half its spans (a running
-        # job seen early, or a row corrected later) and then whole
+        # job seen early, or a row corrected later) and then whole; a second source (job ids like the first's: jobs
+        # are keyed by source and id) comes in between and is removed at the end (its latest instant may have moved
+        # the store's analysis time, and its removal moves it back: the running jobs are measured again each time)
         batches = [set() for _ in range(rnd.randint(1, 3))]
         for j in job_ids:
             rnd.choice(batches).add(j)
@@ -71,14 +81,19 @@ def test_incremental_store_equals_one_shot(trace, rnd):
         spans = [r for r in trace["spans"] if r["job_id"] == early]
         partial = _subset(trace, {early})
         partial["spans"] = spans[: len(spans) // 2]
-        s = tmp / "fleet.duckdb"
-        store.ingest_path(s, write_trace_folder(partial, tmp / "early"))
+        s = tmp / "fleet.duckdb"  # on either grid: the hourly store sums hours, the daily one days
+        store.ingest_path(s, write_trace_folder(partial, tmp / "early"), grid=rnd.choice(["day", "hour"]))
         last = None
+        other_at = rnd.randint(0, len(order) - 1)
         for i, b in enumerate(order):
+            if i == other_at:
+                store.ingest_path(s, write_trace_folder(other, tmp / "other"), source="other")
             last = store.ingest_path(s, write_trace_folder(_subset(trace, b), tmp / f"b{i}"))
         again = store.ingest_path(s, write_trace_folder(_subset(trace, order[-1]), tmp / "again"))
-        assert (len(again.new), len(again.changed), again.running) == (0, 0, 0)
+        assert (len(again.new), len(again.changed)) == (0, 0)
         assert last is not None
+        removal = store.remove_source(s, "other")
+        assert removal.jobs == len({r["job_id"] for r in other["attempts"]})
         _assert_same(_figures(store.open_store(s)), one_shot)
 
 
@@ -266,24 +281,29 @@ def test_slurm_campaign_replayed_as_snapshots(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(
-    "argv",
+    "grid, argv",
     [
-        ["stalls"],
-        ["opportunities"],
-        ["summarize", "--by", "team", "--json"],
-        ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"],  # on the stored hourly grid
-        ["summarize", "--since", "2026-01-05T01:30:00Z", "--json"],  # off it: attributed again, said on stderr
-        ["trend", "--every", "hour", "--window", "3h", "--json"],
-        ["trend", "--every", "5m", "--json"],  # finer than the stored hourly grid: attributed again from the rows
-        ["export", "prometheus"],
+        ("day", ["stalls"]),
+        ("day", ["opportunities"]),
+        ("day", ["summarize", "--by", "team", "--json"]),
+        ("day", ["summarize", "--since", "2026-01-06T00:00:00Z", "--json"]),  # on the stored grid: the stored cells
+        ("day", ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"]),  # off it: attributed again, said so
+        ("hour", ["summarize", "--since", "2026-01-05T01:00:00Z", "--json"]),  # on an hourly store's grid
+        ("day", ["trend", "--every", "day", "--json"]),  # the stored sums
+        ("day", ["trend", "--every", "hour", "--window", "3h", "--json"]),  # finer than the grid: attributed again
+        ("hour", ["trend", "--every", "hour", "--window", "3h", "--json"]),  # an hourly store's sums
+        ("hour", ["trend", "--every", "15m", "--json"]),  # finer than the stored grid: attributed again from the rows
+        ("day", ["stalls", "--stall-after", "120"]),  # another threshold than the stored stalls': judged again
+        ("day", ["trend", "--every", "5m", "--json"]),  # finer than the stored daily grid: attributed again
+        ("day", ["export", "prometheus"]),
     ],
 )
-def test_commands_on_a_store_print_what_they_print_on_the_trace(argv, tmp_path, capsys):
+def test_commands_on_a_store_print_what_they_print_on_the_trace(grid, argv, tmp_path, capsys):
     from ettcore.cli import main
 
     sample = ROOT / "data" / "sample"
     s = tmp_path / "s.duckdb"
-    store.ingest_path(s, sample)
+    store.ingest_path(s, sample, grid=grid)
     cmd = argv[:2] if argv[0] == "export" else argv[:1]
     rest = argv[len(cmd) :]
 

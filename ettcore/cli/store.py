@@ -1,4 +1,4 @@
-"""``ett store info STORE``: a fleet store's sources, ingests, jobs and size (:mod:`ettcore.store`)."""
+"""``ett store info|remove-source|compact STORE``: a fleet store's housekeeping (:mod:`ettcore.store`)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,49 @@ import polars as pl
 
 from ettcore import store
 from ettcore.cli.output import format_table
+from ettcore.errors import InputError, Problem
+from ettcore.trace.instants import iso
 
 
 def run_info(args: argparse.Namespace) -> int:
     path = Path(args.store)
     if not path.is_file():
-        from ettcore.errors import InputError, Problem
-
         raise InputError(Problem(str(path), None, None, "store file does not exist"))
     con = duckdb.connect()
-    store._attach(con, path, read_only=True)
-    meta = store._meta(con, path)
+    store.attach(con, path, read_only=True)
+    meta = store.meta(con, path)
     print(f"store {path}: format {meta['format']} version {meta['version']}, {path.stat().st_size} bytes")
-    jobs = con.execute("SELECT source, count(*) FROM st.res_job_metrics GROUP BY 1 ORDER BY 1").fetchall()
+    jobs = con.execute("SELECT source, count(*) FROM st.ett_jobs GROUP BY 1 ORDER BY 1").fetchall()
     print("sources: " + (", ".join(f"{s} ({n} jobs)" for s, n in jobs) or "none"))
+    print(f"analysis time: {iso(int(meta['as_of_ms'])) if meta.get('as_of_ms') else 'none'}")
     ingests = con.sql(
         "SELECT ingest_id, source, ingested_at, snapshot_ms, jobs_read, new, changed, unchanged, skipped_jobs, inputs "
         "FROM st.ett_ingests ORDER BY ingest_id"
     ).pl()
     print(format_table(ingests.with_columns(pl.col("ingested_at").dt.strftime("%Y-%m-%dT%H:%M:%SZ")), ingests.columns))
+    removals = con.sql("SELECT ingest_id, source, removed_at, jobs FROM st.ett_removals ORDER BY ingest_id").pl()
+    if removals.height:
+        print("removals:")
+        print(
+            format_table(
+                removals.with_columns(pl.col("removed_at").dt.strftime("%Y-%m-%dT%H:%M:%SZ")), removals.columns
+            )
+        )
+    return 0
+
+
+def run_remove(args: argparse.Namespace) -> int:
+    r = store.remove_source(args.store, args.source)
+    print(
+        f"removed source {r.source} from {r.store} (removal {r.ingest_id}): {r.jobs} job(s); "
+        f"{r.running} running job(s) measured to the new analysis time; analysis time {iso(r.as_of_ms)}"
+    )
+    return 0
+
+
+def run_compact(args: argparse.Namespace) -> int:
+    c = store.compact(args.store)
+    print(f"compacted {c.store}: {c.bytes_before} -> {c.bytes_after} bytes")
     return 0
 
 
@@ -37,6 +61,15 @@ def register(sub: Any) -> None:
     """Add ``ett store``."""
     p = sub.add_parser("store", help="a fleet store's housekeeping")
     kinds = p.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
-    i = kinds.add_parser("info", help="sources, ingests (times and counts), jobs and size")
+    i = kinds.add_parser("info", help="sources, ingests (times and counts), removals, jobs and size")
     i.add_argument("store")
     i.set_defaults(func=run_info)
+    r = kinds.add_parser(
+        "remove-source", help="remove every job of a source (one transaction; the file shrinks on compact)"
+    )
+    r.add_argument("store")
+    r.add_argument("source", metavar="NAME", help="the source name given to ett ingest --source (default: default)")
+    r.set_defaults(func=run_remove)
+    c = kinds.add_parser("compact", help="rewrite the store into a smaller file (deleted rows leave space behind)")
+    c.add_argument("store")
+    c.set_defaults(func=run_compact)

@@ -133,6 +133,7 @@ def _attribute(trace: Trace, n: int) -> None:
     """Materialize ``attributed_time`` for the trace's grid and analysis cuts (in ``n`` batches of jobs when n > 1)."""
     con = trace.con
     trace.span_store()
+    _drop(con, "attributed_time")  # a fleet store's is a view of its stored cells (ettcore.store)
     if n <= 1:
         # materialized once: the attribution reads spans twice
         _drop(con, "metric_spans")
@@ -190,11 +191,14 @@ def job_metrics(trace: Trace) -> None:
     (2.9 s of a 1M-job trend otherwise)."""
     prepare(trace)
     if not trace.attribution.job_metrics:
-        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_metrics AS {sql('metric/job_summary')}")
+        kept = trace.stored_views  # a fleet store keeps them computed (ettcore.store): read, not computed again
+        trace.con.execute(
+            f"CREATE OR REPLACE TEMP TABLE job_metrics AS {kept.get('job_metrics') or sql('metric/job_summary')}"
+        )
         # the components of each job, read by the per-job and the per-group results
-        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_component_time AS {sql('metric/job_component_time')}")
-        # the interruptions and lost time of each job by cause, read by the per-job and the per-group results
-        trace.con.execute(f"CREATE OR REPLACE TEMP TABLE job_cause_time AS {sql('metric/job_cause_time')}")
+        for name in ("job_component_time", "job_cause_time"):
+            # job_cause_time: the interruptions and lost time of each job by cause, read by the same
+            trace.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {kept.get(name) or sql('metric/' + name)}")
         trace.attribution.job_metrics = True
 
 
@@ -203,6 +207,9 @@ def _regrid(trace: Trace, grid: int) -> None:
     trace.con.execute("UPDATE ett_grid SET grid_ms = $g", {"g": grid})
     _drop(trace.con, "attributed_time")  # a store's is a view of its stored (hourly) cells: attributed again here
     _attribute(trace, trace.attribution.batches)
+    # the slots of the new grid (a fleet store keeps the fleet's slots of its own grid; ettcore.store)
+    for view in ("fleet_slots", "interruption_slots"):
+        trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
     trace.attribution.grid_ms = grid
 
 

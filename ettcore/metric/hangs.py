@@ -97,6 +97,10 @@ def live_progress(
     last_advance, cursor, progress_age_s, stall_threshold_s, median_step_s, recent_step_s, state``."""
     stalls.prepare(trace, stall_after)
     con = trace.con
+    # a fleet store keeps where its running jobs' rows are (ettcore.store): it gives them without reading the others
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW live_spans AS {trace.stored_views.get('live_spans') or sql('metric/live_spans')}"
+    )
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ett_live_params AS SELECT $k::DOUBLE AS slow_factor, $n::BIGINT AS recent_spans",
         {"k": float(slow_factor), "n": int(recent_spans)},

@@ -28,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import polars as pl
-from scipy import stats
 
 from ettcore import metric
 from ettcore.causes import CAUSES, GROUP_OF, UNKNOWN
@@ -165,6 +164,8 @@ def poisson_p_value(observed: int, expected: float) -> float:
         return 1.0
     if expected <= 0:
         return 0.0
+    from scipy import stats  # here: importing scipy costs every ett command half a second of start-up
+
     return float(stats.poisson.sf(observed - 1, expected))
 
 

@@ -9,7 +9,7 @@ time of 10 cursor units at the job's pace, but at least 60 s.  A stall counts wh
 analysis window and outside the job's exclusion windows (:mod:`ettcore.trace.window`).
 
 Stalls change no figure of the metric: the span's time stays productive or replay as the cursor says (docs/metric.md).
-The queries are ``ettcore/sql/metric/train_pace.sql``, ``train_stalls.sql`` and ``job_stalls.sql``.
+The queries are ``ettcore/sql/metric/job_pace.sql``, ``train_pace.sql``, ``train_stalls.sql`` and ``job_stalls.sql``.
 """
 
 from __future__ import annotations
@@ -37,15 +37,22 @@ def _stall_after(value: float | str | None) -> float | None:
 
 
 def prepare(trace: Trace, stall_after: float | str | None) -> None:
-    """The per-job results, the threshold parameter and the ``train_pace`` and ``train_stalls`` views."""
+    """The per-job results, the threshold parameter and the ``job_pace``, ``train_pace`` and ``train_stalls`` views.
+
+    A trace that keeps ``job_pace`` or ``train_stalls`` computed (``trace.stored_views``: a fleet store's per-job
+    results, made by these queries) reads them from there; the kept stalls are those of the default threshold, so
+    a ``stall_after`` judges the spans again."""
     metric.job_metrics(trace)  # job_stalls.sql reads the per-job results
     con = trace.con
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ett_stall_params AS SELECT $s::DOUBLE AS stall_after_s",
         {"s": _stall_after(stall_after)},
     )
+    kept = trace.stored_views
+    con.execute(f"CREATE OR REPLACE TEMP VIEW job_pace AS {kept.get('job_pace') or sql('metric/job_pace')}")
     con.execute(f"CREATE OR REPLACE TEMP VIEW train_pace AS {sql('metric/train_pace')}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW train_stalls AS {sql('metric/train_stalls')}")
+    stalls = kept.get("train_stalls") if stall_after is None else None
+    con.execute(f"CREATE OR REPLACE TEMP VIEW train_stalls AS {stalls or sql('metric/train_stalls')}")
 
 
 def train_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:

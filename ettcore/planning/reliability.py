@@ -21,8 +21,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from ettcore.errors import InputError, Problem
 from ettcore.metric.nodes import SYSTEM_CAUSES, register_causes
 from ettcore.planning.expected import JobPlan, expected_ett, simulate_ett
@@ -33,6 +31,8 @@ __all__ = ["FailureRate", "fit_failure_rate", "garwood", "fit_trace", "Projectio
 
 def garwood(n: int, exposure: float, confidence: float = 0.95) -> tuple[float, float]:
     """Garwood's exact two-sided interval of a Poisson rate: ``n`` events over ``exposure``."""
+    from scipy import stats  # here: importing scipy costs every ett command half a second of start-up
+
     a = 1.0 - confidence
     lo = 0.0 if n == 0 else float(stats.chi2.ppf(a / 2, 2 * n)) / (2 * exposure)
     hi = float(stats.chi2.ppf(1 - a / 2, 2 * n + 2)) / (2 * exposure)

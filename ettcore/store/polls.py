@@ -12,7 +12,7 @@ from pathlib import Path
 
 import duckdb
 
-from ettcore import store
+from ettcore.store.db import attach, meta
 from ettcore.trace.instants import iso
 
 POLL_INPUTS = "sacct --slurm"
@@ -32,8 +32,8 @@ def _read(path: Path) -> duckdb.DuckDBPyConnection | None:
     if not path.exists():
         return None
     con = duckdb.connect()
-    store._attach(con, path, read_only=True)
-    store._meta(con, path)
+    attach(con, path, read_only=True)
+    meta(con, path)
     return con
 
 

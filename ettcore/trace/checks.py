@@ -67,11 +67,16 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
         SELECT DISTINCT job_id FROM ett_findings WHERE job_id IS NOT NULL
         """
     )
+    clean_views(con, anti=bool(problems))
+
+
+def clean_views(con: duckdb.DuckDBPyConnection, anti: bool) -> None:
+    """``clean_<table>``: the typed rows with a job id, less (``anti``) those of the jobs in ``ett_excluded_jobs``."""
     for table in ("jobs", "attempts", "spans"):
         # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
-        anti = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if problems else ""
+        join = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if anti else ""
         con.execute(
-            f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {anti}WHERE t.job_id IS "
+            f"CREATE OR REPLACE TEMP VIEW clean_{table} AS SELECT t.* FROM typed_{table} AS t {join}WHERE t.job_id IS "
             "NOT NULL"
         )
 

@@ -234,6 +234,9 @@ class Trace(CheckedTrace):
     checks_known: bool = False  # the check cache knew this content passed every check (no span screen needed)
     spans_keyed: bool = False  # the span store is keyed to the clean jobs (keyed_spans registered)
     attribution: Attribution | None = field(default=None, repr=False)  # set by the metric; None: not prepared
+    # metric views the trace's holder keeps computed for the default parameters (a fleet store's per-job results,
+    # :mod:`ettcore.store`): view name -> SQL of the kept rows, used in place of the view's own query
+    stored_views: dict[str, str] = field(default_factory=dict, repr=False)
 
     def span_store(self) -> span_store.SpanStore:
         """The trace's span store (:mod:`ettcore.trace.span_store`), built and keyed to the clean jobs on first need."""
@@ -721,6 +724,22 @@ def _prepare_clean(trace: Trace, skip_invalid: bool, known: dict | None = None) 
         trace.not_started = {"attempts": 0, "spans": 0, "jobs": 0}
     trace.accounting = known["accounting"] if known else checks.accounting(con, trace.problems)
     register_window(con, trace.window)
+
+
+def leave_out(trace: Trace, table: str) -> None:
+    """Leave the jobs of the temporary table ``table`` (a ``job_id`` column) out of ``clean_*`` and the metric's
+    spans, as jobs with findings are left out: the metric then sees only the other jobs (a fleet store's refresh
+    attributes only the jobs it replaces, :mod:`ettcore.store`).  ``table`` is a name this package's callers
+    choose, never user text."""
+    con = trace.con
+    con.execute(
+        f"INSERT INTO ett_excluded_jobs SELECT DISTINCT job_id FROM {table} EXCEPT SELECT job_id FROM ett_excluded_jobs"
+    )
+    checks.clean_views(con, anti=True)
+    con.execute("DROP TABLE IF EXISTS ett_excluded_keys")  # span_store.register_keyed makes it again, with these
+    trace.excluded_jobs = [r[0] for r in con.execute("SELECT job_id FROM ett_excluded_jobs ORDER BY 1").fetchall()]
+    trace.spans_keyed = False
+    trace.attribution = None
 
 
 def _count_not_started(con: duckdb.DuckDBPyConnection, trace: Trace) -> None:

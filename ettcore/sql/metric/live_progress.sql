@@ -16,7 +16,7 @@ WITH current_attempt AS (
 advancing AS (
     SELECT s.job_key, s.start_ms, s.end_ms, s.cursor_start, s.cursor_end,
            row_number() OVER (PARTITION BY s.job_key ORDER BY s.end_ms DESC, s.start_ms DESC) AS recency
-    FROM metric_spans AS s
+    FROM live_spans AS s
     JOIN current_attempt AS c ON c.job_key = s.job_key AND c.attempt = s.attempt
     WHERE s.is_train AND s.cursor_end > s.cursor_start
 ),

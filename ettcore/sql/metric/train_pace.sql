@@ -1,14 +1,8 @@
 -- One row a job: its pace (the median, over its train spans that advanced, of cursor units per second; NULL when
--- none did) and the threshold its stalls are judged by: ett_stall_params.stall_after_s when set, else the time
+-- none did: job_pace) and the threshold its stalls are judged by: ett_stall_params.stall_after_s when set, else the time
 -- of 10 cursor units at that pace but at least 60 s.
-WITH pace AS (
-    SELECT job_key, median((cursor_end - cursor_start) / ((end_ms - start_ms) / 1000.0)) AS pace_per_s
-    FROM metric_spans
-    WHERE is_train AND end_ms > start_ms AND cursor_end > cursor_start
-    GROUP BY job_key
-)
 SELECT j.job_key, p.pace_per_s,
        coalesce(c.stall_after_s, greatest(60.0, coalesce(10.0 / p.pace_per_s, 0.0))) AS stall_after_s
 FROM metric_jobs AS j
-LEFT JOIN pace AS p ON p.job_key = j.job_key
+LEFT JOIN job_pace AS p ON p.job_key = j.job_key
 CROSS JOIN ett_stall_params AS c

@@ -1,0 +1,322 @@
+"""The store file itself: its tables, opening it (waiting, bounded, for another process), its metadata, its ids.
+
+Every other module of :mod:`ettcore.store` opens a store through :func:`attach` and names its tables as listed here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from ettcore.errors import InputError, Problem
+from ettcore.phases import PhaseMap
+from ettcore.trace.instants import DAY_MS, HOUR_MS
+from ettcore.trace.load import quote_ident
+
+FORMAT = "ett-store"
+VERSION = 2
+DEFAULT_SOURCE = "default"
+# The stored attribution's grid, chosen when a store is made: a UTC day by default (daily, weekly and monthly trends
+# are unions of days), or an hour (hourly and rolling-hour trends then read the store too, for about twice the
+# attribution's time and rows: a job's wall time is cut at every hour)
+GRIDS = {"day": DAY_MS, "hour": HOUR_MS}
+GRID_MS = GRIDS["day"]
+ROW_TABLES = ("jobs", "attempts", "spans")
+HASH_PROBE = "ett-store"  # hash() of this text is kept in the metadata: a DuckDB that hashes otherwise is refused
+WAIT_S_DEFAULT = 60.0
+_NULL_TYPES = ("NULL", '"NULL"')  # DuckDB's type of a column that is only NULL literals
+
+# The per-job results the store keeps: result table -> the metric's table or view of the same rows (one a job and
+# whatever else the table is keyed by).  KEYED_BY_ID: keyed by job_id (the others by job_key, the metric's
+# hash(job_id) within a source).
+RESULT_TABLES = {
+    "res_metric_jobs": "metric_jobs",
+    "res_metric_attempts": "metric_attempts",
+    "res_attributed": "attributed_time",
+    "res_job_metrics": "job_metrics",
+    "res_job_components": "job_component_time",
+    "res_job_causes": "job_cause_time",
+    "res_job_pace": "job_pace",
+    "res_train_stalls": "train_stalls",
+}
+LABELLED = ("res_metric_jobs", "res_job_metrics")  # the result tables that carry the jobs' labels
+KEYED_BY_ID = {"res_job_metrics", "res_job_components", "res_job_causes", "res_train_stalls"}
+# The fleet's sums the store keeps up to date: table -> the metric's view whose rows it sums (all of them whole
+# numbers, so adding a job's rows and subtracting them again is exact), and the columns it is keyed by.
+SUM_TABLES = {
+    "res_fleet_slots": ("fleet_slots", ("slot_ms", "component")),
+    "res_interruption_slots": ("interruption_slots", ("slot_ms",)),
+}
+
+# The named points of a refresh, a removal and a compaction, in order.  Test hooks: ETT_STORE_KILL_AT=<name> makes
+# the process kill itself (SIGKILL) on reaching one (the kill-safety test); ETT_STORE_HOLD_AT=<name> makes it wait
+# there ETT_STORE_HOLD_S seconds (default 5), holding the store (the concurrency tests).  ETT_STORE_PROFILE=1 prints
+# the seconds spent since the previous point, on stderr.
+STEPS = (
+    "attached",
+    "compared",
+    "deleted",
+    "inserted",
+    "attributed",
+    "running",
+    "summed",
+    "recorded",
+    "committed",
+    "checkpointed",
+    "removed",
+    "copied",
+    "swapped",
+)
+_clock = {"t": time.monotonic()}
+
+
+def step(name: str) -> None:
+    """A named point of a store operation (:data:`STEPS`): the kill hook and the profile (see above)."""
+    if os.environ.get("ETT_STORE_PROFILE"):
+        now = time.monotonic()
+        print(f"ett store: {name} +{now - _clock['t']:.2f} s", file=sys.stderr, flush=True)
+        _clock["t"] = now
+    if os.environ.get("ETT_STORE_KILL_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+    if os.environ.get("ETT_STORE_HOLD_AT") == name:
+        time.sleep(float(os.environ.get("ETT_STORE_HOLD_S", "5")))
+
+
+def wait_seconds() -> float:
+    """How long a command waits for a store another process holds (``ETT_STORE_WAIT``, seconds; default 60)."""
+    try:
+        return float(os.environ.get("ETT_STORE_WAIT", WAIT_S_DEFAULT))
+    except ValueError:
+        return WAIT_S_DEFAULT
+
+
+def literal(path: Path) -> str:
+    """A SQL string literal of a path (ATTACH takes no bound parameter)."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: str = "st", wait: bool = True) -> None:
+    """ATTACH the store as ``name``; while another process holds it, wait (bounded, saying so once), then refuse
+    (at once without ``wait``)."""
+    _clock["t"] = time.monotonic()
+    deadline = time.monotonic() + (wait_seconds() if wait else 0.0)
+    said = False
+    mode = " (READ_ONLY)" if read_only else ""
+    if not read_only:
+        # a checkpoint never merges row groups thinned by deletes (DuckDB's vacuum): that rewrites whole tables, the
+        # cost of the store's size, not of what changed; ett store compact rewrites the file instead.  And rows are
+        # appended in any order (no stored table has one; the reading side sorts): in insertion order, DuckDB's
+        # parallel writers leave part-filled row groups that the next checkpoint rewrites, twice the work and the
+        # file (9.4 s more and 167 MB for 85 MB, 4.2 M spans)
+        con.execute("SET max_vacuum_tasks = 0")
+        con.execute("SET preserve_insertion_order = false")
+    while True:
+        try:
+            con.execute(f"ATTACH {literal(path)} AS {name}{mode}")
+            return
+        except duckdb.IOException as exc:
+            text = str(exc)
+            if "lock" not in text.lower():
+                raise InputError(
+                    Problem(str(path), None, None, f"not a readable store: {text.splitlines()[0]}")
+                ) from None
+            if time.monotonic() >= deadline:
+                raise InputError(
+                    Problem(
+                        str(path),
+                        None,
+                        None,
+                        f"the store is held by another process (a refresh or a reader) for more than "
+                        f"{wait_seconds():g} s; try again later (ETT_STORE_WAIT sets the wait)",
+                    )
+                ) from None
+            if not said:
+                print(
+                    f"ett: {path} is held by another process (a refresh or a reader); waiting up to "
+                    f"{wait_seconds():g} s",
+                    file=sys.stderr,
+                )
+                said = True
+            time.sleep(0.2)
+        except duckdb.Error as exc:
+            raise InputError(
+                Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
+            ) from None
+
+
+def has_table(con: duckdb.DuckDBPyConnection, table: str, db: str = "st") -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = $d AND table_name = $t", {"d": db, "t": table}
+        ).fetchall()[0][0]
+    )
+
+
+def meta(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
+    """The store's metadata; a store of another format version, or written by a DuckDB that hashes otherwise, is
+    refused."""
+    try:
+        rows = con.execute("SELECT key, value FROM st.ett_store").fetchall()
+    except duckdb.Error as exc:
+        raise InputError(
+            Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
+        ) from None
+    m = dict(rows)
+    if m.get("format") != FORMAT:
+        raise InputError(Problem(str(path), None, "format", f"not an ett store (format {m.get('format')!r})"))
+    if m.get("version") != str(VERSION):
+        raise InputError(
+            Problem(
+                str(path),
+                None,
+                "version",
+                f"store format version {m.get('version')!r}; this ett reads version {VERSION} only "
+                "(ingest the sources into a new store)",
+            )
+        )
+    probe = str(con.execute("SELECT hash($p)", {"p": HASH_PROBE}).fetchall()[0][0])
+    if m.get("hash_probe") != probe:
+        raise InputError(
+            Problem(
+                str(path),
+                None,
+                "hash_probe",
+                "the store was written by a DuckDB whose hash() differs from this one's (the store keys jobs and "
+                "compares rows by it); ingest the sources into a new store",
+            )
+        )
+    return m
+
+
+def grid_of(grid: str | None) -> int:
+    """The grid (ms) a store is made with: ``day`` (default) or ``hour``."""
+    if grid is None:
+        return GRID_MS
+    if grid not in GRIDS:
+        raise InputError(Problem("--grid", None, "grid", f"unknown grid {grid!r}; choose one of: {', '.join(GRIDS)}"))
+    return GRIDS[grid]
+
+
+def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = GRID_MS) -> None:
+    """The metadata tables of a new store (the rows and results tables take the loader's and the metric's columns
+    on the first ingest)."""
+    con.execute("CREATE TABLE st.ett_store (key VARCHAR PRIMARY KEY, value VARCHAR)")
+    con.executemany(
+        "INSERT INTO st.ett_store VALUES (?, ?)",
+        [
+            ("format", FORMAT),
+            ("version", str(VERSION)),
+            ("grid_ms", str(grid_ms)),
+            ("phases", json.dumps(phase_map.rows())),
+            ("as_of_ms", ""),
+            ("synthetic", "false"),
+            ("description", ""),
+            ("hash_probe", str(con.execute("SELECT hash($p)", {"p": HASH_PROBE}).fetchall()[0][0])),
+        ],
+    )
+    con.execute(
+        "CREATE TABLE st.ett_ingests (ingest_id BIGINT, source VARCHAR, ingested_at TIMESTAMP, snapshot_ms BIGINT, "
+        "explicit_as_of BOOLEAN, as_of_ms BIGINT, inputs VARCHAR, jobs_read BIGINT, new BIGINT, changed BIGINT, "
+        "unchanged BIGINT, running_remeasured BIGINT, skipped_jobs BIGINT, seconds DOUBLE)"
+    )
+    con.execute("CREATE TABLE st.ett_removals (ingest_id BIGINT, source VARCHAR, removed_at TIMESTAMP, jobs BIGINT)")
+    con.execute("CREATE TABLE st.ett_notes (ingest_id BIGINT, source VARCHAR, job_id VARCHAR, note VARCHAR)")
+    con.execute(
+        "CREATE TABLE st.ett_skipped (ingest_id BIGINT, source VARCHAR, job_id VARCHAR, file VARCHAR, "
+        "row BIGINT, field VARCHAR, message VARCHAR)"
+    )
+    # the label columns (of jobs) each source brought: a column no remaining source has goes with a removal
+    con.execute("CREATE TABLE st.ett_labels (source VARCHAR, label VARCHAR)")
+    # one row a stored job: where its current version came from, its rows' count and content hash per table (what
+    # a refresh compares an incoming job with), its latest instant and whether an attempt of it is still open
+    con.execute(
+        "CREATE TABLE st.ett_jobs (source VARCHAR, job_id VARCHAR, job_key UBIGINT, ingest_id BIGINT, "
+        "n_jobs BIGINT, h_jobs HUGEINT, n_attempts BIGINT, h_attempts HUGEINT, n_spans BIGINT, h_spans HUGEINT, "
+        "latest_ms BIGINT, open BOOLEAN)"
+    )
+
+
+def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
+    """The next id of the one sequence ingests and removals share: one more than the largest of either."""
+    return con.execute(
+        "SELECT greatest((SELECT coalesce(max(ingest_id), 0) FROM st.ett_ingests), "
+        "(SELECT coalesce(max(ingest_id), 0) FROM st.ett_removals)) + 1"
+    ).fetchall()[0][0]
+
+
+def columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
+    return {r[0]: r[1] for r in con.execute(f"DESCRIBE {relation}").fetchall()}
+
+
+def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: str, lead: str = "") -> bool:
+    """Create ``st.<target>`` like ``source_relation`` (after the columns ``lead``, e.g. ``source`` and
+    ``ingest_id``), or add the columns it lacks: the store keeps whatever typed columns the loader produces.  True
+    when an existing table's columns changed."""
+    if not has_table(con, target):
+        con.execute(f"CREATE TABLE st.{target} AS SELECT {lead}* FROM {source_relation} LIMIT 0")
+        return False
+    have = {c.lower(): (c, t) for c, t in columns(con, f"st.{target}").items()}
+    changed = False
+    for col, dtype in columns(con, source_relation).items():
+        if col.lower() not in have:
+            con.execute(f"ALTER TABLE st.{target} ADD COLUMN {quote_ident(col)} {dtype}")
+            changed = True
+        elif have[col.lower()][1] in _NULL_TYPES and dtype not in _NULL_TYPES:
+            # a column no row had a value for (e.g. gpus of a trace without a jobs table) takes the first real type
+            con.execute(f"ALTER TABLE st.{target} ALTER COLUMN {quote_ident(have[col.lower()][0])} TYPE {dtype}")
+            changed = True
+    return changed
+
+
+def as_of_ms(con: duckdb.DuckDBPyConnection, given: int | None = None) -> int | None:
+    """The store's analysis time: the latest instant of its jobs (as a trace's default as-of), or a later snapshot
+    time given to an ingest (``given``, or an earlier ingest's of a source not removed since)."""
+    row = con.execute(
+        "SELECT greatest((SELECT max(latest_ms) FROM st.ett_jobs), (SELECT max(i.snapshot_ms) FROM st.ett_ingests AS i "
+        "WHERE i.explicit_as_of AND NOT EXISTS (SELECT 1 FROM st.ett_removals AS r WHERE r.source = i.source "
+        "AND r.ingest_id > i.ingest_id)), $g::BIGINT)",
+        {"g": given},
+    ).fetchall()[0][0]
+    return None if row is None else int(row)
+
+
+def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: Any) -> None:
+    con.execute(
+        "UPDATE st.ett_store SET value = $v WHERE key = $k", {"k": key, "v": "" if value is None else str(value)}
+    )
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """One transaction on the store: committed when the block ends (step ``committed``), rolled back when it raises."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+        con.execute("COMMIT")
+    except BaseException:
+        try:
+            con.execute("ROLLBACK")
+        except duckdb.Error:
+            pass
+        raise
+    step("committed")
+
+
+def detach(con: duckdb.DuckDBPyConnection, name: str = "st") -> None:
+    """DETACH the store and put back the settings a writer's :func:`attach` changed (the connection may be a
+    trace's, used on)."""
+    try:
+        con.execute(f"DETACH {name}")
+    except duckdb.Error:
+        pass
+    con.execute("RESET max_vacuum_tasks")
+    con.execute("RESET preserve_insertion_order")

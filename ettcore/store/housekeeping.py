@@ -1,0 +1,180 @@
+"""A store's housekeeping: removing a source (``ett store remove-source``) and compaction (``ett store compact``).
+
+Removing a source is one transaction: its jobs' rows, results and index rows go, their share of the fleet's sums is
+subtracted, the removal is recorded in ``ett_removals`` (its id from the sequence ingests use), and when the store's
+analysis time moves back (the source held the latest instant or snapshot), the other sources' running jobs are
+measured again up to the new one.  The store then gives the figures a store built without that source gives.
+
+A DuckDB file does not shrink when rows are deleted.  Compaction copies the store into a new file next to it while
+holding the store's write lock (a refresh or a reader waits, bounded), then puts the copy in its place with one
+atomic rename: a process killed before the rename leaves the store as it was (and a ``.<name>.compact-*`` file
+that the next compaction removes), one killed after it leaves the compacted store.  Ids, rows and results are copied
+as they are.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+
+from ettcore.errors import InputError, Problem
+from ettcore.phases import UNATTRIBUTED, PhaseMap
+from ettcore.store import db
+from ettcore.store.read import register_phases
+from ettcore.store.refresh import delete_jobs, remeasure_open
+from ettcore.store.results import sum_tables
+from ettcore.trace.load import quote_ident
+
+
+@dataclass
+class Removal:
+    """What one removal did (what ``ett store remove-source`` prints)."""
+
+    store: Path
+    source: str
+    ingest_id: int
+    jobs: int
+    running: int
+    as_of_ms: int | None
+
+
+def _phase_map(rows: list) -> PhaseMap:
+    """The store's phase map, from its rows (``PhaseMap.rows()``)."""
+    body = [r for r in rows if r[1] != UNATTRIBUTED]
+    return PhaseMap(
+        phases=tuple(r[1] for r in body),
+        component_of={r[1]: r[2] for r in body},
+        owner_of={r[2]: r[3] for r in body if r[3] != "(none)"},
+        components=tuple(dict.fromkeys(r[2] for r in body)),
+    )
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise InputError(Problem(str(path), None, None, "store file does not exist"))
+    return path
+
+
+def remove_source(store: str | Path, source: str) -> Removal:
+    """Remove every job of ``source`` from ``store`` (one transaction)."""
+    path = _existing(Path(store))
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    db.attach(con, path, read_only=False)
+    try:
+        with db.transaction(con):
+            meta = db.meta(con, path)
+            db.step("attached")
+            con.execute(
+                "CREATE TEMP TABLE ett_gone AS SELECT source, job_id, job_key FROM st.ett_jobs WHERE source = $s",
+                {"s": source},
+            )
+            jobs = con.execute("SELECT count(*) FROM ett_gone").fetchall()[0][0]
+            if not jobs:
+                have = [r[0] for r in con.execute("SELECT DISTINCT source FROM st.ett_jobs ORDER BY 1").fetchall()]
+                raise InputError(
+                    Problem(
+                        str(path),
+                        None,
+                        "source",
+                        f"no source {source!r} in the store (its sources: {', '.join(have) or 'none'})",
+                    )
+                )
+            ingest_id = db.next_ingest_id(con)
+            rows = json.loads(meta["phases"])
+            register_phases(con, rows)
+            sum_tables(con)
+            delete_jobs(con, "ett_gone", int(meta["grid_ms"]), collected=False)
+            con.execute("DELETE FROM st.ett_jobs WHERE source = $s", {"s": source})
+            _drop_labels(con, source)
+            con.execute(
+                "INSERT INTO st.ett_removals VALUES ($i, $s, $at, $n)",
+                {"i": ingest_id, "s": source, "at": datetime.now(timezone.utc).replace(tzinfo=None), "n": jobs},
+            )
+            db.step("removed")
+            old_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
+            as_of_ms = db.as_of_ms(con)
+            running = 0
+            if as_of_ms != old_as_of:
+                running = remeasure_open(con, path, _phase_map(rows), as_of_ms, int(meta["grid_ms"]))
+            db.step("running")
+            sum_tables(con, apply=True)
+            db.step("summed")
+            db.set_meta(con, "as_of_ms", as_of_ms)
+            db.step("recorded")
+    finally:
+        con.close()
+    return Removal(store=path, source=source, ingest_id=ingest_id, jobs=jobs, running=running, as_of_ms=as_of_ms)
+
+
+def _drop_labels(con: duckdb.DuckDBPyConnection, source: str) -> None:
+    """The label columns only ``source`` brought leave the rows and the per-job results (a store built without the
+    source never had them)."""
+    gone = [
+        r[0]
+        for r in con.execute(
+            "SELECT label FROM st.ett_labels WHERE source = $s EXCEPT SELECT label FROM st.ett_labels "
+            "WHERE source <> $s",
+            {"s": source},
+        ).fetchall()
+    ]
+    con.execute("DELETE FROM st.ett_labels WHERE source = $s", {"s": source})
+    for table in ("rows_jobs", *db.LABELLED):
+        if not db.has_table(con, table):
+            continue
+        have = {c.lower(): c for c in db.columns(con, f"st.{table}")}
+        for label in gone:
+            if label.lower() in have:
+                con.execute(f"ALTER TABLE st.{table} DROP COLUMN {quote_ident(have[label.lower()])}")
+
+
+@dataclass
+class Compaction:
+    """What one compaction did (what ``ett store compact`` prints)."""
+
+    store: Path
+    bytes_before: int
+    bytes_after: int
+
+
+def _fsync(path: Path, directory: bool = False) -> None:
+    fd = os.open(str(path), os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def compact(store: str | Path) -> Compaction:
+    """Copy ``store`` into a new file and put it in its place (see the module docs)."""
+    path = _existing(Path(store))
+    con = duckdb.connect()
+    db.attach(con, path, read_only=False)  # the write lock: no refresh, no reader, until the copy is in place
+    tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
+    try:
+        db.meta(con, path)
+        con.execute("CHECKPOINT st")  # nothing of the store left in its write-ahead log
+        before = path.stat().st_size
+        for stale in path.parent.glob(f".{path.name}.compact-*"):  # a compaction killed before its rename
+            stale.unlink()
+        db.step("attached")
+        con.execute(f"ATTACH {db.literal(tmp)} AS ct")
+        con.execute("COPY FROM DATABASE st TO ct")
+        con.execute("DETACH ct")
+        _fsync(tmp)
+        db.step("copied")
+        os.replace(tmp, path)
+        _fsync(path.parent, directory=True)
+        db.step("swapped")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        raise
+    finally:
+        con.close()
+    return Compaction(store=path, bytes_before=before, bytes_after=path.stat().st_size)
