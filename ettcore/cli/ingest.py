@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ettcore import store
+from ettcore.cli import mirror
 from ettcore.cli.imports import _as_of_seconds
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import write_import
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             )
     for line in summary_lines(r):
         print(line)
+    mirror.publish_after_refresh(args.store, args.parquet)
     return 0
 
 
@@ -84,6 +86,7 @@ def register(sub: Any) -> None:
     p.add_argument("--as-of", metavar="T", help="when the snapshot was taken (ISO-8601 or epoch seconds)")
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
+    mirror.add_parquet_arg(p)
     p.add_argument("--recorder", metavar="RUN_DIR", help="sacct: recorder folder of the jobs' in-job spans")
     p.add_argument("--gpus", type=int, default=None, help="sacct: GPUs of a job whose AllocTRES has no gres/gpu")
     p.add_argument("--keep-users", action="store_true", help="sacct: keep user names (default: a stable hash)")

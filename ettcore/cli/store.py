@@ -10,6 +10,7 @@ import duckdb
 import polars as pl
 
 from ettcore import store
+from ettcore.cli import mirror
 from ettcore.cli.output import format_table
 
 
@@ -40,3 +41,4 @@ def register(sub: Any) -> None:
     i = kinds.add_parser("info", help="sources, ingests (times and counts), jobs and size")
     i.add_argument("store")
     i.set_defaults(func=run_info)
+    mirror.register_publish(kinds)
