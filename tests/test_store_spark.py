@@ -243,6 +243,15 @@ def test_refusals(tmp_path, capsys):
     assert "holds files that are not a Parquet mirror (notes.txt" in err and "Traceback" not in err
     assert cli.main(["summarize", str(tmp_path / "m"), "--json"]) == 2
     assert "is read with --engine spark" in capsys.readouterr().err
+    # a publish that fails after a committed refresh: said, exit 2; the refresh stays; the next publish catches up
+    shutil.rmtree(tmp_path / "m")
+    (tmp_path / "m").write_text("a file where the mirror was")
+    assert cli.main(["ingest", str(s), str(_variant(tmp_path / "v2", jobs=("worked-example",)))]) == 2
+    out, err = capsys.readouterr()
+    assert out.startswith("ingest 2 into") and "Traceback" not in err
+    assert f"{tmp_path / 'm'}: cannot write the Parquet mirror" in err and "the refresh is committed" in err
+    (tmp_path / "m").unlink()
+    assert parquet_mirror.publish(s).published_id == 2
 
 
 _CHILD = """
@@ -411,8 +420,9 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     for name in ("ingest-6", ".tmp-ingest-7-x"):
         shutil.copytree(mirror / "ingest-3", mirror / name)
         (mirror / name / "spans.parquet").write_bytes((mirror / name / "spans.parquet").read_bytes()[:100])
-    figures = _figures(_on_spark("file://" + str(mirror.resolve())), by="source")
-    _assert_figures(_figures(store.open_store(s), by="source"), figures)
+    spark, duck = _on_spark("file://" + str(mirror.resolve())), store.open_store(s)
+    figures = _figures(spark, by="source")
+    _assert_figures(_figures(duck, by="source"), figures)
     jobs = figures["jobs"]
     # by hand: sources a and b, four jobs each; c was removed; a's running job ended at 06:00 (8 h, completed)
     sample = ("sample-preempted", "sample-running", "sample-startup-failure", "worked-example")
@@ -422,9 +432,13 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     assert jobs.filter(pl.col("job_id") == "b/sample-running")["status"].to_list() == ["running"]
     assert figures["by"]["source"].to_list() == ["a", "b"]
     # a folder the pointer names, changed since: an error naming the mirror, not other figures
-    shutil.copy(mirror / "ingest-1" / "spans.parquet", mirror / "ingest-3" / "spans.parquet")
+    changed = tmp_path / "changed"
+    shutil.copytree(batches["mirror"], changed)
+    shutil.copy(changed / "ingest-1" / "spans.parquet", changed / "ingest-3" / "spans.parquet")
     with pytest.raises(InputError, match="hold other rows than its CURRENT.json says"):
-        _on_spark(mirror)
+        _on_spark(changed)
+    # that open replaced the session's views: the first trace registers its own again, with the same answer
+    assert_same(figures["by"], metric.fleet_summary(spark, by="source"))
 
 
 @needs_spark

@@ -135,17 +135,20 @@ def mirror_of(store_path: str | Path) -> Path | None:
     return Path(folder) if folder else None
 
 
-def remember(store_path: str | Path, folder: str | Path) -> None:
-    """Record ``folder`` as the store's mirror (and give the store its mirror id once); a short write transaction."""
+def remember(store_path: str | Path, folder: str | Path | None) -> None:
+    """Give the store its mirror id once and, with ``folder``, record it as the store's mirror: a short write
+    transaction."""
     path = Path(store_path)
     con = duckdb.connect()
     try:
         store._attach(con, path, read_only=False)
         meta = store._meta(con, path)
         con.execute("BEGIN TRANSACTION")
-        con.execute(
-            "INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)", {"k": MIRROR_KEY, "v": str(Path(folder).resolve())}
-        )
+        if folder is not None:
+            con.execute(
+                "INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)",
+                {"k": MIRROR_KEY, "v": str(Path(folder).resolve())},
+            )
         if not meta.get(ID_KEY):
             con.execute("INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)", {"k": ID_KEY, "v": uuid.uuid4().hex})
         con.execute("COMMIT")
@@ -245,8 +248,8 @@ def _write_folder(con: duckdb.DuckDBPyConnection, target: Path, ingest_id: int, 
 def publish(store_path: str | Path, folder: str | Path | None = None) -> Published:
     """Bring the store's Parquet mirror up to its last committed refresh (see the module docstring).
 
-    ``folder`` (default: the one the store remembers) becomes the store's mirror; a folder that mirrors another
-    store, or one ahead of this store, is refused.
+    ``folder`` (default: the one the store remembers) becomes the store's mirror once published into; a folder that
+    mirrors another store, one ahead of this store, or one holding other files is refused.
     """
     t_start = time.monotonic()
     path = Path(store_path)
@@ -262,8 +265,28 @@ def publish(store_path: str | Path, folder: str | Path | None = None) -> Publish
         target = Path(remembered)
     else:
         target = Path(folder).resolve()
-        if str(target) != remembered or not meta.get(ID_KEY):
-            remember(path, target)
+        if not meta.get(ID_KEY):
+            remember(path, None)
+    try:
+        doc, written, rows, previous = _publish_into(path, target)
+    except (OSError, duckdb.IOException) as exc:  # the folder cannot be written (a file in its place, a full disk)
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
+        raise InputError(Problem(str(target), None, None, f"cannot write the Parquet mirror: {why}")) from None
+    if str(target) != remembered:  # a folder given becomes the store's mirror once it holds the store
+        remember(path, target)
+    return Published(
+        folder=target,
+        published_id=previous if doc is None else doc["published_id"],
+        previous_id=previous,
+        folders=written,
+        rows=rows,
+        seconds=time.monotonic() - t_start,
+    )
+
+
+def _publish_into(path: Path, target: Path) -> tuple[dict | None, list[int], int, int]:
+    """Under the mirror's lock: clear a killed publish's leftovers, export, replace the pointer (see :func:`publish`);
+    returns the new pointer (None: up to date), the folders and rows written, and the id published before."""
     target.mkdir(parents=True, exist_ok=True)
     with _locked(target):
         pointer = read_local_pointer(target)
@@ -280,14 +303,7 @@ def publish(store_path: str | Path, folder: str | Path | None = None) -> Publish
         if doc is not None:
             atomic.write_text(target / POINTER, pointer_text(doc))
             _fsync(target)
-    return Published(
-        folder=target,
-        published_id=previous if doc is None else doc["published_id"],
-        previous_id=previous,
-        folders=written,
-        rows=rows,
-        seconds=time.monotonic() - t_start,
-    )
+    return doc, written, rows, previous
 
 
 def _export(

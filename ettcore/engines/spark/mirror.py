@@ -86,7 +86,7 @@ class MirrorTrace(CheckedTrace):
 class MirrorSparkTrace(sp.SparkTrace):
     """A :class:`~ettcore.engines.spark.SparkTrace` over the current rows of a store's Parquet mirror."""
 
-    current: dict = field(default_factory=dict, repr=False)  # table -> its current rows (DataFrame)
+    current: dict = field(default_factory=dict, repr=False)  # table -> its current rows, "versions" (DataFrames)
     cut_ms: int | None = None
 
     def register_inputs(self) -> None:
@@ -157,20 +157,22 @@ SELECT source, job_id, max(ingest_id) AS ingest_id FROM kept GROUP BY source, jo
 
 def current_rows(spark: "SparkSession", root: str, doc: dict) -> dict:
     """Per table, the current rows of the mirror at ``root``: each job's rows of its highest ingest id, less the
-    sources removed after it (see the module docstring).  The versions (one row a job) are kept in memory."""
+    sources removed after it (see the module docstring); and under ``versions`` each job's current ingest id (one row
+    a job, kept in memory)."""
     for table in ROW_TABLES:
         _read_table(spark, root, doc, table).createOrReplaceTempView(f"ett_mirror_{table}")
     removals = [(str(r["source"]), int(r["id"])) for r in doc["removals"]]
     spark.createDataFrame(removals, "source string, removal_id bigint").createOrReplaceTempView("ett_mirror_removals")
     versions = spark.sql(_VERSIONS).persist()
     versions.createOrReplaceTempView("ett_mirror_versions")
-    return {
+    current = {
         table: spark.sql(
             f"SELECT t.* FROM ett_mirror_{table} AS t LEFT SEMI JOIN ett_mirror_versions AS v "
             "ON v.source = t.source AND v.job_id = t.job_id AND v.ingest_id = t.ingest_id"
         )
         for table in ROW_TABLES
     }
+    return {**current, "versions": versions}
 
 
 def register_current(spark: "SparkSession", current: dict, qualified: bool) -> None:
@@ -178,6 +180,7 @@ def register_current(spark: "SparkSession", current: dict, qualified: bool) -> N
     them out: ``job_id`` first; with several sources ids ``source/job_id``, and ``source`` the jobs' last column (a
     label), on a row for every job (the store keeps each job's source, with a jobs row or without)."""
     jid = "concat(t.source, '/', t.job_id)" if qualified else "t.job_id"
+    current["versions"].createOrReplaceTempView("ett_mirror_versions")  # (another mirror may have replaced them)
     for table in ("attempts", "spans"):
         current[table].createOrReplaceTempView(f"ett_current_{table}")
         spark.sql(
