@@ -431,14 +431,17 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     assert (row["status"], row["wall_s"], row["source"]) == ("completed", 8 * 3600.0, "a")
     assert jobs.filter(pl.col("job_id") == "b/sample-running")["status"].to_list() == ["running"]
     assert figures["by"]["source"].to_list() == ["a", "b"]
-    # a folder the pointer names, changed since: an error naming the mirror, not other figures
-    changed = tmp_path / "changed"
-    shutil.copytree(batches["mirror"], changed)
-    shutil.copy(changed / "ingest-1" / "spans.parquet", changed / "ingest-3" / "spans.parquet")
+    # another store's mirror with a folder changed since the pointer named it: an error, not other figures
+    other, changed = tmp_path / "other.duckdb", tmp_path / "changed"
+    store.ingest_path(other, SAMPLE_TRACE)
+    parquet_mirror.publish(other, changed)
+    shutil.copy(mirror / "ingest-4" / "spans.parquet", changed / "ingest-1" / "spans.parquet")
     with pytest.raises(InputError, match="hold other rows than its CURRENT.json says"):
         _on_spark(changed)
-    # that open replaced the session's views: the first trace registers its own again, with the same answer
-    assert_same(figures["by"], metric.fleet_summary(spark, by="source"))
+    # that open replaced the session's views (its 4 jobs); the first trace registers its own again (as when it is
+    # used after another trace), its 8 jobs
+    spark.register_inputs()
+    assert session.table("typed_jobs").count() == 8
 
 
 @needs_spark
