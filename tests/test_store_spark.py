@@ -20,7 +20,6 @@ import signal
 import subprocess
 import sys
 import time
-from datetime import datetime
 from pathlib import Path
 
 import duckdb
@@ -73,32 +72,6 @@ def _variant(folder: Path, drop_spans_of: tuple[str, ...] = (), end_running: boo
     return folder
 
 
-def _remove_source(path: Path, source: str) -> int:
-    """Remove a source from a store the way the store's removal is specified to (the contract with the store's
-    housekeeping): its rows and results deleted in one transaction, and a row in ``ett_removals`` whose id comes from
-    the ingests' sequence.  Returns the removal's id."""
-    con = duckdb.connect(str(path))
-    con.execute("BEGIN TRANSACTION")
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS ett_removals (ingest_id BIGINT, source VARCHAR, removed_at TIMESTAMP, jobs BIGINT)"
-    )
-    rid = con.execute(
-        "SELECT 1 + greatest((SELECT max(ingest_id) FROM ett_ingests), (SELECT coalesce(max(ingest_id), 0) "
-        "FROM ett_removals))"
-    ).fetchall()[0][0]
-    jobs = con.execute("SELECT count(*) FROM res_job_metrics WHERE source = $s", {"s": source}).fetchall()[0][0]
-    tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
-    for table in tables:
-        if table.startswith(("rows_", "res_")):
-            con.execute(f"DELETE FROM {table} WHERE source = $s", {"s": source})
-    con.execute(
-        "INSERT INTO ett_removals VALUES ($i, $s, $t, $n)", {"i": rid, "s": source, "t": datetime.now(), "n": jobs}
-    )
-    con.execute("COMMIT")
-    con.close()
-    return rid
-
-
 @pytest.fixture(scope="module")
 def batches(tmp_path_factory) -> dict:
     """A store of four refreshes and a removal, its mirror published after each step (SYNTHETIC sample data):
@@ -117,7 +90,7 @@ def batches(tmp_path_factory) -> dict:
     for name, src in steps:
         refreshes.append(store.ingest_path(s, src, source=name))
         published.append(parquet_mirror.publish(s, mirror))
-    removal = _remove_source(s, "c")
+    removal = store.remove_source(s, "c").ingest_id
     published.append(parquet_mirror.publish(s, mirror))
     return {"store": s, "mirror": mirror, "refreshes": refreshes, "published": published, "removal": removal}
 
