@@ -25,6 +25,10 @@ def add_parquet_arg(p: argparse.ArgumentParser) -> None:
 def publish_after_refresh(store_path: str, folder: str | None) -> None:
     """After a committed refresh: publish the store's mirror (into ``folder``, or the one it remembers; none: no
     mirror) and print what was published.  A failure says that the refresh is committed and how to publish again."""
+    if not Path(store_path).exists():  # nothing was ingested into a store not made yet (a poll that found no job)
+        if folder is not None:
+            print(f"{store_path} holds nothing yet: no Parquet mirror published")
+        return
     try:
         if folder is None and parquet_mirror.mirror_of(store_path) is None:
             return
