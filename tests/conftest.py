@@ -111,6 +111,9 @@ def spark_session():
             "spark.sql.adaptive.enabled": "false",
             "spark.sql.codegen.wholeStage": "false",
             "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+            # the driver's heap (Spark's default 1g): the store's mirror tests ran out of it in CI, after the other
+            # Spark modules had run in the same JVM (a launch setting: the first session of a test process sets it)
+            "spark.driver.memory": "3g",
         },
     )
     yield s

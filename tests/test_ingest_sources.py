@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -258,6 +259,23 @@ def test_slurm_poll_options_and_a_missing_sacct(tmp_path, capsys, monkeypatch):
         "ett: sacct: not found on PATH: --slurm runs Slurm's sacct (install slurm-client, or put sacct on PATH)"
     )
     assert not fleet.exists()
+
+
+def test_a_first_poll_that_finds_no_job_makes_no_store_and_publishes_nothing(tmp_path, capsys, monkeypatch):
+    """A cluster with no job in the last 24 h (a stand-in sacct that lists none, as the real one does on a fresh
+    cluster: the live test's first poll met it): the poll succeeds, no store is made, no mirror is published (the
+    publish after the refresh once failed on the missing store)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    fleet, mirror = tmp_path / "fleet.duckdb", tmp_path / "mirror"
+    for extra, said in (([], None), (["--parquet", str(mirror)], f"{fleet} holds nothing yet")):
+        rc, out, err = _run(capsys, ["ingest", fleet, "--slurm", *extra])
+        assert (rc, err) == (0, ""), err
+        assert f"nothing to ingest: {fleet} unchanged" in out and (said is None or said in out), out
+        assert not fleet.exists() and not mirror.exists()
 
 
 @pytest.mark.skipif(

@@ -48,6 +48,19 @@ def test_projected_ett_by_hand():
     assert abs(p.mc_ett_pct - p.ett_pct) < 4 * p.mc_ett_se_pct
 
 
+def test_a_rate_no_job_gets_through_projects_zero_without_simulating():
+    # 4 failures in 0.2 GPU-h (the bundled multi-node campaign's node failures) at 1024 GPUs: about 4e5 failures an
+    # hour, 3e5 in a 30-min stretch; e^(rate x stretch) is past a float (it overflowed), and event by event each job
+    # would need about e^(3e5) tries (the simulation never ended).  Closed form: ETT% 0, infinite expected failures.
+    f = fit_failure_rate(4, 0.2)
+    p = project(f, 1024, work_h=24.0, interval_s=1800.0, blocking_s=30.0, ttr_s=600.0)
+    assert (p.ett_pct, p.ett_low_pct, p.ett_high_pct) == (0.0, 0.0, 0.0)
+    assert math.isinf(p.nof) and p.mc_ett_pct is None and p.mc_ett_se_pct is None
+    # one failure a stretch in expectation (e^1 - 1 of them), the simulation runs and agrees
+    q = project(fit_failure_rate(2, 1.0), 1, work_h=24.0, interval_s=1800.0, blocking_s=0.0, ttr_s=0.0, runs=2000)
+    assert q.nof == pytest.approx(48 * (math.e - 1)) and abs(q.mc_ett_pct - q.ett_pct) < 4 * q.mc_ett_se_pct
+
+
 def test_zero_rate_projects_no_loss():
     p = project(fit_failure_rate(0, 50.0), 64, work_h=2.0, interval_s=600.0, blocking_s=0.0, ttr_s=60.0)
     assert p.ett_pct == pytest.approx(100.0) and p.ett_high_pct == pytest.approx(100.0) and p.ett_low_pct < 100.0

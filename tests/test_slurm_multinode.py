@@ -33,7 +33,7 @@ import polars as pl
 import pytest
 from test_slurm_integration import STOP, _why_no_slurm  # tests/test_slurm_integration.py
 
-from ettcore import cli
+from ettcore import cli, store
 from ettcore.config import DATA_DIR, PROJECT_ROOT
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import SACCT_FORMAT, import_sacct
@@ -71,8 +71,14 @@ def test_bundled_trace_is_what_the_importer_gives(tmp_path):
     assert meta["synthetic"] is False and meta["measured"] is True
 
 
-def test_ett_nodes_on_the_campaign(capsys):
-    doc = _nodes_json(MULTI / "trace", capsys)
+@pytest.mark.parametrize("kept_in", ["trace", "store"])
+def test_ett_nodes_on_the_campaign(kept_in, tmp_path, capsys):
+    """The same figures from the trace and from a fleet store of it (which keeps the attempts' node lists)."""
+    path = MULTI / "trace"
+    if kept_in == "store":
+        path = tmp_path / "fleet.duckdb"
+        store.ingest_path(path, MULTI / "trace")
+    doc = _nodes_json(path, capsys)
     rows = {r["node"]: r for r in doc["nodes"]}
     assert sorted(rows) == ["node1", "node2", "node3"]
     # interruptions: the 4 NODE_FAIL runs (cause unknown, counted), each 1/k on its k nodes:

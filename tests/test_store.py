@@ -356,3 +356,40 @@ def test_commands_on_a_store_print_what_they_print_on_the_trace(grid, argv, tmp_
         return [x for x in capsys.readouterr().out.splitlines() if str(where) not in x]
 
     assert out(s) == out(sample)
+
+
+@pytest.mark.parametrize("how", ["stored", "--as-of", "off-grid window", "--mapping"])
+def test_several_sources_group_by_source_stored_or_attributed_again(how, tmp_path):
+    """A store of two sources groups by ``source`` whether its stored results answer or the rows are attributed
+    again (another as-of, a window off the grid, another mapping): each source's row equals the fleet of that
+    source's trace measured alone, the same way (the sample's two jobs, one a source)."""
+    sample = ROOT / "data" / "sample"
+    s = tmp_path / "fleet.duckdb"
+    folders = {}
+    for src, job in (("a", "worked-example"), ("b", "sample-preempted")):
+        folders[src] = tmp_path / src
+        folders[src].mkdir()
+        for table in ("jobs", "attempts", "spans"):
+            lines = (sample / f"{table}.csv").read_text().splitlines()
+            (folders[src] / f"{table}.csv").write_text(
+                "\n".join([lines[0], *[ln for ln in lines[1:] if ln.split(",")[0] == job]]) + "\n"
+            )
+        store.ingest_path(s, folders[src], source=src)
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text("phases:\n  - {phase: checkpoint_load, component: pt2_compile}\n")
+    kw = {
+        "stored": {},
+        "--as-of": {"as_of": "2026-01-05T04:30:00Z"},
+        "off-grid window": {"since": "2026-01-05T00:30:00Z", "until": "2026-01-05T07:00:00Z"},
+        "--mapping": {"mapping": str(mapping)},
+    }[how]
+    t = store.open_store(s, **kw)
+    assert (t.recomputed is None) == (how == "stored")
+    by_source = metric.fleet_summary(t, by="source").sort("source")
+    assert by_source["source"].to_list() == ["a", "b"]
+    for i, src in enumerate(("a", "b")):
+        alone = metric.fleet_summary(load_trace(folders[src], **kw)).drop("group", strict=False)
+        row = by_source[i].drop("source")
+        for col in alone.columns:
+            if col in row.columns:
+                assert row[col].to_list() == pytest.approx(alone[col].to_list(), rel=1e-12), (src, col)

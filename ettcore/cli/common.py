@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from ettcore import engines, metric, store
+from ettcore.cli import mirror
 from ettcore.cli.output import exclusion_records, format_table
-from ettcore.errors import InputError, Problem, summarize_problems
+from ettcore.errors import summarize_problems
 from ettcore.metric import money
 from ettcore.trace.instants import iso as _iso_ms
 from ettcore.trace.load import Trace
@@ -24,7 +25,10 @@ def add_trace_args(p: argparse.ArgumentParser, as_of: bool = True, uri: bool = T
     """The trace argument and the options every measuring command shares (as-of, window, exclusions, limits)."""
     where = "trace folder (jobs/attempts/spans as Parquet, CSV, JSONL or Parquet folders) or DuckDB file"
     if uri:
-        where += "; with --engine spark also a URI of a Parquet trace (s3a://, hdfs://, gs://, abfss://, file:///)"
+        where += (
+            "; with --engine spark also a URI of a Parquet trace (s3a://, hdfs://, gs://, abfss://, file:///), and a "
+            "fleet store's Parquet mirror (its folder or URI; a store file reads its own)"
+        )
     p.add_argument("trace", help=where)
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
     if as_of:
@@ -82,12 +86,12 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
 
 
 def open_checked(args: argparse.Namespace) -> Trace:
-    """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines)."""
-    if store.is_store(args.trace):  # a fleet store: its stored per-job results (ettcore.store)
-        if getattr(args, "engine", "duckdb") != "duckdb":
-            raise InputError(
-                Problem(str(args.trace), None, "engine", "a store is read by the DuckDB engine only (yet)")
-            )
+    """The checked trace: DuckDB for a local path, Spark alone for a URI with --engine spark (see ettcore.engines); a
+    fleet store's stored results, or with --engine spark its Parquet mirror (ettcore.store.parquet_mirror)."""
+    where, a_store = args.trace, store.is_store(args.trace)
+    if a_store and getattr(args, "engine", "duckdb") != "duckdb":
+        where = str(mirror.mirror_for_spark(args.trace))  # Spark reads the store's Parquet mirror
+    elif a_store:  # a fleet store: its stored per-job results (ettcore.store)
         trace = store.open_store(
             args.trace,
             mapping=args.mapping,
@@ -101,7 +105,7 @@ def open_checked(args: argparse.Namespace) -> Trace:
             print(f"ett: {trace.recomputed}: attributing again from the store's rows", file=sys.stderr)
         return trace
     trace = engines.open_trace(
-        args.trace,
+        where,
         getattr(args, "engine", "duckdb"),
         getattr(args, "spark_master", engines.DEFAULT_MASTER),
         mapping=args.mapping,

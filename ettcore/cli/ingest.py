@@ -20,6 +20,7 @@ from typing import Any
 
 from ettcore import store
 from ettcore.cli import import_options as io
+from ettcore.cli import mirror
 from ettcore.cli.common import is_run_folder
 from ettcore.cli.imports import as_of_seconds
 from ettcore.errors import InputError, Problem
@@ -219,7 +220,9 @@ def _run_slurm(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return _run_slurm(args) if args.slurm else _run_sources(args)
+    rc = _run_slurm(args) if args.slurm else _run_sources(args)
+    mirror.publish_after_refresh(args.store, args.parquet)  # a store with a Parquet mirror publishes what it committed
+    return rc
 
 
 class _Intermixed(argparse.ArgumentParser):
@@ -263,6 +266,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
+    mirror.add_parquet_arg(p)
     s = p.add_argument_group("polling Slurm (--slurm)")
     s.add_argument(
         "--slurm",

@@ -39,7 +39,10 @@ def run(args: argparse.Namespace) -> int:
             blocking_s=args.blocking_s,
             ttr_s=args.ttr_s,
         )
-        mttf = {"fit": {k: jsonable(v) for k, v in vars(fit).items()}, "projection": vars(proj)}
+        mttf = {
+            "fit": {k: jsonable(v) for k, v in vars(fit).items()},
+            "projection": {k: jsonable(v) for k, v in vars(proj).items()},
+        }
         head["mttf"] = mttf
     if args.json:
         doc = {"trace": str(args.trace), "synthetic": trace.synthetic, **window_head(trace), **head}
@@ -86,8 +89,12 @@ def _print_mttf(fit, proj, args) -> None:
     print(
         f"Expected ETT% of {args.work_h:g} h of work, checkpoint every {args.interval_s:g} s "
         f"(blocking {args.blocking_s:g} s), restart {args.ttr_s:g} s: {proj.ett_pct:.2f} % "
-        f"[{proj.ett_low_pct:.2f}, {proj.ett_high_pct:.2f}] (closed form); Monte Carlo {proj.mc_ett_pct:.2f} "
-        f"+- {proj.mc_ett_se_pct:.2f} %."
+        f"[{proj.ett_low_pct:.2f}, {proj.ett_high_pct:.2f}] (closed form); "
+        + (
+            f"Monte Carlo {proj.mc_ett_pct:.2f} +- {proj.mc_ett_se_pct:.2f} %."
+            if proj.mc_ett_pct is not None
+            else f"no Monte Carlo: {proj.nof:.3g} expected failures a job are past what a simulation runs through."
+        )
     )
 
 

@@ -10,6 +10,7 @@ import duckdb
 import polars as pl
 
 from ettcore import store
+from ettcore.cli import mirror
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
 from ettcore.trace.instants import iso
@@ -73,3 +74,4 @@ def register(sub: Any) -> None:
     c = kinds.add_parser("compact", help="rewrite the store into a smaller file (deleted rows leave space behind)")
     c.add_argument("store")
     c.set_defaults(func=run_compact)
+    mirror.register_publish(kinds)

@@ -15,6 +15,11 @@ metric (:mod:`ettcore.engines.spark.load`).  Only Parquet traces are read from a
 URI.  Object stores need their Hadoop connector and credentials in the Spark
 configuration (``spark_conf``, ``spark-defaults.conf``, ``PYSPARK_SUBMIT_ARGS``).
 
+A fleet store's Parquet mirror (:mod:`ettcore.engines.mirror_format`: a folder holding
+``CURRENT.json``), given as a local folder or a URI, is read by Spark alone too
+(:mod:`ettcore.engines.spark.mirror`): the store's current rows, already checked when
+they were ingested, and the store's analysis time as the default as-of.
+
 :func:`open_trace` loads a path or URI on the right engine (the ``ett`` command's ``--engine`` and
 ``--spark-master``), and every function of :mod:`ettcore.metric`, written once over the engine interface
 (:class:`ettcore.metric.Engine`), runs on what it returns.
@@ -29,6 +34,7 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
+from ettcore.engines.mirror_format import is_mirror
 from ettcore.errors import InputError, Problem
 from ettcore.trace.load import is_uri, load_trace
 
@@ -68,10 +74,13 @@ def open_trace(
     ``temp_directory`` are DuckDB settings and do not apply); ``since``, ``until`` and ``exclude`` set the
     measured window (:mod:`ettcore.trace.window`) on either engine; the result is a
     :class:`~ettcore.engines.spark.load.UriSparkTrace`.  A URI with ``engine="duckdb"`` is refused with a
-    :class:`InputError` saying to use the Spark engine.
+    :class:`InputError` saying to use the Spark engine.  A store's Parquet mirror (a folder or a URI holding
+    ``CURRENT.json``) is opened by :func:`ettcore.engines.spark.mirror.open_mirror` (Spark only; the result is a
+    :class:`~ettcore.engines.spark.mirror.MirrorSparkTrace`).
     """
     _check_engine(engine)
-    if not is_uri(path):
+    mirror = is_mirror(path)  # a fleet store's Parquet mirror in a local folder (ettcore.engines.mirror_format)
+    if not mirror and not is_uri(path):
         trace = load_trace(
             path,
             mapping=mapping,
@@ -88,19 +97,20 @@ def open_trace(
         from ettcore.engines import spark
 
         return spark.open_trace(trace, spark.get_session(spark_master, spark_conf))
-    if engine != "spark":
-        raise InputError(
-            Problem(
-                str(path),
-                None,
-                None,
-                "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark",
-            )
+    if engine != "spark":  # a URI or a mirror: read by Spark alone
+        why = (
+            "a store's Parquet mirror is read with --engine spark (DuckDB reads the store file itself)"
+            if mirror
+            else "DuckDB reads traces from local paths only; to read a URI (scheme://...) use --engine spark"
         )
+        raise InputError(Problem(str(path), None, None, why))
     from ettcore.engines import spark
     from ettcore.engines.spark import load as spark_load
+    from ettcore.engines.spark import mirror as spark_mirror
 
     session = spark.get_session(spark_master, spark_conf)
+    if mirror or spark_mirror.is_mirror_uri(session, str(path)):
+        return spark_mirror.open_mirror(path, session, mapping, as_of, since, until, exclude)
     return spark_load.open_uri(
         str(path),
         session,

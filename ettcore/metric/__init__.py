@@ -39,7 +39,7 @@ from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS, PhaseMap
 from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
-from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident
+from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident, relation_kind
 from ettcore.trace.queries import sql
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
@@ -56,13 +56,9 @@ def attribution_batches(trace: Trace) -> int:
 
 def _drop(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop the temporary table or view ``name`` (one of this module's), whichever it is now."""
-    kind = con.execute(
-        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() "
-        "WHERE table_name = $n",
-        {"n": name},
-    ).fetchall()
+    kind = relation_kind(con, name)
     if kind:
-        con.execute(f"DROP {kind[0][0]} {name}")
+        con.execute(f"DROP {kind} {name}")
 
 
 def _attribute_in_batches(trace: Trace, batches: int) -> None:

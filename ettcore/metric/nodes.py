@@ -33,7 +33,7 @@ from ettcore import metric
 from ettcore.causes import CAUSES, GROUP_OF, UNKNOWN
 from ettcore.errors import InputError, Problem
 from ettcore.trace.hostlist import expand_field, no_nodes
-from ettcore.trace.load import Trace, quote_ident
+from ettcore.trace.load import Trace, quote_ident, relation_kind
 from ettcore.trace.queries import sql
 
 # The interruption causes (the vocabulary of the attempts' optional ``cause`` column), and those of the system and
@@ -56,10 +56,17 @@ def register_given(trace: Trace) -> None:
     a column is absent), with the file and row it was read from.  A ``cause`` in ``clean_attempts`` (a loader that
     types it) is taken from there, else from the rows as read."""
     con = trace.con
-    nodes = _column(trace, "raw_attempts", "nodes")
+    # a fleet store keeps the rows it stored (its nodes beside the typed columns) and no rows as read
+    has_raw = relation_kind(con, "raw_attempts") is not None
+    typed_nodes = _column(trace, "clean_attempts", "nodes")
+    nodes = None if typed_nodes or not has_raw else _column(trace, "raw_attempts", "nodes")
     typed_cause = _column(trace, "clean_attempts", "cause")
-    raw_cause = None if typed_cause else _column(trace, "raw_attempts", "cause")
-    node_expr = f"r.{quote_ident(nodes)}::VARCHAR" if nodes else "NULL::VARCHAR"
+    raw_cause = None if typed_cause or not has_raw else _column(trace, "raw_attempts", "cause")
+    node_expr = (
+        f"a.{quote_ident(typed_nodes)}::VARCHAR"
+        if typed_nodes
+        else (f"r.{quote_ident(nodes)}::VARCHAR" if nodes else "NULL::VARCHAR")
+    )
     cause_expr = (
         f"a.{quote_ident(typed_cause)}::VARCHAR"
         if typed_cause
@@ -68,7 +75,7 @@ def register_given(trace: Trace) -> None:
     con.execute(
         "CREATE OR REPLACE TEMP VIEW attempt_given AS SELECT a.job_id, a.attempt, a._file, a._row, "
         f"{node_expr} AS nodes, {cause_expr} AS cause FROM clean_attempts AS a "
-        "LEFT JOIN raw_attempts AS r ON r._file = a._file AND r._row = a._row"
+        + ("LEFT JOIN raw_attempts AS r ON r._file = a._file AND r._row = a._row" if has_raw else "")
     )
 
 

@@ -34,6 +34,7 @@ over many such jobs), not the mean of per-job ratios.
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 DAY_S = 86_400.0
+
+
+_EXP_MAX = math.log(sys.float_info.max)  # about 709.8: math.exp and math.expm1 overflow past it
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,15 @@ class JobPlan:
         """Job failure rate while training: ``failures_per_gpu_day x gpus / 86400``."""
         return self.failures_per_gpu_day * self.gpus / DAY_S
 
+    def tries(self) -> float:
+        """Expected tries a simulated job makes, ``n x e^(rate x full) + e^(rate x last)`` (inf past a float's
+        range): what :func:`simulate_ett` costs, one exponential draw a try."""
+        lam = self.rate_per_s
+        n, full, last = self.stretches()
+        if lam * max(full if n else 0.0, last) > _EXP_MAX:
+            return math.inf
+        return n * math.exp(lam * full) + math.exp(lam * last)
+
     def stretches(self) -> tuple[int, float, float]:
         """``(n, full_exposure, last_exposure)``: n saved stretches of ``tau + b``, then ``r``."""
         n = max(math.ceil(self.work_s / self.interval_s - 1e-12) - 1, 0)
@@ -102,6 +115,8 @@ def _stretch(rate: float, exposure: float, ttr: float) -> tuple[float, float]:
     """Expected (time, failures) to get through one stretch of the given exposure."""
     if rate == 0:
         return exposure, 0.0
+    if rate * exposure > _EXP_MAX:  # e^x past a float's range: the stretch is, in expectation, never got through
+        return math.inf, math.inf
     k = math.expm1(rate * exposure)
     return k * (1.0 / rate + ttr), k
 
@@ -110,7 +125,7 @@ def expected_ett(plan: JobPlan) -> Expectation:
     """Exact expected wall time, failures and ETT% of the planning model (module docstring)."""
     lam = plan.rate_per_s
     n, full, last = plan.stretches()
-    t_full, f_full = _stretch(lam, full, plan.ttr_s)
+    t_full, f_full = _stretch(lam, full, plan.ttr_s) if n else (0.0, 0.0)  # no full stretch: none of its inf
     t_last, f_last = _stretch(lam, last, plan.ttr_s)
     wall = plan.tts_s + n * t_full + t_last + plan.shutdown_s
     return Expectation(wall, n * f_full + f_last, 100.0 * plan.work_s / wall)

@@ -92,6 +92,9 @@ def fit_trace(trace: Trace, confidence: float = 0.95, causes: tuple[str, ...] = 
     )
 
 
+MAX_SIMULATED_TRIES = 5e7  # exponential draws a projection's Monte Carlo may make (about 10 s here), all runs together
+
+
 @dataclass(frozen=True)
 class Projection:
     """What a job of ``gpus`` GPUs can expect at the fitted rate: MTTF and ETT% with the interval carried through
@@ -105,8 +108,8 @@ class Projection:
     ett_low_pct: float
     ett_high_pct: float
     nof: float  # expected failures at the point rate
-    mc_ett_pct: float  # Monte Carlo at the point rate
-    mc_ett_se_pct: float
+    mc_ett_pct: float | None  # Monte Carlo at the point rate; None where it was not run (MAX_SIMULATED_TRIES)
+    mc_ett_se_pct: float | None
 
 
 def project(
@@ -142,10 +145,22 @@ def project(
         point, worst, best = (
             expected_ett(plan(r)) for r in (rate.rate_per_gpu_h, rate.high_per_gpu_h, rate.low_per_gpu_h)
         )
-        mc = simulate_ett(plan(rate.rate_per_gpu_h), runs=runs, seed=seed)
+        at = plan(rate.rate_per_gpu_h)
+        # a rate at which each job needs millions of restarts: the closed form answers (ETT% near 0), the event by
+        # event simulation would run for hours or for ever
+        mc = simulate_ett(at, runs=runs, seed=seed) if at.tries() * runs <= MAX_SIMULATED_TRIES else None
     except ValueError as exc:
         raise InputError(Problem("plan", None, None, str(exc))) from None
     mttf, lo, hi = rate.mttf_h(gpus)
     return Projection(
-        gpus, mttf, lo, hi, point.ett_pct, worst.ett_pct, best.ett_pct, point.nof, mc.ett_pct, mc.ett_se_pct
+        gpus,
+        mttf,
+        lo,
+        hi,
+        point.ett_pct,
+        worst.ett_pct,
+        best.ett_pct,
+        point.nof,
+        mc.ett_pct if mc else None,
+        mc.ett_se_pct if mc else None,
     )

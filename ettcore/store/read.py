@@ -147,6 +147,8 @@ def open_store(
         trace.not_started = _not_started(con)
     if why:
         trace.recomputed = "; ".join(why)
+        if qualified:  # clean_jobs carries each job's source (row_views), as the stored results do
+            trace.labels = [*trace.labels, "source"]
         return trace  # the metric attributes from the stored rows on first need
     _stored_results(trace, qualified, window)
     return trace

@@ -43,7 +43,7 @@ from ettcore.store.results import (
     write_results,
 )
 from ettcore.trace import span_store
-from ettcore.trace.load import Trace, leave_out, load_trace, parse_as_of, quote_ident
+from ettcore.trace.load import Trace, leave_out, load_trace, parse_as_of, quote_ident, relation_kind
 from ettcore.trace.window import Window
 from ettcore.trace.window import register as register_window
 
@@ -82,6 +82,16 @@ def _incoming_views(con: duckdb.DuckDBPyConnection) -> None:
         raw = [c for c in db.columns(con, f"clean_{table}") if table != "jobs" and c.endswith("_raw") and c not in kept]
         drop = f" EXCLUDE ({', '.join(quote_ident(c) for c in raw)})" if raw else ""
         con.execute(f"CREATE OR REPLACE TEMP VIEW ett_in_{table} AS SELECT *{drop} FROM clean_{table}")
+    # an attempt's nodes (the optional ``nodes`` column, a host list: ettcore.metric.nodes) are not typed by the
+    # loader, which leaves them in the rows as read; the store keeps them beside the typed columns
+    clean = {c.lower() for c in db.columns(con, "clean_attempts")}
+    read = db.columns(con, "raw_attempts") if "nodes" not in clean and relation_kind(con, "raw_attempts") else {}
+    nodes = next((c for c in read if c.lower() == "nodes"), None)
+    if nodes:
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW ett_in_attempts AS SELECT c.*, r.{quote_ident(nodes)}::VARCHAR AS nodes "
+            "FROM clean_attempts AS c LEFT JOIN raw_attempts AS r ON r._file = c._file AND r._row = c._row"
+        )
 
 
 def _row_hash(con: duckdb.DuckDBPyConnection, table: str, relation: str) -> str:

@@ -182,6 +182,17 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def relation_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """``'VIEW'`` or ``'TABLE'`` where the connection has a view or table ``name`` (of any attached database),
+    else None."""
+    kind = con.execute(
+        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n UNION ALL SELECT 'TABLE' FROM duckdb_tables() "
+        "WHERE table_name = $n",
+        {"n": name},
+    ).fetchall()
+    return kind[0][0] if kind else None
+
+
 @dataclass
 class Source:
     table: str

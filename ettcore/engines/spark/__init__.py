@@ -173,16 +173,8 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | list[str]) -> "DataFrame":
-    """Read one table's files (local paths or URIs) as Spark reads them, with ``_file`` (and ``_row`` for Parquet).
-
-    ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
-    the 1-based row within that file (``_metadata.row_index + 1``), as the
-    DuckDB loader numbers Parquet rows.
-    """
-    from pyspark.sql import functions as F
-
-    paths = [str(f) for f in files]
+def refuse_glob_paths(paths: list[str]) -> None:
+    """Spark reads a path as a glob pattern: a file or folder named with one of its characters is refused, clearly."""
     bad = [p for p in paths if set(p) & set("*?[]{}\\")]
     if bad:
         raise InputError(
@@ -193,6 +185,19 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
                 "the Spark engine reads paths as glob patterns: rename the file or folder (no * ? [ ] { } \\)",
             )
         )
+
+
+def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | list[str]) -> "DataFrame":
+    """Read one table's files (local paths or URIs) as Spark reads them, with ``_file`` (and ``_row`` for Parquet).
+
+    ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
+    the 1-based row within that file (``_metadata.row_index + 1``), as the
+    DuckDB loader numbers Parquet rows.
+    """
+    from pyspark.sql import functions as F
+
+    paths = [str(f) for f in files]
+    refuse_glob_paths(paths)
     if kind == "parquet":
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
         row = F.col("_metadata.row_index") + F.lit(1)

@@ -230,7 +230,8 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
 
 
 def read_metadata(spark: "SparkSession", uri: str) -> dict:
-    """``trace.json`` read through Hadoop (bytes, decoded here), with the local loader's errors."""
+    """``trace.json`` (or another JSON object file, such as a store mirror's pointer) read through Hadoop (bytes,
+    decoded here), with the local loader's errors."""
     jvm = spark._jvm
     fs, path = _filesystem(spark, uri)
     stream = fs.open(path)
@@ -238,12 +239,13 @@ def read_metadata(spark: "SparkSession", uri: str) -> dict:
         data = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
     finally:
         stream.close()
+    name = uri.rstrip("/").rsplit("/", 1)[-1]
     try:
         metadata = json.loads(data.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(Problem(uri, None, None, f"trace.json is not valid JSON: {exc}")) from None
+        raise InputError(Problem(uri, None, None, f"{name} is not valid JSON: {exc}")) from None
     if not isinstance(metadata, dict):
-        raise InputError(Problem(uri, None, None, "trace.json must hold a JSON object"))
+        raise InputError(Problem(uri, None, None, f"{name} must hold a JSON object"))
     return metadata
 
 

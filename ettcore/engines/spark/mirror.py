@@ -1,0 +1,270 @@
+"""A fleet store's Parquet mirror read by Spark: the store's figures, beyond one machine (issue 28).
+
+The mirror's layout and pointer are :mod:`ettcore.engines.mirror_format`'s.  A reader takes the pointer
+(``CURRENT.json``) once and reads only the folders it names, so a folder written after it, or half written, is never
+read: Spark sees the last committed refresh that was published, never part of one.  Of those rows it keeps the
+current version of each job (source, ``job_id``): its rows of the highest ingest id, less the rows of a source removed
+after them.  With more than one source, job ids read ``source/job_id`` and ``source`` is a label, as
+:func:`ettcore.store.open_store` reads the store.  The current rows are counted and checked against the pointer's
+counts, so a folder changed or removed since is an error, not other figures.
+
+On the current rows the metric runs as for any trace on Spark (:mod:`ettcore.engines.spark`): the same translated
+queries of ``ettcore/sql/metric/``, with the store's analysis time as the default as-of.  The rows were checked when
+they were ingested; no check runs again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ettcore.engines import spark as sp
+from ettcore.engines.mirror_format import POINTER, ROW_TABLES, check_pointer, folder_name
+from ettcore.engines.spark import load as spark_load
+from ettcore.errors import InputError, Problem
+from ettcore.phases import load_phase_map
+from ettcore.trace import typing as rules
+from ettcore.trace.load import SCHEMA, CheckedTrace, is_uri, parse_as_of
+from ettcore.trace.window import make_window
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# a DuckDB type of the store's rows -> the Spark type of a column no folder holds (added to the store by a refresh that
+# published no row of the table, or holding only NULL)
+_SPARK_TYPES = {
+    "VARCHAR": "string",
+    "BIGINT": "bigint",
+    "INTEGER": "int",
+    "SMALLINT": "smallint",
+    "TINYINT": "tinyint",
+    "DOUBLE": "double",
+    "FLOAT": "float",
+    "BOOLEAN": "boolean",
+    "DATE": "date",
+    "TIMESTAMP": "timestamp_ntz",
+    "TIMESTAMP WITH TIME ZONE": "timestamp",
+}
+_KIND_TYPES = {"int": "bigint", "num": "double", "ts": "bigint", "str": "string"}  # the loader's typed columns
+
+
+def is_mirror_uri(spark: "SparkSession", uri: str) -> bool:
+    """True when the folder at ``uri`` holds a mirror's pointer (through Hadoop's FileSystem API)."""
+    fs, root = spark_load._filesystem(spark, uri)
+    try:
+        return bool(fs.isFile(spark._jvm.org.apache.hadoop.fs.Path(root, POINTER)))
+    except Exception as exc:  # py4j: a folder Spark cannot list is not told a mirror; the trace loader says why
+        if not type(exc).__module__.startswith(("py4j", "pyspark")):
+            raise
+        return False
+
+
+def spark_type(name: str, duckdb_type: str, table: str) -> str:
+    """The Spark type a column of the store's ``rows_<table>`` reads as when no folder holds it."""
+    if duckdb_type in _SPARK_TYPES:
+        return _SPARK_TYPES[duckdb_type]
+    for col, kind in SCHEMA[table]:  # a column DuckDB typed NULL (no value anywhere): the loader's own type
+        if name.lower() == rules.typed_name(col, kind).lower():
+            return _KIND_TYPES[kind]
+    return "string"
+
+
+# ----------------------------------------------------------------------------- the trace
+
+
+@dataclass
+class MirrorTrace(CheckedTrace):
+    """What the ``ett`` command reads of a trace, for a store's Parquet mirror read by Spark (``path``: the folder
+    or URI given); ``pointer`` is the mirror's ``CURRENT.json`` as read."""
+
+    pointer: dict = field(default_factory=dict)
+    sources_n: int = 1
+
+
+@dataclass
+class MirrorSparkTrace(sp.SparkTrace):
+    """A :class:`~ettcore.engines.spark.SparkTrace` over the current rows of a store's Parquet mirror."""
+
+    current: dict = field(default_factory=dict, repr=False)  # table -> its current rows, "versions" (DataFrames)
+    cut_ms: int | None = None
+
+    def register_inputs(self) -> None:
+        register_current(self.spark, self.current, self.trace.sources_n > 1)
+        sp.register_clean(self.spark, [])
+        sp.register_params(self.spark, self.trace.as_of_ms, self.cut_ms)
+        sp.register_phases(self.spark, self.trace.phase_map)
+
+
+def _location(path: Any) -> str:
+    """The URI Spark reads: a URI as given, a local folder as ``file://`` and its absolute path (not encoded, as
+    Hadoop takes it)."""
+    return str(path) if is_uri(path) else "file://" + str(Path(str(path)).resolve())
+
+
+def read_pointer(spark: "SparkSession", uri: str) -> dict:
+    """The mirror's pointer at ``uri``, checked (:func:`check_pointer`)."""
+    root = uri.rstrip("/")
+    fs, qualified = spark_load._filesystem(spark, root)
+    pointer = spark._jvm.org.apache.hadoop.fs.Path(qualified, POINTER)
+    if not fs.isFile(pointer):
+        raise InputError(
+            Problem(
+                uri,
+                None,
+                None,
+                f"not a Parquet mirror of a store (no {POINTER}); publish one with: ett store publish STORE DIR",
+            )
+        )
+    return check_pointer(spark_load.read_metadata(spark, pointer.toString()), f"{root}/{POINTER}")
+
+
+def _read_table(spark: "SparkSession", root: str, doc: dict, table: str) -> "DataFrame":
+    """Every named folder's rows of ``table``, with the pointer's columns in its order (one a file lacks is NULL)."""
+    from pyspark.sql import functions as F
+
+    columns = list(doc["columns"][table].items())
+    files = [f"{root}/{folder_name(n)}/{table}.parquet" for n in doc["folders"]]
+    sp.refuse_glob_paths(files)
+    if not files:
+        schema = ", ".join(f"{sp._q(c)} {spark_type(c, t, table)}" for c, t in columns)
+        return spark.createDataFrame([], schema)
+    df = spark.read.option("mergeSchema", "true").parquet(*files)
+    have = {c.lower(): c for c in df.columns}
+    return df.select(
+        *[
+            F.col(sp._q(have[c.lower()])).alias(c)
+            if c.lower() in have
+            else F.lit(None).cast(spark_type(c, t, table)).alias(c)
+            for c, t in columns
+        ]
+    )
+
+
+_VERSIONS = """
+WITH ids AS (
+    SELECT source, job_id, ingest_id FROM ett_mirror_jobs
+    UNION ALL SELECT source, job_id, ingest_id FROM ett_mirror_attempts
+    UNION ALL SELECT source, job_id, ingest_id FROM ett_mirror_spans
+),
+kept AS (
+    SELECT i.* FROM ids AS i
+    LEFT ANTI JOIN ett_mirror_removals AS r ON r.source = i.source AND r.removal_id > i.ingest_id
+)
+SELECT source, job_id, max(ingest_id) AS ingest_id FROM kept GROUP BY source, job_id
+"""
+
+
+def current_rows(spark: "SparkSession", root: str, doc: dict) -> dict:
+    """Per table, the current rows of the mirror at ``root``: each job's rows of its highest ingest id, less the
+    sources removed after it (see the module docstring); and under ``versions`` each job's current ingest id (one row
+    a job, kept in memory)."""
+    for table in ROW_TABLES:
+        _read_table(spark, root, doc, table).createOrReplaceTempView(f"ett_mirror_{table}")
+    removals = [(str(r["source"]), int(r["id"])) for r in doc["removals"]]
+    spark.createDataFrame(removals, "source string, removal_id bigint").createOrReplaceTempView("ett_mirror_removals")
+    versions = spark.sql(_VERSIONS).persist()
+    versions.createOrReplaceTempView("ett_mirror_versions")
+    current = {
+        table: spark.sql(
+            f"SELECT t.* FROM ett_mirror_{table} AS t LEFT SEMI JOIN ett_mirror_versions AS v "
+            "ON v.source = t.source AND v.job_id = t.job_id AND v.ingest_id = t.ingest_id"
+        )
+        for table in ROW_TABLES
+    }
+    return {**current, "versions": versions}
+
+
+def register_current(spark: "SparkSession", current: dict, qualified: bool) -> None:
+    """``typed_<table>`` and the tables below ``clean_<table>`` over the current rows, as the store's reader lays
+    them out: ``job_id`` first; with several sources ids ``source/job_id``, and ``source`` the jobs' last column (a
+    label), on a row for every job (the store keeps each job's source, with a jobs row or without)."""
+    jid = "concat(t.source, '/', t.job_id)" if qualified else "t.job_id"
+    current["versions"].createOrReplaceTempView("ett_mirror_versions")  # (another mirror may have replaced them)
+    for table in ("attempts", "spans"):
+        current[table].createOrReplaceTempView(f"ett_current_{table}")
+        spark.sql(
+            f"SELECT {jid} AS job_id, t.* EXCEPT (source, ingest_id, job_id) FROM ett_current_{table} AS t"
+        ).createOrReplaceTempView(f"typed_{table}")
+    current["jobs"].createOrReplaceTempView("ett_current_jobs")
+    if not qualified:
+        spark.sql(
+            "SELECT t.job_id, t.* EXCEPT (source, ingest_id, job_id) FROM ett_current_jobs AS t"
+        ).createOrReplaceTempView("typed_jobs")
+        return
+    spark.sql(
+        "SELECT concat(v.source, '/', v.job_id) AS job_id, t.* EXCEPT (source, ingest_id, job_id), v.source AS source "
+        "FROM ett_mirror_versions AS v LEFT JOIN ett_current_jobs AS t "
+        "ON t.source = v.source AND t.job_id = v.job_id AND t.ingest_id = v.ingest_id"
+    ).createOrReplaceTempView("typed_jobs")
+
+
+_COUNTS = """
+SELECT (SELECT count(*) FROM ett_current_jobs) AS jobs, (SELECT count(*) FROM ett_current_attempts) AS attempts,
+       (SELECT count(*) FROM ett_current_spans) AS spans
+"""
+
+
+def open_mirror(
+    location: Any,
+    spark: "SparkSession",
+    mapping: Any = None,
+    as_of: Any = None,
+    since: Any = None,
+    until: Any = None,
+    exclude: Any = None,
+) -> MirrorSparkTrace:
+    """The store's Parquet mirror at ``location`` (a local folder or a URI) as a trace on ``spark``: the metric's
+    functions give the store's figures (see the module docstring).
+
+    Without ``as_of`` the store's analysis time is the as-of (running work is measured up to it); ``mapping``, the
+    window and the exclusions are the measuring commands' own, as on a trace.
+    """
+    uri = _location(location).rstrip("/")
+    phase_map = load_phase_map(mapping)
+    as_of_ms = parse_as_of(as_of)
+    window = make_window(since, until, exclude)
+    sp.forget_active(spark)  # the views below replace those of any trace opened before in this session
+    with sp.input_errors(uri):
+        doc = read_pointer(spark, uri)
+        _, root = spark_load._filesystem(spark, uri)
+        current = current_rows(spark, root.toString(), doc)
+        qualified = len(doc["sources"]) > 1
+        store_as_of = doc["as_of_ms"]
+        labels = list(doc["labels"])  # the store's labels, as its own reader tells them
+        trace = MirrorTrace(
+            path=location,
+            phase_map=phase_map,
+            as_of_ms=store_as_of if as_of_ms is None else as_of_ms,
+            labels=[*labels, "source"] if qualified else labels,
+            metadata={"synthetic": bool(doc.get("synthetic")), "description": doc.get("description", "")},
+            window=window,
+            latest_ms=store_as_of,
+            pointer=doc,
+            sources_n=len(doc["sources"]),
+            not_started={"attempts": 0, "spans": 0, "jobs": 0},
+        )
+        # as the store: its own analysis time includes its latest instant (cut 1 ms after), another one cuts at it
+        explicit = as_of_ms is not None and as_of_ms != store_as_of
+        cut_ms = trace.as_of_ms if explicit else (None if trace.as_of_ms is None else trace.as_of_ms + 1)
+        st = MirrorSparkTrace(spark=spark, trace=trace, verify=False, current=current, cut_ms=cut_ms)
+        st.register_inputs()
+        counts = spark.sql(_COUNTS).collect()[0].asDict()
+        if counts != {t: int(doc["rows"][t]) for t in ROW_TABLES}:
+            raise InputError(
+                Problem(
+                    uri,
+                    None,
+                    None,
+                    f"the mirror's folders hold other rows than its {POINTER} says (rows {counts}, pointer "
+                    f"{doc['rows']}): a folder was changed or removed; publish the store into a new folder",
+                )
+            )
+        trace.accounting = {
+            t: {"read": n, "used": n, "rejected": 0, "rejected_by_reason": {}} for t, n in counts.items()
+        }
+        if explicit:
+            trace.not_started = spark.sql(spark_load._NOT_STARTED).collect()[0].asDict()
+        sp.register_trace(st)
+    trace.spark_trace = st
+    return st
