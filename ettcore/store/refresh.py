@@ -77,21 +77,22 @@ def _incoming_views(con: duckdb.DuckDBPyConnection) -> None:
     attempts' times to text was 3.4 s of the 4.6 s their insert took).  A store made before keeps the attempts' raw
     columns it has (its digests cover them).  The jobs' ``gpus_raw`` stays: the metric's ``metric_jobs.sql`` names
     it."""
+    clean = {c.lower() for c in db.columns(con, "clean_attempts")}
+    read = db.columns(con, "raw_attempts") if "nodes" not in clean and relation_kind(con, "raw_attempts") else {}
+    nodes = next((c for c in read if c.lower() == "nodes"), None)
     for table in db.ROW_TABLES:
         kept = set(db.columns(con, f"st.rows_{table}")) if db.has_table(con, f"rows_{table}") else set()
         raw = [c for c in db.columns(con, f"clean_{table}") if table != "jobs" and c.endswith("_raw") and c not in kept]
         drop = f" EXCLUDE ({', '.join(quote_ident(c) for c in raw)})" if raw else ""
-        con.execute(f"CREATE OR REPLACE TEMP VIEW ett_in_{table} AS SELECT *{drop} FROM clean_{table}")
-    # an attempt's nodes (the optional ``nodes`` column, a host list: ettcore.metric.nodes) are not typed by the
-    # loader, which leaves them in the rows as read; the store keeps them beside the typed columns
-    clean = {c.lower() for c in db.columns(con, "clean_attempts")}
-    read = db.columns(con, "raw_attempts") if "nodes" not in clean and relation_kind(con, "raw_attempts") else {}
-    nodes = next((c for c in read if c.lower() == "nodes"), None)
-    if nodes:
-        con.execute(
-            f"CREATE OR REPLACE TEMP VIEW ett_in_attempts AS SELECT c.*, r.{quote_ident(nodes)}::VARCHAR AS nodes "
-            "FROM clean_attempts AS c LEFT JOIN raw_attempts AS r ON r._file = c._file AND r._row = c._row"
-        )
+        if table == "attempts" and nodes:
+            # an attempt's nodes (the optional ``nodes`` column, a host list: ettcore.metric.nodes) are not typed by
+            # the loader, which leaves them in the rows as read; the store keeps them beside the typed columns
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW ett_in_attempts AS SELECT c.*{drop}, r.{quote_ident(nodes)}::VARCHAR "
+                "AS nodes FROM clean_attempts AS c LEFT JOIN raw_attempts AS r ON r._file = c._file AND r._row = c._row"
+            )
+        else:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW ett_in_{table} AS SELECT *{drop} FROM clean_{table}")
 
 
 def _row_hash(con: duckdb.DuckDBPyConnection, table: str, relation: str) -> str:
