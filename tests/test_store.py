@@ -193,6 +193,11 @@ def test_a_new_store_keeps_no_raw_text_of_attempts_or_spans(tmp_path):
         cols = _stored_columns(s, table)
         assert not [c for c in cols if c.endswith("_raw")], (table, cols)
     assert "gpus_raw" in _stored_columns(s, "rows_jobs")  # the jobs' stays (metric_jobs.sql names it)
+    # attempts with a node list (the multi-node campaign): the list is kept, their raw text is not
+    m = tmp_path / "m.duckdb"
+    store.ingest_path(m, ROOT / "data" / "slurm-multinode" / "trace")
+    cols = _stored_columns(m, "rows_attempts")
+    assert "nodes" in cols and not [c for c in cols if c.endswith("_raw")], cols
 
 
 def test_bad_source_leaves_the_store_unchanged(tmp_path):
