@@ -62,6 +62,7 @@ pytestmark = [needs_stack, pytest.mark.xdist_group("monitoring"), pytest.mark.to
 pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
 
 from ettcore.cli import main  # noqa: E402
+from ettcore.config import REPORT_DIR  # noqa: E402
 from ettcore.demo.jobs import JOBS_DIR  # noqa: E402
 from ettcore.demo.jobs.ground_truth import child_env  # noqa: E402
 
@@ -267,17 +268,21 @@ def test_hang_to_alert_end_to_end(tmp_path, capsys):
     assert slowed > 3 * fast and len(steps) > SLOW_AFTER + 20
     lags = [seen - as_of for as_of, seen in seen_as_of.items()]
     wall = time.monotonic() - t_test
+    timings = (
+        f"\n[monitoring e2e] stack started in {ports['start_s']:.1f} s; export as-of -> in Prometheus: median "
+        f"{statistics.median(lags):.1f} s, max {max(lags):.1f} s ({len(lags)} exports, every {REFRESH:g} s);"
+        f"\n[monitoring e2e] hang -> EttJobHung at the webhook {hung_delay:.1f} s (bound {HUNG_BOUND_S:g} s); "
+        f"hang -> EttFleetEttBelow {ett_delay:.1f} s (bound {ETT_BOUND_S:g} s; the ratio over {ETT_RANGE} s "
+        f"first below {ETT_BELOW:g} {first_low - hang_at:.1f} s after the hang);"
+        f"\n[monitoring e2e] slow job: {no_alert_window:.1f} s slow without an alert, then preempted; the "
+        f"preemption in Prometheus after {preemption_seen:.1f} s; EttFleetEttBelow at start-up (the jobs' Time to "
+        f"Start over the {ETT_RANGE} s range): {startup_alerts} notification(s); test wall time {wall:.0f} s"
+    )
     with capsys.disabled():
-        print(
-            f"\n[monitoring e2e] stack started in {ports['start_s']:.1f} s; export as-of -> in Prometheus: median "
-            f"{statistics.median(lags):.1f} s, max {max(lags):.1f} s ({len(lags)} exports, every {REFRESH:g} s);"
-            f"\n[monitoring e2e] hang -> EttJobHung at the webhook {hung_delay:.1f} s (bound {HUNG_BOUND_S:g} s); "
-            f"hang -> EttFleetEttBelow {ett_delay:.1f} s (bound {ETT_BOUND_S:g} s; the ratio over {ETT_RANGE} s "
-            f"first below {ETT_BELOW:g} {first_low - hang_at:.1f} s after the hang);"
-            f"\n[monitoring e2e] slow job: {no_alert_window:.1f} s slow without an alert, then preempted; the "
-            f"preemption in Prometheus after {preemption_seen:.1f} s; EttFleetEttBelow at start-up (the jobs' Time to "
-            f"Start over the {ETT_RANGE} s range): {startup_alerts} notification(s); test wall time {wall:.0f} s"
-        )
+        print(timings)
+    # also kept in reports/ (under pytest-xdist a worker's print does not reach the terminal): .ci/run prints it
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    (REPORT_DIR / "monitoring-e2e.txt").write_text(timings.lstrip("\n") + "\n")
     assert hung_delay <= HUNG_BOUND_S
     assert ett_delay <= ETT_BOUND_S
     assert no_alert_window > HUNG_BOUND_S

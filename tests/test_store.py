@@ -200,6 +200,46 @@ def test_a_new_store_keeps_no_raw_text_of_attempts_or_spans(tmp_path):
     assert "nodes" in cols and not [c for c in cols if c.endswith("_raw")], cols
 
 
+def test_a_refresh_that_replaces_many_jobs_prints_twenty_notes_and_the_count(tmp_path, capsys):
+    """25 jobs, each with one train span; the second version ends every span 1 s earlier: 25 jobs replaced, 20
+    notes and "and 5 more" by default, 25 notes with --all-notes."""
+    from ettcore.cli import main
+
+    def version(cut_ms: int) -> dict:
+        ids = [f"j{k:02d}" for k in range(25)]
+        return {
+            "jobs": [{"job_id": j, "model": "m", "gpus": 1} for j in ids],
+            "attempts": [
+                {"job_id": j, "attempt": 0, "start": T0, "end": T0 + 3_600_000, "end_reason": "completed"} for j in ids
+            ],
+            "spans": [
+                {
+                    "job_id": j,
+                    "attempt": 0,
+                    "phase": "train",
+                    "start": T0,
+                    "end": T0 + 3_600_000 - cut_ms,
+                    "cursor_start": 0,
+                    "cursor_end": 100,
+                }
+                for j in ids
+            ],
+        }
+
+    v1, v2 = write_trace_folder(version(0), tmp_path / "v1"), write_trace_folder(version(1000), tmp_path / "v2")
+    for extra, notes in (([], 20), (["--all-notes"], 25)):
+        s = tmp_path / f"s{notes}.duckdb"
+        assert main(["ingest", str(s), str(v1)]) == 0
+        capsys.readouterr()
+        assert main(["ingest", str(s), str(v2), *extra]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert "0 new, 25 changed" in out[0]
+        said = [x for x in out[1:] if x.startswith("note: job ")]
+        assert len(said) == notes and said[0] == "note: job 'j00' replaced as a whole: spans.end_ms differ"
+        tail = [x for x in out[1:] if not x.startswith("note: job ")]
+        assert tail == (["note: and 5 more of the kind (--all-notes prints every one)"] if notes == 20 else [])
+
+
 def test_bad_source_leaves_the_store_unchanged(tmp_path):
     v1, _ = _two_versions(tmp_path)
     s = tmp_path / "s.duckdb"

@@ -123,22 +123,29 @@ def _kind(sources: list[str], given: str) -> str:
     return kinds[sources[0]]
 
 
-def summary_lines(r: store.Refresh) -> list[str]:
-    """What a refresh prints: counts, the store's analysis time, and a note per job replaced."""
+NOTES_SHOWN = 20  # notes of replaced jobs a refresh prints (--all-notes: every one); a daily export may change 10,000
+
+
+def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
+    """What a refresh prints: counts, the store's analysis time, and a note per job replaced (the first
+    :data:`NOTES_SHOWN`, and how many more, unless ``all_notes``)."""
     lines = [
         f"ingest {r.ingest_id} into {r.store} (source {r.source}): {r.jobs_read} job(s) read: {len(r.new)} new, "
         f"{len(r.changed) + r.running} changed ({r.running} running job(s) measured to the new analysis time), "
         f"{r.unchanged} unchanged; {r.skipped} left out by --skip-invalid; analysis time {iso(r.as_of_ms)}; "
         f"{r.seconds:.2f} s"
     ]
-    lines += [f"note: {n}" for n in r.notes]
+    shown = r.notes if all_notes else r.notes[:NOTES_SHOWN]
+    lines += [f"note: {n}" for n in shown]
+    if len(shown) < len(r.notes):
+        lines.append(f"note: and {len(r.notes) - len(shown)} more of the kind (--all-notes prints every one)")
     return lines
 
 
 def _ingest_folder(args: argparse.Namespace, folder: Path | str, inputs: str, snapshot_ms: int | None) -> None:
     trace = load_trace(folder, mapping=args.mapping, skip_invalid=args.skip_invalid)
     r = store.ingest_trace(args.store, trace, source=args.source, inputs=inputs, snapshot_ms=snapshot_ms)
-    for line in summary_lines(r):
+    for line in summary_lines(r, args.all_notes):
         print(line)
 
 
@@ -266,6 +273,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
+    p.add_argument(
+        "--all-notes",
+        action="store_true",
+        help=f"print a note for every job replaced (default: the first {NOTES_SHOWN} and how many more)",
+    )
     mirror.add_parquet_arg(p)
     s = p.add_argument_group("polling Slurm (--slurm)")
     s.add_argument(
