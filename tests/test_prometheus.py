@@ -237,3 +237,26 @@ def test_export_to_stdout(capsys):
     assert main(["export", "prometheus", str(SAMPLE_TRACE)]) == 0
     out = capsys.readouterr().out
     assert out.startswith("# HELP ett_trace_info ") and "\nett_fleet_jobs 4\n" in out
+
+
+def test_recent_jobs_series_equal_the_full_summary(tmp_path):
+    """Only the recent jobs' components are pivoted (metric.job_components): their series are the rows of the whole
+    trace's job_summary, and the other jobs have none.  The sample's as-of is 2026-01-06T04:00Z; 21 h before it is
+    07:00 on the 5th: the jobs ending at 08:00 and 07:44 and the running one are recent, worked-example (02:00) is
+    not."""
+    shutil.copytree(SAMPLE_TRACE, tmp_path / "sample")
+    got = series(export(tmp_path / "sample", "--job-series-within", "21h"))
+    full = metric.job_summary(load_trace(SAMPLE_TRACE))
+    written = {dict(k[1])["job_id"] for k in got if k[0] == "ett_job_wall_seconds"}
+    assert written == {"sample-preempted", "sample-running", "sample-startup-failure"}
+    assert value(got, "ett_export_jobs_with_series") == 3
+    owners = dict(metric.owner_gpu_hours(load_trace(SAMPLE_TRACE)).select("component", "owner").iter_rows())
+    checked = 0
+    for r in full.filter(pl.col("job_id").is_in(list(written))).iter_rows(named=True):
+        lab = {"job_id": r["job_id"], "model": r["model"]}
+        for c, owner in owners.items():
+            assert value(got, "ett_job_l2_gpu_seconds", component=c, owner=owner, **lab) == pytest.approx(
+                r[f"{c}_s"] * r["gpus"]
+            )
+            checked += 1
+    assert checked >= 3

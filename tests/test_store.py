@@ -151,6 +151,55 @@ def test_same_source_twice_and_a_replaced_job(tmp_path, capsys):
     assert jobs.filter(pl.col("job_id") == "b").select("ett_pct", "nof").row(0) == (50.0, 1)
 
 
+def test_a_store_that_kept_the_attempts_raw_text_still_compares(tmp_path, capsys, monkeypatch):
+    """A store made while the attempts' ``*_raw`` columns were kept (their digests cover them) keeps them: the same
+    source again is "0 new, 0 changed", and a changed attempt is still found and named."""
+    from ettcore.cli import main
+    from ettcore.store import db, refresh
+    from ettcore.trace.load import quote_ident
+
+    def as_before(con):  # the rows as a store of the same version stored them before: only a span's raw text left out
+        for table in db.ROW_TABLES:
+            raw = [c for c in db.columns(con, f"clean_{table}") if table == "spans" and c.endswith("_raw")]
+            drop = f" EXCLUDE ({', '.join(quote_ident(c) for c in raw)})" if raw else ""
+            con.execute(f"CREATE OR REPLACE TEMP VIEW ett_in_{table} AS SELECT *{drop} FROM clean_{table}")
+
+    v1, v2 = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    with monkeypatch.context() as m:
+        m.setattr(refresh, "_incoming_views", as_before)
+        assert main(["ingest", str(s), str(v1)]) == 0
+    assert main(["ingest", str(s), str(v1)]) == 0
+    assert main(["ingest", str(s), str(v2)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "2 new, 0 changed" in out[0] and "0 new, 0 changed" in out[1] and "0 new, 1 changed" in out[2]
+    assert out[3] == "note: job 'b' replaced as a whole: attempts.end_reason differ"
+    assert {"start_raw", "end_raw"} <= set(_stored_columns(s, "rows_attempts"))
+    # every stored attempt, b's new one too, has its raw text: the store's columns stayed as they were
+    with duckdb.connect(str(s), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM rows_attempts WHERE start_raw IS NULL").fetchall()[0][0] == 0
+
+
+def _stored_columns(path: Path, table: str) -> list[str]:
+    with duckdb.connect(str(path), read_only=True) as con:
+        return [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall()]
+
+
+def test_a_new_store_keeps_no_raw_text_of_attempts_or_spans(tmp_path):
+    v1, _v2 = _two_versions(tmp_path)
+    s = tmp_path / "s.duckdb"
+    store.ingest_path(s, v1)
+    for table in ("rows_attempts", "rows_spans"):
+        cols = _stored_columns(s, table)
+        assert not [c for c in cols if c.endswith("_raw")], (table, cols)
+    assert "gpus_raw" in _stored_columns(s, "rows_jobs")  # the jobs' stays (metric_jobs.sql names it)
+    # attempts with a node list (the multi-node campaign): the list is kept, their raw text is not
+    m = tmp_path / "m.duckdb"
+    store.ingest_path(m, ROOT / "data" / "slurm-multinode" / "trace")
+    cols = _stored_columns(m, "rows_attempts")
+    assert "nodes" in cols and not [c for c in cols if c.endswith("_raw")], cols
+
+
 def test_a_refresh_that_replaces_many_jobs_prints_twenty_notes_and_the_count(tmp_path, capsys):
     """25 jobs, each with one train span; the second version ends every span 1 s earlier: 25 jobs replaced, 20
     notes and "and 5 more" by default, 25 notes with --all-notes."""

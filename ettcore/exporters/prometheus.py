@@ -307,12 +307,17 @@ def exposition(
     the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``live``: the thresholds of
     :func:`live_families` (the running jobs' hung and slow gauges)."""
     owners = _owners(trace)
-    all_jobs = metric.job_summary(trace)
     fleet = metric.fleet_summary(trace)
     models = metric.fleet_summary(trace, by="model")
     counters = trace.window.whole
-    tables = money.money_tables(all_jobs, prices, metric.components(trace), owners) if prices is not None else None
-    jobs = recent_jobs(all_jobs, trace.as_of_ms, job_series_within_s)
+    if prices is not None:  # the money tables price every job's components
+        all_jobs = metric.job_summary(trace)
+        tables = money.money_tables(all_jobs, prices, metric.components(trace), owners)
+        jobs = recent_jobs(all_jobs, trace.as_of_ms, job_series_within_s)
+    else:  # only the recent jobs' components become columns (a pivot of every job's: 1.5 s of a 1M-job export)
+        tables = None
+        all_jobs = metric.engine_of(trace).per_job()  # their NoF by end reason (_group_rows) needs no component
+        jobs = metric.job_components(trace, recent_jobs(all_jobs, trace.as_of_ms, job_series_within_s))
     per_job_stalls = stalls.job_stalls(trace)
     yield from family(
         "ett_trace_info",

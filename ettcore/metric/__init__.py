@@ -436,11 +436,18 @@ def _rows_and_components(long: pl.DataFrame, key: str, suffix: str, before: str,
 
 def job_summary(trace: Any) -> pl.DataFrame:
     """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
+    return job_components(trace, engine_of(trace).per_job())
+
+
+def job_components(trace: Any, jobs: pl.DataFrame) -> pl.DataFrame:
+    """``jobs`` (rows of the per-job table, ``Engine.per_job``: all of them or some, in any order) with the seconds
+    of each L2 component as columns: the rows :func:`job_summary` gives for those jobs, pivoting only theirs (the
+    Prometheus export's recent jobs of a million)."""
     e = engine_of(trace)
-    jobs = e.per_job()
-    return with_components(
-        jobs, e.per_job_components(), "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components
-    )
+    long = e.per_job_components()
+    if long.height > jobs.height:
+        long = long.join(jobs.select("job_id"), on="job_id", how="semi")
+    return with_components(jobs, long, "job_id", "seconds", "_s", "excluded_s", e.phase_map.all_components)
 
 
 def job_causes(trace: Any) -> pl.DataFrame:
