@@ -58,23 +58,17 @@ def register_given(trace: Trace) -> None:
     con = trace.con
     # a fleet store keeps the rows it stored (its nodes beside the typed columns) and no rows as read
     has_raw = relation_kind(con, "raw_attempts") is not None
-    typed_nodes = _column(trace, "clean_attempts", "nodes")
-    nodes = None if typed_nodes or not has_raw else _column(trace, "raw_attempts", "nodes")
-    typed_cause = _column(trace, "clean_attempts", "cause")
-    raw_cause = None if typed_cause or not has_raw else _column(trace, "raw_attempts", "cause")
-    node_expr = (
-        f"a.{quote_ident(typed_nodes)}::VARCHAR"
-        if typed_nodes
-        else (f"r.{quote_ident(nodes)}::VARCHAR" if nodes else "NULL::VARCHAR")
-    )
-    cause_expr = (
-        f"a.{quote_ident(typed_cause)}::VARCHAR"
-        if typed_cause
-        else (f"r.{quote_ident(raw_cause)}::VARCHAR" if raw_cause else "NULL::VARCHAR")
-    )
+
+    def given(name: str) -> str:
+        typed = _column(trace, "clean_attempts", name)
+        if typed:
+            return f"a.{quote_ident(typed)}::VARCHAR"
+        read = _column(trace, "raw_attempts", name) if has_raw else None
+        return f"r.{quote_ident(read)}::VARCHAR" if read else "NULL::VARCHAR"
+
     con.execute(
         "CREATE OR REPLACE TEMP VIEW attempt_given AS SELECT a.job_id, a.attempt, a._file, a._row, "
-        f"{node_expr} AS nodes, {cause_expr} AS cause FROM clean_attempts AS a "
+        f"{given('nodes')} AS nodes, {given('cause')} AS cause FROM clean_attempts AS a "
         + ("LEFT JOIN raw_attempts AS r ON r._file = a._file AND r._row = a._row" if has_raw else "")
     )
 

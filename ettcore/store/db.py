@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -108,8 +108,6 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: st
     """ATTACH the store as ``name``; while another process holds it, wait (bounded, saying so once), then refuse
     (at once without ``wait``)."""
     _clock["t"] = time.monotonic()
-    deadline = time.monotonic() + (wait_seconds() if wait else 0.0)
-    said = False
     mode = " (READ_ONLY)" if read_only else ""
     if not read_only:
         # a checkpoint never merges row groups thinned by deletes (DuckDB's vacuum): that rewrites whole tables, the
@@ -119,38 +117,59 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: st
         # file (9.4 s more and 167 MB for 85 MB, 4.2 M spans)
         con.execute("SET max_vacuum_tasks = 0")
         con.execute("SET preserve_insertion_order = false")
-    while True:
+
+    def attempt() -> bool:
         try:
             con.execute(f"ATTACH {literal(path)} AS {name}{mode}")
-            return
+            return True
         except duckdb.IOException as exc:
             text = str(exc)
             if "lock" not in text.lower():
                 raise InputError(
                     Problem(str(path), None, None, f"not a readable store: {text.splitlines()[0]}")
                 ) from None
-            if time.monotonic() >= deadline:
-                raise InputError(
-                    Problem(
-                        str(path),
-                        None,
-                        None,
-                        f"the store is held by another process (a refresh or a reader) for more than "
-                        f"{wait_seconds():g} s; try again later (ETT_STORE_WAIT sets the wait)",
-                    )
-                ) from None
-            if not said:
-                print(
-                    f"ett: {path} is held by another process (a refresh or a reader); waiting up to "
-                    f"{wait_seconds():g} s",
-                    file=sys.stderr,
-                )
-                said = True
-            time.sleep(0.2)
+            return False
         except duckdb.Error as exc:
             raise InputError(
                 Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
             ) from None
+
+    held = "held by another process (a refresh or a reader)"
+    retry_while_held(
+        attempt,
+        str(path),
+        f"the store is {held} for more than {wait_seconds():g} s",
+        f"{path} is {held}",
+        wait_seconds() if wait else 0.0,
+    )
+
+
+def retry_while_held(attempt: Callable[[], bool], where: str, refusal: str, waiting: str, limit_s: float) -> None:
+    """Call ``attempt`` until it gets what it asks for (True); while another process holds it (False), wait up to
+    ``limit_s`` seconds, saying ``waiting`` once on stderr, then refuse in one line naming ``where``."""
+    deadline = time.monotonic() + limit_s
+    said = False
+    while not attempt():
+        if time.monotonic() >= deadline:
+            raise InputError(
+                Problem(where, None, None, f"{refusal}; try again later (ETT_STORE_WAIT sets the wait)")
+            ) from None
+        if not said:
+            print(f"ett: {waiting}; waiting up to {wait_seconds():g} s", file=sys.stderr)
+            said = True
+        time.sleep(0.2)
+
+
+@contextmanager
+def opened(path: Path, read_only: bool = True) -> Iterator[tuple[duckdb.DuckDBPyConnection, dict[str, str]]]:
+    """A connection with the store at ``path`` attached as ``st`` (:func:`attach`: waiting, bounded, while another
+    process holds it) and its checked metadata (:func:`meta`); closed on leaving."""
+    con = duckdb.connect()
+    try:
+        attach(con, path, read_only=read_only)
+        yield con, meta(con, path)
+    finally:
+        con.close()
 
 
 def has_table(con: duckdb.DuckDBPyConnection, table: str, db: str = "st") -> bool:

@@ -20,7 +20,6 @@ import fcntl
 import json
 import os
 import shutil
-import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -73,23 +72,13 @@ class Published:
         )
 
 
-def _read_meta(path: Path) -> dict[str, str]:
-    con = duckdb.connect()
-    try:
-        db.attach(con, path, read_only=True)
-        return db.meta(con, path)
-    finally:
-        con.close()
-
-
 def _committed(con: duckdb.DuckDBPyConnection) -> tuple[list[int], list[tuple[int, str]]]:
     """The store's committed refreshes (ids) and source removals (id, source), each in id order."""
     ingests = [r[0] for r in con.execute("SELECT ingest_id FROM st.ett_ingests ORDER BY 1").fetchall()]
-    has_removals = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = 'st' AND table_name = 'ett_removals'"
-    ).fetchall()[0][0]
     removals = (
-        con.execute("SELECT ingest_id, source FROM st.ett_removals ORDER BY 1").fetchall() if has_removals else []
+        con.execute("SELECT ingest_id, source FROM st.ett_removals ORDER BY 1").fetchall()
+        if db.has_table(con, "ett_removals")
+        else []
     )
     return ingests, [(int(i), str(s)) for i, s in removals]
 
@@ -98,13 +87,8 @@ def for_reading(store_path: str | Path) -> tuple[Path, str | None]:
     """The Parquet mirror Spark reads for the store at ``store_path``, and a note when it lags the store (a publish
     that failed or was killed: ``ett store publish STORE`` repairs it)."""
     path = Path(store_path)
-    con = duckdb.connect()
-    try:
-        db.attach(con, path, read_only=True)
-        meta = db.meta(con, path)
+    with db.opened(path) as (con, meta):
         ingests, removals = _committed(con)
-    finally:
-        con.close()
     if not meta.get(MIRROR_KEY):
         raise InputError(
             Problem(
@@ -133,18 +117,15 @@ def for_reading(store_path: str | Path) -> tuple[Path, str | None]:
 
 def mirror_of(store_path: str | Path) -> Path | None:
     """The folder the store at ``store_path`` publishes its Parquet mirror into (None: it has none)."""
-    folder = _read_meta(Path(store_path)).get(MIRROR_KEY)
+    with db.opened(Path(store_path)) as (_con, meta):
+        folder = meta.get(MIRROR_KEY)
     return Path(folder) if folder else None
 
 
 def remember(store_path: str | Path, folder: str | Path | None) -> None:
     """Give the store its mirror id once and, with ``folder``, record it as the store's mirror: a short write
     transaction."""
-    path = Path(store_path)
-    con = duckdb.connect()
-    try:
-        db.attach(con, path, read_only=False)
-        meta = db.meta(con, path)
+    with db.opened(Path(store_path), read_only=False) as (con, meta):
         con.execute("BEGIN TRANSACTION")
         if folder is not None:
             con.execute(
@@ -154,39 +135,28 @@ def remember(store_path: str | Path, folder: str | Path | None) -> None:
         if not meta.get(ID_KEY):
             con.execute("INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)", {"k": ID_KEY, "v": uuid.uuid4().hex})
         con.execute("COMMIT")
-    finally:
-        con.close()
 
 
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """Hold the mirror folder's lock: a second publisher waits (bounded, saying so once), then refuses."""
     fd = os.open(folder / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def attempt() -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
     try:
-        deadline = time.monotonic() + db.wait_seconds()
-        said = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise InputError(
-                        Problem(
-                            str(folder),
-                            None,
-                            None,
-                            f"another process has been publishing this Parquet mirror for more than "
-                            f"{db.wait_seconds():g} s; try again later (ETT_STORE_WAIT sets the wait)",
-                        )
-                    ) from None
-                if not said:
-                    print(
-                        f"ett: {folder} is being published by another process; waiting up to {db.wait_seconds():g} s",
-                        file=sys.stderr,
-                    )
-                    said = True
-                time.sleep(0.2)
+        db.retry_while_held(
+            attempt,
+            str(folder),
+            f"another process has been publishing this Parquet mirror for more than {db.wait_seconds():g} s",
+            f"{folder} is being published by another process",
+            db.wait_seconds(),
+        )
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock (and a killed process's is released by the kernel)
@@ -256,8 +226,8 @@ def publish(store_path: str | Path, folder: str | Path | None = None) -> Publish
     path = Path(store_path)
     if not path.is_file():
         raise InputError(Problem(str(path), None, None, "store file does not exist"))
-    meta = _read_meta(path)
-    remembered = meta.get(MIRROR_KEY)
+    with db.opened(path) as (_con, meta):
+        remembered = meta.get(MIRROR_KEY)
     if folder is None:
         if not remembered:
             raise InputError(
@@ -295,12 +265,8 @@ def _publish_into(path: Path, target: Path) -> tuple[dict | None, list[int], int
             _check_empty(target)
         previous = int(pointer["published_id"]) if pointer else 0
         _clear_leftovers(target, previous)
-        con = duckdb.connect()
-        try:
-            db.attach(con, path, read_only=True)
+        with db.opened(path) as (con, _meta):
             doc, written, rows = _export(con, path, target, pointer)
-        finally:
-            con.close()
         if doc is not None:
             atomic.write_text(target / POINTER, pointer_text(doc))
             _fsync(target)

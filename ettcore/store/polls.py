@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
-
-from ettcore.store.db import attach, meta
+from ettcore.store.db import columns, has_table, opened
 from ettcore.trace.instants import iso
 
 POLL_INPUTS = "sacct --slurm"
@@ -26,56 +24,30 @@ def poll_inputs(since_ms: int, open_asked: int, window_jobs: int) -> str:
     )
 
 
-def _read(path: Path) -> duckdb.DuckDBPyConnection | None:
-    """The store attached read-only as ``st`` (waiting, bounded, while a refresh holds it); None before its first
-    ingest."""
-    if not path.exists():
-        return None
-    con = duckdb.connect()
-    attach(con, path, read_only=True)
-    meta(con, path)
-    return con
-
-
-def _has(con: duckdb.DuckDBPyConnection, table: str, column: str | None = None) -> bool:
-    q = "SELECT count(*) FROM duckdb_columns() WHERE database_name = 'st' AND table_name = $t"
-    params = {"t": table}
-    if column is not None:
-        q += " AND column_name = $c"
-        params["c"] = column
-    return bool(con.execute(q, params).fetchall()[0][0])
-
-
 def last_poll_ms(path: str | Path, source: str) -> int | None:
     """When the last poll of ``source`` ran ``sacct`` (epoch ms), or None when it has never been polled."""
-    con = _read(Path(path))
-    if con is None:
+    if not Path(path).exists():  # before the store's first ingest
         return None
-    try:
+    with opened(Path(path)) as (con, _meta):
         row = con.execute(
             "SELECT max(snapshot_ms) FROM st.ett_ingests WHERE source = $s AND starts_with(inputs, $p)",
             {"s": source, "p": POLL_INPUTS},
         ).fetchall()
-        return None if row[0][0] is None else int(row[0][0])
-    finally:
-        con.close()
+    return None if row[0][0] is None else int(row[0][0])
 
 
 def open_jobs(path: str | Path, source: str) -> list[str]:
     """The Slurm ids (``slurm_job_id``, else the job id) of the jobs of ``source`` with an attempt without an end."""
-    con = _read(Path(path))
-    if con is None:
+    if not Path(path).exists():  # before the store's first ingest
         return []
-    try:
-        if not _has(con, "rows_attempts"):
+    with opened(Path(path)) as (con, _meta):
+        if not has_table(con, "rows_attempts"):
             return []
-        raw = "j.slurm_job_id" if _has(con, "rows_jobs", "slurm_job_id") else "NULL"
+        raw = "j.slurm_job_id" if "slurm_job_id" in columns(con, "st.rows_jobs") else "NULL"
         rows = con.execute(
             f"SELECT DISTINCT coalesce(CAST({raw} AS VARCHAR), a.job_id) AS id FROM st.rows_attempts AS a "
             "LEFT JOIN st.rows_jobs AS j ON j.source = a.source AND j.job_id = a.job_id "
             "WHERE a.source = $s AND a.end_ms IS NULL ORDER BY id",
             {"s": source},
         ).fetchall()
-        return [r[0] for r in rows]
-    finally:
-        con.close()
+    return [r[0] for r in rows]
