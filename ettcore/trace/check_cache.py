@@ -5,7 +5,8 @@ default as-of).  A trace with findings is always checked again, so every error m
 
 The key is the trace's content, never its names or dates: a BLAKE2b digest of every byte of every table file read
 (each file's path and size too), of the phase map, and of the code that types and checks the rows (the check queries
-and the modules that build them).  A file touched without change still hits; a file rewritten with other bytes
+and the modules that build them) and of the vocabulary (``ettcore/defaults``: the end reasons and causes the checks
+accept).  A file touched without change still hits; a file rewritten with other bytes
 (even of the same size and modification time), a part file replaced, added or removed, another mapping or another
 version of the checks misses, and the trace is checked again.  Hashing reads the files once, in threads, at disk
 speed (a fraction of one DuckDB read of the same files, which also decodes them).
@@ -26,6 +27,7 @@ from typing import Any
 
 from ettcore.atomic import atomic_path
 from ettcore.config import PACKAGE_DIR, SQL_DIR
+from ettcore.vocabulary import VOCABULARY
 
 FORMAT = 1  # bump when the stored verdict changes meaning
 # the checking code, as paths under the package folder (the checks' SQL is added by _code_digest)
@@ -35,6 +37,7 @@ _CODE = (
     "trace/checks.py",
     "trace/check_cache.py",
     "phases.py",
+    "vocabulary.py",
     "trace/span_store.py",
 )
 _CHUNK = 1 << 22
@@ -65,6 +68,7 @@ def _code_digest() -> str:
         h.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes() + b"\0")
     for f in sorted([*(SQL_DIR / "checks").glob("*.sql"), *(SQL_DIR / "store").glob("*.sql")]):
         h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(b"vocabulary\0" + VOCABULARY.digest.encode())  # the checks' lists (end reasons, causes) come from it
     return h.hexdigest()
 
 

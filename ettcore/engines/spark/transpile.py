@@ -45,6 +45,7 @@ import sqlglot
 from sqlglot import exp
 
 from ettcore.config import SQL_DIR
+from ettcore.trace.queries import sql
 
 VARIANT_DIR = SQL_DIR / "spark"
 
@@ -99,8 +100,9 @@ def duckdb_to_spark(text: str) -> str:
 
 @lru_cache(maxsize=None)
 def spark_sql(name: str) -> str:
-    """Spark SQL of ``ettcore/sql/<name>.sql``: the variant in ``sql/spark/`` if one exists, else the translation."""
+    """Spark SQL of ``ettcore/sql/<name>.sql``: the variant in ``sql/spark/`` if one exists, else the translation of
+    the file with the vocabulary rendered (:func:`ettcore.trace.queries.sql`)."""
     variant = VARIANT_DIR / f"{name.split('/')[-1]}.sql"
     if variant.is_file():
         return variant.read_text(encoding="utf-8")
-    return duckdb_to_spark((SQL_DIR / f"{name}.sql").read_text(encoding="utf-8"))
+    return duckdb_to_spark(sql(name))

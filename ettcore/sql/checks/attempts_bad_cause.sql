@@ -10,4 +10,4 @@ SELECT 'attempts' AS table_name, _file, _row, 'cause' AS field, job_id,
        END AS message
 FROM typed_attempts
 WHERE cause IS NOT NULL AND trim(cause) <> ''
-  AND (cause NOT IN (SELECT c.cause FROM ett_causes AS c) OR end_reason IN ('completed', 'cancelled', 'running'))
+  AND (cause NOT IN (SELECT c.cause FROM ett_causes AS c) OR end_reason IN ({{not_interruptions}}))

@@ -3,9 +3,9 @@ WITH suspect AS MATERIALIZED (
     -- one scan: the rows with any of the problems below (few), then one branch a problem
     SELECT * FROM typed_attempts
     WHERE job_id IS NULL OR attempt IS NULL OR attempt < 0 OR start_ms IS NULL OR (end_raw IS NOT NULL AND end_ms IS NULL)
-       OR end_reason IS NULL OR end_reason NOT IN ('completed', 'failure', 'preemption', 'cancelled', 'running')
-       OR (end_raw IS NULL AND end_reason IN ('completed', 'failure', 'preemption', 'cancelled'))
-       OR (end_reason = 'running' AND end_raw IS NOT NULL)
+       OR end_reason IS NULL OR end_reason NOT IN ({{end_reasons}})
+       OR (end_raw IS NULL AND end_reason IN ({{closed_end_reasons}}))
+       OR (end_reason = {{open_end_reason}} AND end_raw IS NOT NULL)
 ),
 bad AS (
     SELECT _file, _row, 'job_id' AS field, job_id, 'job_id is missing' AS message
@@ -31,13 +31,13 @@ bad AS (
                 ELSE 'unknown end_reason ' || left(end_reason, 80)
                      || ' (expected completed, failure, preemption, cancelled, running)' END
     FROM suspect
-    WHERE end_reason IS NULL OR end_reason NOT IN ('completed', 'failure', 'preemption', 'cancelled', 'running')
+    WHERE end_reason IS NULL OR end_reason NOT IN ({{end_reasons}})
     UNION ALL
     SELECT _file, _row, 'end_reason', job_id, 'end is empty but end_reason is ' || end_reason || ' (expected running)'
     FROM suspect
-    WHERE end_raw IS NULL AND end_reason IN ('completed', 'failure', 'preemption', 'cancelled')
+    WHERE end_raw IS NULL AND end_reason IN ({{closed_end_reasons}})
     UNION ALL
     SELECT _file, _row, 'end', job_id, 'end_reason is running but end is set'
-    FROM suspect WHERE end_reason = 'running' AND end_raw IS NOT NULL
+    FROM suspect WHERE end_reason = {{open_end_reason}} AND end_raw IS NOT NULL
 )
 SELECT 'attempts' AS table_name, _file, _row, field, job_id, message FROM bad

@@ -67,7 +67,7 @@ interrupted AS (
     -- productive parts whose following stretch holds an interruption (an attempt ended by failure or preemption),
     -- with the cause of the stretch's first interruption (in attempt order)
     SELECT job_key, upto AS ord, arg_min(cause_id, a_ord) AS first_cause
-    FROM attempt_parts WHERE end_reason IN ('failure', 'preemption') AND upto IS NOT NULL
+    FROM attempt_parts WHERE end_reason IN ({{interruptions}}) AND upto IS NOT NULL
     GROUP BY job_key, upto
 ),
 interruption_instants AS (
@@ -77,7 +77,7 @@ interruption_instants AS (
         SELECT job_key, end_ms, cause_id,
                row_number() OVER (PARTITION BY job_key ORDER BY start_ms, end_ms, attempt) AS a_ord
         FROM metric_attempts
-        WHERE end_reason IN ('failure', 'preemption')
+        WHERE end_reason IN ({{interruptions}})
     ) AS x
     GROUP BY job_key, end_ms
 ),

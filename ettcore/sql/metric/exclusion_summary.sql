@@ -38,7 +38,7 @@ stops AS (
     SELECT c.exclusion_id, CAST(count(*) AS BIGINT) AS nof
     FROM covered AS c
     JOIN metric_attempts AS a ON a.job_key = c.job_key AND a.end_ms >= c.lo_ms AND a.end_ms < c.hi_ms
-    WHERE a.end_reason IN ('failure', 'preemption')
+    WHERE a.end_reason IN ({{interruptions}})
     GROUP BY c.exclusion_id
 )
 SELECT

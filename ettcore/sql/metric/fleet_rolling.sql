@@ -33,7 +33,7 @@ totals AS (
     GROUP BY bucket_ms
 ),
 interruptions AS (
-    SELECT b.bucket_ms, sum(i.nof) AS nof, sum(i.nof_failure) AS nof_failure, sum(i.nof_preemption) AS nof_preemption
+    SELECT b.bucket_ms, sum(i.nof) AS nof, {{each nof: sum(i.@) AS @}}
     FROM buckets AS b
     JOIN interruption_slots AS i
         ON i.slot_ms >= b.bucket_ms + $every_ms - $window_ms AND i.slot_ms < b.bucket_ms + $every_ms
@@ -47,8 +47,7 @@ SELECT
     coalesce(t.wall_gpu_ms, 0) / 3.6e6 AS wall_gpu_h,
     coalesce(t.productive_gpu_ms, 0) / 3.6e6 AS productive_gpu_h,
     CAST(coalesce(i.nof, 0) AS BIGINT) AS nof,
-    CAST(coalesce(i.nof_failure, 0) AS BIGINT) AS nof_failure,
-    CAST(coalesce(i.nof_preemption, 0) AS BIGINT) AS nof_preemption,
+    {{each nof: CAST(coalesce(i.@, 0) AS BIGINT) AS @}},
     l.component,
     l.gpu_ms / 3.6e6 AS gpu_h
 FROM buckets AS b

@@ -22,7 +22,7 @@ totals AS (
 ),
 interruptions AS (
     SELECT CAST(date_trunc($every, CAST(epoch_ms(slot_ms) AS DATE)) AS DATE) AS bucket_start,
-           sum(nof) AS nof, sum(nof_failure) AS nof_failure, sum(nof_preemption) AS nof_preemption
+           sum(nof) AS nof, {{each nof: sum(@) AS @}}
     FROM interruption_slots
     GROUP BY 1
 ),
@@ -35,8 +35,7 @@ SELECT
     coalesce(t.wall_gpu_ms, 0) / 3.6e6 AS wall_gpu_h,
     coalesce(t.productive_gpu_ms, 0) / 3.6e6 AS productive_gpu_h,
     CAST(coalesce(i.nof, 0) AS BIGINT) AS nof,
-    CAST(coalesce(i.nof_failure, 0) AS BIGINT) AS nof_failure,
-    CAST(coalesce(i.nof_preemption, 0) AS BIGINT) AS nof_preemption,
+    {{each nof: CAST(coalesce(i.@, 0) AS BIGINT) AS @}},
     l.component,
     l.gpu_ms / 3.6e6 AS gpu_h
 FROM buckets AS b

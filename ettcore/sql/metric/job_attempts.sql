@@ -6,7 +6,7 @@ SELECT
     a.start_ms,
     a.end_ms,
     a.end_reason,
-    a.end_reason IN ('failure', 'preemption') AS interrupted,
+    a.end_reason IN ({{interruptions}}) AS interrupted,
     min(a.start_ms) OVER (PARTITION BY a.job_key) AS t0_ms,
     max(a.end_ms) OVER (PARTITION BY a.job_key) AS t1_ms
 FROM metric_attempts AS a

@@ -25,8 +25,7 @@ clipped AS (
 interruptions AS (
     SELECT job_key,
            CAST(count(*) AS BIGINT) AS nof,
-           CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure,
-           CAST(count_if(end_reason = 'preemption') AS BIGINT) AS nof_preemption
+           {{nof_by_end_reason}}  -- nof_failure, nof_preemption: a count an interrupting end reason
     FROM measured_interruptions
     GROUP BY job_key
 ),
@@ -35,7 +34,7 @@ cancels AS (
     SELECT a.job_key, CAST(count(*) AS BIGINT) AS cancelled
     FROM metric_attempts AS a
     ANTI JOIN unmeasured_time AS x ON x.job_key = a.job_key AND x.start_ms <= a.end_ms AND a.end_ms < x.end_ms
-    WHERE a.end_reason = 'cancelled'
+    WHERE a.end_reason = {{cancel_end_reason}}
     GROUP BY a.job_key
 ),
 excluded AS (
@@ -59,7 +58,7 @@ per_job AS (
 ),
 measured AS (
     SELECT c.*, greatest(c.w1_ms, c.w0_ms) - c.w0_ms - coalesce(e.excluded_ms, 0) AS wall_ms, coalesce(e.excluded_ms, 0) AS excluded_ms,
-           coalesce(i.nof, 0) AS nof, coalesce(i.nof_failure, 0) AS nof_failure, coalesce(i.nof_preemption, 0) AS nof_preemption,
+           coalesce(i.nof, 0) AS nof, {{each nof: coalesce(i.@, 0) AS @}},
            coalesce(k.cancelled, 0) AS cancelled
     FROM clipped AS c
     LEFT JOIN excluded AS e ON e.job_key = c.job_key
@@ -80,8 +79,7 @@ SELECT
     100.0 * coalesce(p.productive_ms, 0) / nullif(a.wall_ms, 0) AS ett_pct,
     coalesce(p.tts_ms, 0) / 1000.0 AS tts_s,
     a.nof,
-    a.nof_failure,
-    a.nof_preemption,
+    {{each nof: a.@}},
     a.cancelled,
     coalesce(p.recovery_ms, 0) / 1000.0 AS ttr_total_s,
     CASE WHEN a.nof > 0 THEN coalesce(p.recovery_ms, 0) / 1000.0 / a.nof END AS ttr_mean_s,

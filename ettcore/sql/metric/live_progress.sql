@@ -10,7 +10,7 @@
 WITH current_attempt AS (
     SELECT job_key, attempt, start_ms
     FROM metric_attempts
-    WHERE end_reason = 'running'
+    WHERE end_reason = {{open_end_reason}}
     QUALIFY row_number() OVER (PARTITION BY job_key ORDER BY attempt DESC) = 1
 ),
 advancing AS (

@@ -15,7 +15,7 @@ clipped AS (
         attempt,
         start_ms,
         CASE WHEN end_ms IS NULL OR end_ms > as_of_ms THEN as_of_ms ELSE end_ms END AS end_ms,
-        CASE WHEN end_ms IS NULL OR end_ms > as_of_ms THEN 'running' ELSE end_reason END AS end_reason,
+        CASE WHEN end_ms IS NULL OR end_ms > as_of_ms THEN {{open_end_reason}} ELSE end_reason END AS end_reason,
         cause
     FROM started
 )
@@ -28,5 +28,5 @@ SELECT
     c.cause_id
 FROM clipped AS a
 LEFT JOIN ett_causes AS c
-    ON a.end_reason IN ('failure', 'preemption')
+    ON a.end_reason IN ({{interruptions}})
    AND (c.cause = a.cause OR (a.cause IS NULL AND c.derived_from = a.end_reason))

@@ -1,0 +1,399 @@
+"""The vocabulary every layer shares, read once from ``ettcore/defaults/*.yaml``.
+
+One place for the words the trace and the metric use, and for how they are shown:
+
+- the trace's tables (``jobs``, ``attempts``, ``spans``);
+- the end reasons of an attempt, each with its role (completion, interruption, cancel, open), label and colour;
+- the Level 1 buckets, each with its column stem, labels and colour;
+- the interruption causes and their groups (``causes.yaml``), each with its colour; a group says whether its causes
+  count against a node (``ett nodes``) and in the MTTF fit;
+- the phases, components and owners (``phases.yaml``; applied by :mod:`ettcore.phases`, which also reads a user's
+  mapping file).
+
+Every consumer derives from :data:`VOCABULARY`: the SQL (:func:`sql_fragments`, rendered into the query files by
+:mod:`ettcore.trace.queries`), the data checks, the tables' labels, the charts' colours and legends, the Prometheus
+families, the synthetic generator and the reference.  Adding an end reason, a cause or a bucket's label or colour is
+one edit of a YAML file.  Which instant falls in which Level 1 bucket stays the attribution's logic (the SQL).
+
+``$ETT_DEFAULTS_DIR`` points at another folder of the same files (a site's own vocabulary; the tests use a copy).
+Every name is checked (lower case, digits, ``_``): a name reaches the SQL as a quoted literal built here, never from
+a command line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ettcore.config import DEFAULTS_DIR
+from ettcore.errors import InputError, Problem
+
+NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
+COLOR = re.compile(r"#[0-9a-fA-F]{6}")
+ROLES = ("completion", "interruption", "cancel", "open")
+FILES = ("vocabulary.yaml", "causes.yaml", "phases.yaml")
+
+
+@dataclass(frozen=True)
+class EndReason:
+    name: str
+    role: str  # one of ROLES
+    label: str
+    color: str
+    nof_label: str | None = None  # an interruption's nof_<name> column header
+
+    @property
+    def interrupts(self) -> bool:
+        return self.role == "interruption"
+
+    @property
+    def needs_end(self) -> bool:
+        """Every end reason but the open one needs an ``end`` instant."""
+        return self.role != "open"
+
+    @property
+    def nof_column(self) -> str | None:
+        """``nof_<name>``: the interruptions of this end reason, per job, group and bucket (None: not one)."""
+        return f"nof_{self.name}" if self.interrupts else None
+
+
+@dataclass(frozen=True)
+class L1Bucket:
+    name: str
+    stem: str  # <stem>_s per job, <stem>_gpu_h per group
+    label: str  # a chart's legend
+    table_label: str  # a table's header
+    gpu_table_label: str  # a GPU-hours table's header
+    color: str
+
+
+@dataclass(frozen=True)
+class CauseGroup:
+    name: str
+    label: str
+    color: str
+    node: bool  # counted against the nodes of the attempt (ett nodes)
+    mttf: bool  # a system or hardware failure (the MTTF fit)
+
+
+@dataclass(frozen=True)
+class Cause:
+    name: str
+    group: str
+    color: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The vocabulary of one defaults folder (:func:`load`)."""
+
+    tables: tuple[str, ...]
+    end_reasons: tuple[EndReason, ...]
+    l1_buckets: tuple[L1Bucket, ...]
+    causes: tuple[Cause, ...]
+    groups: tuple[CauseGroup, ...]
+    derived: dict[str, str]  # an interrupting end reason -> the cause of an attempt that records none
+    phases: dict[str, Any]  # phases.yaml as read (ettcore.phases applies it)
+    digest: str  # of every file read: the data checks' cache key covers it
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    # ------------------------------------------------------------------ end reasons
+
+    @cached_property
+    def end_reason_names(self) -> tuple[str, ...]:
+        return tuple(r.name for r in self.end_reasons)
+
+    @cached_property
+    def interruptions(self) -> tuple[str, ...]:
+        """The end reasons that interrupt a job (NoF), in order."""
+        return tuple(r.name for r in self.end_reasons if r.interrupts)
+
+    def end_reason(self, name: str) -> EndReason:
+        return next(r for r in self.end_reasons if r.name == name)
+
+    def role(self, role: str) -> tuple[str, ...]:
+        """The end reasons of one role, in order."""
+        return tuple(r.name for r in self.end_reasons if r.role == role)
+
+    @cached_property
+    def open_end_reason(self) -> str:
+        """The end reason of an attempt still running (no end)."""
+        return self.role("open")[0]
+
+    @cached_property
+    def nof_columns(self) -> tuple[str, ...]:
+        """``nof_failure``, ``nof_preemption``, ...: one column an interrupting end reason."""
+        return tuple(r.nof_column for r in self.end_reasons if r.interrupts)
+
+    @cached_property
+    def end_reason_colors(self) -> dict[str, str]:
+        return {r.name: r.color for r in self.end_reasons}
+
+    # ------------------------------------------------------------------ L1 buckets
+
+    @cached_property
+    def bucket_names(self) -> tuple[str, ...]:
+        return tuple(b.name for b in self.l1_buckets)
+
+    @cached_property
+    def bucket_stems(self) -> dict[str, str]:
+        """Each bucket's column stem (``recovery`` -> ``ttr_total``)."""
+        return {b.name: b.stem for b in self.l1_buckets}
+
+    @cached_property
+    def loss_buckets(self) -> tuple[L1Bucket, ...]:
+        """The buckets but the productive one: the four losses."""
+        return tuple(b for b in self.l1_buckets if b.name != "productive")
+
+    # ------------------------------------------------------------------ causes
+
+    @cached_property
+    def cause_names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.causes)
+
+    @cached_property
+    def group_of(self) -> dict[str, str]:
+        return {c.name: c.group for c in self.causes}
+
+    @cached_property
+    def group_names(self) -> tuple[str, ...]:
+        return tuple(g.name for g in self.groups)
+
+    def group(self, name: str) -> CauseGroup:
+        return next(g for g in self.groups if g.name == name)
+
+    @cached_property
+    def node_causes(self) -> tuple[str, ...]:
+        """The causes counted against the nodes of an attempt (``ett nodes``), in order."""
+        return tuple(c.name for c in self.causes if self.group(c.group).node)
+
+    @cached_property
+    def mttf_causes(self) -> tuple[str, ...]:
+        """The system and hardware failures of the MTTF fit, in order."""
+        return tuple(c.name for c in self.causes if self.group(c.group).mttf)
+
+    @cached_property
+    def cause_colors(self) -> dict[str, str]:
+        return {c.name: c.color for c in self.causes}
+
+    def derived_from(self, cause: str) -> str | None:
+        """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
+        return next((r for r, c in self.derived.items() if c == cause), None)
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def _read(path: Path) -> tuple[Any, bytes]:
+    try:
+        raw = path.read_bytes()
+        return yaml.safe_load(raw.decode("utf-8")), raw
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise InputError(Problem(str(path), None, None, f"cannot read the vocabulary: {exc}")) from None
+
+
+def _entries(data: Any, key: str, path: Path, fields: dict[str, type], optional: dict[str, type]) -> list[dict]:
+    """``data[key]``: a list of mappings with ``fields`` (and maybe ``optional``), each checked; a problem names the
+    file, the entry (1-based) and the field."""
+    items = data.get(key) if isinstance(data, dict) else None
+    if not isinstance(items, list) or not items:
+        raise InputError(Problem(str(path), None, key, f"'{key}' must be a non-empty list"))
+    out = []
+    for i, e in enumerate(items, start=1):
+        if not isinstance(e, dict):
+            raise InputError(Problem(str(path), i, key, f"each entry of '{key}' is a mapping"))
+        unknown = sorted(set(e) - set(fields) - set(optional))
+        if unknown:
+            raise InputError(Problem(str(path), i, unknown[0], f"unknown field of '{key}'"))
+        for f, t in {**fields, **optional}.items():
+            if f not in e:
+                if f in fields:
+                    raise InputError(Problem(str(path), i, f, f"missing field of '{key}'"))
+                continue
+            if not isinstance(e[f], t) or (t is str and not e[f].strip()):
+                raise InputError(Problem(str(path), i, f, f"expected {t.__name__}, got {e[f]!r}"))
+        out.append(e)
+    return out
+
+
+def _name(value: str, path: Path, row: int, fld: str, seen: set[str]) -> str:
+    if NAME.fullmatch(value) is None:
+        raise InputError(Problem(str(path), row, fld, f"{value!r} is not a name (lower case, digits, '_')"))
+    if value in seen:
+        raise InputError(Problem(str(path), row, fld, f"{value!r} is named twice"))
+    seen.add(value)
+    return value
+
+
+def _color(value: str, path: Path, row: int) -> str:
+    if COLOR.fullmatch(value) is None:
+        raise InputError(Problem(str(path), row, "color", f"a colour is #rrggbb, got {value!r}"))
+    return value
+
+
+def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
+    """The vocabulary of ``folder`` (``vocabulary.yaml``, ``causes.yaml``, ``phases.yaml``), checked."""
+    folder = Path(folder)
+    digest = hashlib.blake2b(digest_size=16)
+    texts = {}
+    for name in FILES:
+        texts[name], raw = _read(folder / name)
+        digest.update(name.encode() + b"\0" + raw + b"\0")
+    voc, path = texts["vocabulary.yaml"], folder / "vocabulary.yaml"
+    tables = voc.get("tables") if isinstance(voc, dict) else None
+    if not isinstance(tables, list) or not all(isinstance(t, str) and NAME.fullmatch(t) for t in tables):
+        raise InputError(Problem(str(path), None, "tables", "'tables' must be a list of names"))
+    seen: set[str] = set()
+    reasons = []
+    for i, e in enumerate(
+        _entries(
+            voc, "end_reasons", path, {"end_reason": str, "role": str, "label": str, "color": str}, {"nof_label": str}
+        ),
+        start=1,
+    ):
+        if e["role"] not in ROLES:
+            raise InputError(
+                Problem(str(path), i, "role", f"unknown role {e['role']!r}; the roles are {', '.join(ROLES)}")
+            )
+        reasons.append(
+            EndReason(
+                _name(e["end_reason"], path, i, "end_reason", seen),
+                e["role"],
+                e["label"],
+                _color(e["color"], path, i),
+                e.get("nof_label"),
+            )
+        )
+    for role in ("completion", "cancel", "open"):
+        if sum(r.role == role for r in reasons) != 1:
+            raise InputError(Problem(str(path), None, "role", f"exactly one end reason has the role {role!r}"))
+    if not any(r.interrupts for r in reasons):
+        raise InputError(Problem(str(path), None, "role", "at least one end reason has the role 'interruption'"))
+    seen = set()
+    buckets = []
+    for i, e in enumerate(
+        _entries(
+            voc,
+            "l1_buckets",
+            path,
+            {"bucket": str, "stem": str, "label": str, "table_label": str, "color": str},
+            {"gpu_table_label": str},
+        ),
+        start=1,
+    ):
+        buckets.append(
+            L1Bucket(
+                _name(e["bucket"], path, i, "bucket", seen),
+                _name(e["stem"], path, i, "stem", set()),
+                e["label"],
+                e["table_label"],
+                e.get("gpu_table_label") or e["table_label"],
+                _color(e["color"], path, i),
+            )
+        )
+    if buckets[0].name != "productive":
+        raise InputError(Problem(str(path), 1, "bucket", "the first Level 1 bucket is 'productive'"))
+    cdata, cpath = texts["causes.yaml"], folder / "causes.yaml"
+    seen = set()
+    groups = [
+        CauseGroup(
+            _name(e["group"], cpath, i, "group", seen), e["label"], _color(e["color"], cpath, i), e["node"], e["mttf"]
+        )
+        for i, e in enumerate(
+            _entries(
+                cdata, "groups", cpath, {"group": str, "label": str, "color": str, "node": bool, "mttf": bool}, {}
+            ),
+            start=1,
+        )
+    ]
+    seen = set()
+    causes = []
+    for i, e in enumerate(
+        _entries(cdata, "causes", cpath, {"cause": str, "group": str, "color": str, "description": str}, {}), start=1
+    ):
+        if e["group"] not in {g.name for g in groups}:
+            raise InputError(
+                Problem(
+                    str(cpath),
+                    i,
+                    "group",
+                    f"unknown group {e['group']!r}; the groups are " + ", ".join(g.name for g in groups),
+                )
+            )
+        causes.append(
+            Cause(
+                _name(e["cause"], cpath, i, "cause", seen), e["group"], _color(e["color"], cpath, i), e["description"]
+            )
+        )
+    derived = cdata.get("derived") if isinstance(cdata, dict) else None
+    interrupting = {r.name for r in reasons if r.interrupts}
+    if not isinstance(derived, dict) or set(derived) != interrupting or not set(derived.values()) <= seen:
+        raise InputError(
+            Problem(
+                str(cpath),
+                None,
+                "derived",
+                "'derived' maps each interrupting end reason (" + ", ".join(sorted(interrupting)) + ") to a cause",
+            )
+        )
+    return Vocabulary(
+        tuple(tables),
+        tuple(reasons),
+        tuple(buckets),
+        tuple(causes),
+        tuple(groups),
+        dict(derived),
+        texts["phases.yaml"] or {},
+        digest.hexdigest(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- the SQL
+
+
+def _quoted(names) -> str:
+    return ", ".join(f"'{n}'" for n in names)  # names are checked against NAME: no quote can be in one
+
+
+def sql_fragments(v: Vocabulary) -> dict[str, str]:
+    """The texts the query files name as ``{{name}}`` (:func:`ettcore.trace.queries.sql` renders them):
+
+    - ``end_reasons``: every end reason, quoted and comma-separated (``'completed', 'failure', ...``);
+    - ``closed_end_reasons``: those that need an end; ``interruptions``: those that interrupt a job;
+      ``not_interruptions``: the others;
+    - ``open_end_reason``, ``cancel_end_reason``: the one of each role, quoted;
+    - ``nof_by_end_reason``: ``CAST(count_if(end_reason = 'failure') AS BIGINT) AS nof_failure, ...``;
+    - ``derived_cause``: ``WHEN 'preemption' THEN 'preemption' WHEN 'failure' THEN 'unknown'`` (inside
+      ``CASE end_reason ... END``).
+    """
+    return {
+        "end_reasons": _quoted(v.end_reason_names),
+        "closed_end_reasons": _quoted(r.name for r in v.end_reasons if r.needs_end),
+        "interruptions": _quoted(v.interruptions),
+        "not_interruptions": _quoted(r.name for r in v.end_reasons if not r.interrupts),
+        "open_end_reason": _quoted(v.role("open")),
+        "cancel_end_reason": _quoted(v.role("cancel")),
+        "nof_by_end_reason": ", ".join(
+            f"CAST(count_if(end_reason = '{r}') AS BIGINT) AS nof_{r}" for r in v.interruptions
+        ),
+        "derived_cause": " ".join(f"WHEN '{r}' THEN '{c}'" for r, c in v.derived.items()),
+    }
+
+
+def sql_lists(v: Vocabulary) -> dict[str, tuple[str, ...]]:
+    """The lists a query file repeats a text over as ``{{each LIST: TEXT}}``: ``nof`` (``nof_failure``,
+    ``nof_preemption``: one count column an interrupting end reason)."""
+    return {"nof": v.nof_columns}
+
+
+#: The vocabulary of ``ettcore/defaults`` (or ``$ETT_DEFAULTS_DIR``): what every layer reads.
+VOCABULARY: Vocabulary = load()
