@@ -1,7 +1,9 @@
-"""The interruption causes and the rules that decide them (issue 30; docs/causes.md).
+"""The interruption causes and the rules that decide them (docs/causes.md).
 
-The vocabulary is one list, ``ettcore/defaults/causes.yaml``: each cause with its group, in report order, and the
-cause an attempt without one takes from its end reason (``preemption`` -> preemption, ``failure`` -> unknown).
+The causes are the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`, read from ``ettcore/defaults/causes.yaml``):
+each cause with its group, in report order, and the cause an attempt without one takes from its end reason
+(``preemption`` -> preemption, ``failure`` -> unknown).  The names below are that vocabulary's, kept for the modules
+that import them.
 
 An importer decides each interruption's cause from what its source records (:class:`Signals`: the Slurm state, exit
 status and signal, a reason text, an exception text) with a :class:`CauseMap`: rules tried in order, the first whose
@@ -24,9 +26,10 @@ import yaml
 
 from ettcore.config import DEFAULTS_DIR
 from ettcore.errors import InputError, Problem
+from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
 
-INTERRUPTIONS = ("failure", "preemption")  # the end reasons that interrupt a job (NoF)
-UNKNOWN = "unknown"
+INTERRUPTIONS = VOCABULARY.interruptions  # the end reasons that interrupt a job (NoF)
+UNKNOWN = UNKNOWN_CAUSE
 CONDITIONS = ("source", "end_reason", "state", "exit_code", "signal", "reason", "exception")
 SOURCES = ("slurm", "recorder", "goodput", "mlperf")
 
@@ -44,25 +47,15 @@ def _load_yaml(path: Path) -> Any:
         ) from None
 
 
-def _vocabulary() -> tuple[tuple[str, ...], dict[str, str], dict[str, str]]:
-    data = _load_yaml(DEFAULTS_DIR / "causes.yaml")
-    names = tuple(c["cause"] for c in data["causes"])
-    return names, {c["cause"]: c["group"] for c in data["causes"]}, dict(data["derived"])
-
-
 #: The causes, in report order; each cause's group; the cause an end reason gives an attempt without one.
-CAUSES, GROUP_OF, DERIVED = _vocabulary()
-CAUSE_GROUPS: tuple[str, ...] = tuple(dict.fromkeys(GROUP_OF[c] for c in CAUSES))
+CAUSES: tuple[str, ...] = VOCABULARY.cause_names
+GROUP_OF: dict[str, str] = VOCABULARY.group_of
+DERIVED: dict[str, str] = VOCABULARY.derived
 
 
 def derived_cause(end_reason: str) -> str | None:
     """The cause of an attempt that records none: from its end reason (None: not an interruption)."""
     return DERIVED.get(end_reason)
-
-
-def derived_from(cause: str) -> str | None:
-    """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
-    return next((r for r, c in DERIVED.items() if c == cause), None)
 
 
 def signal_number(value: Any) -> int | None:
@@ -154,7 +147,7 @@ def _rule(entry: Any, source: str, n: int) -> Rule:
             if key == "source" and any(v not in SOURCES for v in vals):
                 raise bad(key, f"unknown source in {entry[key]!r}; the sources are {', '.join(SOURCES)}")
             if key == "end_reason" and any(v not in INTERRUPTIONS for v in vals):
-                raise bad(key, f"an interruption's end reason is failure or preemption, got {entry[key]!r}")
+                raise bad(key, f"an interruption's end reason is {' or '.join(INTERRUPTIONS)}, got {entry[key]!r}")
             kw[key] = tuple(v.strip().upper() if key == "state" else v.strip() for v in vals)
     if "exit_code" in entry:
         vals = _listed(entry["exit_code"])

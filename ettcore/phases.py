@@ -28,23 +28,16 @@ import yaml
 
 from ettcore.config import DEFAULTS_DIR
 from ettcore.errors import InputError, Problem
+from ettcore.vocabulary import VOCABULARY
 
 UNATTRIBUTED = "unattributed"
-L1_BUCKETS: tuple[str, ...] = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
+L1_BUCKETS: tuple[str, ...] = VOCABULARY.bucket_names  # the Level 1 buckets, in report order
 TRAIN = "train"
 SCHEDULING = "scheduling"
 EFFECTIVE_TRAINING = "effective_training"  # productive time, the seventh bucket of the spec's L2 table
-# Stems of the metric's other ``<stem>_s`` / ``<stem>_gpu_h`` columns: a component may not take one of these names
-L1_STEMS: tuple[str, ...] = (
-    "wall",
-    "productive",
-    "tts",
-    "ttr_total",
-    "ttr_mean",
-    "in_training_loss",
-    "shutdown_tail",
-    "excluded",
-)
+# Stems of the metric's other ``<stem>_s`` / ``<stem>_gpu_h`` columns: the wall time, each Level 1 bucket's
+# (ttr_total for recovery), the mean time to recover and the excluded time; a component may not take one of these names
+L1_STEMS: tuple[str, ...] = ("wall", *VOCABULARY.bucket_stems.values(), "ttr_mean", "excluded")
 _COMPONENT_NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 
 
@@ -87,6 +80,11 @@ def _read_mapping(path: Path) -> dict:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise InputError(Problem(str(path), None, None, f"mapping file is not valid YAML/JSON: {exc}")) from None
+    return _mapping(data, path)
+
+
+def _mapping(data: object, path: Path) -> dict:
+    """A mapping file's content, checked to be a mapping (nothing: an empty one)."""
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -163,8 +161,9 @@ def _check_new_component(c: str, source: str, row: int, defaults: tuple[str, ...
 
 
 def default_phase_map() -> PhaseMap:
+    """The default phases, components and owners: the vocabulary's ``phases.yaml``."""
     path = DEFAULTS_DIR / "phases.yaml"
-    return _apply(None, _read_mapping(path), str(path))
+    return _apply(None, _mapping(VOCABULARY.phases, path), str(path))
 
 
 # The six default components (the defaults' ``owners``, in order) and with ``unattributed``: what a trace read without

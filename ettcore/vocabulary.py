@@ -37,7 +37,11 @@ from ettcore.errors import InputError, Problem
 NAME = re.compile(r"[a-z][a-z0-9_]{0,62}")
 COLOR = re.compile(r"#[0-9a-fA-F]{6}")
 ROLES = ("completion", "interruption", "cancel", "open")
+UNKNOWN_CAUSE = "unknown"  # the cause of an interruption its source does not explain: every vocabulary has it
 FILES = ("vocabulary.yaml", "causes.yaml", "phases.yaml")
+#: The columns of the ``ett_causes`` table (:attr:`Vocabulary.cause_rows`), as a DuckDB column list; the metric's SQL
+#: joins it to give an attempt its cause and group.
+CAUSE_TABLE_COLUMNS = "cause_id BIGINT, cause VARCHAR, cause_group VARCHAR, derived_from VARCHAR"
 
 
 @dataclass(frozen=True)
@@ -135,8 +139,18 @@ class Vocabulary:
         return tuple(r.nof_column for r in self.end_reasons if r.interrupts)
 
     @cached_property
+    def closed_end_reasons(self) -> tuple[str, ...]:
+        """The end reasons of an attempt that ended (every one but the open one), in order: what a recorder writes
+        when an attempt ends."""
+        return tuple(r.name for r in self.end_reasons if r.needs_end)
+
+    @cached_property
     def end_reason_colors(self) -> dict[str, str]:
         return {r.name: r.color for r in self.end_reasons}
+
+    @cached_property
+    def end_reason_labels(self) -> dict[str, str]:
+        return {r.name: r.label for r in self.end_reasons}
 
     # ------------------------------------------------------------------ L1 buckets
 
@@ -148,6 +162,15 @@ class Vocabulary:
     def bucket_stems(self) -> dict[str, str]:
         """Each bucket's column stem (``recovery`` -> ``ttr_total``)."""
         return {b.name: b.stem for b in self.l1_buckets}
+
+    @cached_property
+    def bucket_labels(self) -> dict[str, str]:
+        """Each bucket's chart label (``recovery`` -> ``recovery (NoF x TTR)``)."""
+        return {b.name: b.label for b in self.l1_buckets}
+
+    @cached_property
+    def bucket_colors(self) -> dict[str, str]:
+        return {b.name: b.color for b in self.l1_buckets}
 
     @cached_property
     def loss_buckets(self) -> tuple[L1Bucket, ...]:
@@ -185,9 +208,19 @@ class Vocabulary:
     def cause_colors(self) -> dict[str, str]:
         return {c.name: c.color for c in self.causes}
 
+    @cached_property
+    def group_colors(self) -> dict[str, str]:
+        return {g.name: g.color for g in self.groups}
+
     def derived_from(self, cause: str) -> str | None:
         """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
         return next((r for r, c in self.derived.items() if c == cause), None)
+
+    @cached_property
+    def cause_rows(self) -> tuple[tuple[int, str, str, str | None], ...]:
+        """The rows of the ``ett_causes`` table both engines register (columns :data:`CAUSE_TABLE_COLUMNS`): each
+        cause, numbered from 1 in report order, with its group and the end reason it is derived from (or None)."""
+        return tuple((i, c.name, c.group, self.derived_from(c.name)) for i, c in enumerate(self.causes, start=1))
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -334,6 +367,10 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
                 _name(e["cause"], cpath, i, "cause", seen), e["group"], _color(e["color"], cpath, i), e["description"]
             )
         )
+    if UNKNOWN_CAUSE not in seen:
+        raise InputError(
+            Problem(str(cpath), None, "causes", f"the causes include {UNKNOWN_CAUSE!r} (what a source does not say)")
+        )
     derived = cdata.get("derived") if isinstance(cdata, dict) else None
     interrupting = {r.name for r in reasons if r.interrupts}
     if not isinstance(derived, dict) or set(derived) != interrupting or not set(derived.values()) <= seen:
@@ -377,7 +414,7 @@ def sql_fragments(v: Vocabulary) -> dict[str, str]:
     """
     return {
         "end_reasons": _quoted(v.end_reason_names),
-        "closed_end_reasons": _quoted(r.name for r in v.end_reasons if r.needs_end),
+        "closed_end_reasons": _quoted(v.closed_end_reasons),
         "interruptions": _quoted(v.interruptions),
         "not_interruptions": _quoted(r.name for r in v.end_reasons if not r.interrupts),
         "open_end_reason": _quoted(v.role("open")),

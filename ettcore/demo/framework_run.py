@@ -39,11 +39,14 @@ from ettcore.atomic import atomic_path, write_text
 from ettcore.config import DATA_DIR
 from ettcore.demo.jobs import JOBS_DIR
 from ettcore.demo.jobs import ground_truth as gt
+from ettcore.vocabulary import VOCABULARY
 
 FRAMEWORK_RUN_DIR = DATA_DIR / "framework-run"
 COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
-REASONS = ["failure", "preemption", "completed"]
+# the end reason of each try of PLAN: the crash is a failure and the SIGTERM a preemption (the vocabulary's two
+# interruptions, in order), the last try completes
+REASONS = [*VOCABULARY.interruptions, *VOCABULARY.role("completion")]
 
 
 def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:

@@ -30,11 +30,12 @@ from typing import Any
 
 from ettcore.errors import InputError, Problem
 from ettcore.trace.load import is_uri
+from ettcore.vocabulary import VOCABULARY
 
 POINTER = "CURRENT.json"
 FORMAT = "ett-parquet-mirror"
 VERSION = 1
-ROW_TABLES = ("jobs", "attempts", "spans")
+ROW_TABLES = VOCABULARY.tables
 POINTER_KEYS = ("published_id", "folders", "removals", "as_of_ms", "sources", "rows", "columns", "labels", "store_id")
 FOLDER_PREFIX = "ingest-"
 

@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ettcore.errors import InputError, Problem
+from ettcore.vocabulary import VOCABULARY
 
 if TYPE_CHECKING:  # the recorder (inside a training job) imports this module: the cause rules load only to convert
     from ettcore.causes import CauseMap
 
-# The record format: the kinds of record a recorder file holds, and the end reasons of an attempt
-END_REASONS = ("completed", "failure", "preemption", "cancelled")
+# The record format: the kinds of record a recorder file holds, and the end reasons an attempt's end record may name
+# (the vocabulary's, but the open one: an attempt without an end record is open)
+END_REASONS = VOCABULARY.closed_end_reasons
 RECORD_KINDS = ("job", "attempt_start", "attempt_end", "begin", "progress", "span")
 # Each rank's last progress: one small JSON object a rank, replaced atomically, in this folder of the run folder
 RANK_PROGRESS_DIR = "progress"

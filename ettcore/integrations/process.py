@@ -71,7 +71,7 @@ from typing import Any, Callable
 
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.rank_progress import RankProgress
-from ettcore.integrations.recorder import Recorder, RecorderWarning, exception_text
+from ettcore.integrations.recorder import END_REASONS, Recorder, RecorderWarning, exception_text
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
 ENV_JOB_ID = "ETT_JOB_ID"
@@ -606,7 +606,7 @@ class ExitWatch:
             pass
 
 
-REASONS = ("completed", "failure", "preemption", "cancelled")
+REASONS = END_REASONS  # the end reasons a report line may name: the recorder's
 
 
 def _parse_report(buf: bytes) -> tuple[str, float, int, str, dict[str, Any]] | None:

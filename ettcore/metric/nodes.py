@@ -7,8 +7,9 @@ Reads the attempts' optional ``nodes`` column (a Slurm host list, :mod:`ettcore.
   ``G / k`` GPUs on each for its measured time (to the as-of time, inside the analysis window, outside the job's
   exclusion windows), so the nodes' exposures add up to the fleet's GPU-hours on listed nodes.
 - **Interruptions** of a node: the measured interruptions whose cause is in ``causes`` (default
-  :data:`NODE_CAUSES`: every cause but preemption, a user or application error and a time limit, which are not the
-  node's doing), each shared ``1 / k`` across the ``k`` nodes of its attempt.  ``rate_per_1k_gpu_h`` is
+  :data:`NODE_CAUSES`: the causes of the groups the vocabulary counts against a node (``node: true`` in
+  ``ettcore/defaults/causes.yaml``): every cause but preemption, a user or application error and a time limit, which
+  are not the node's doing), each shared ``1 / k`` across the ``k`` nodes of its attempt.  ``rate_per_1k_gpu_h`` is
   ``1000 x interruptions / exposure_gpu_h``.
 - **The test**: under the null hypothesis every node fails at the fleet's rate per GPU-hour,
   ``r = (counted interruptions) / (GPU-hours of the attempts on listed nodes)``.  An attempt's interruptions are
@@ -30,18 +31,18 @@ from dataclasses import dataclass
 import polars as pl
 
 from ettcore import metric
-from ettcore.causes import CAUSES, GROUP_OF, UNKNOWN
+from ettcore.causes import CAUSES
 from ettcore.errors import InputError, Problem
 from ettcore.trace.hostlist import expand_field, no_nodes
 from ettcore.trace.load import Trace, quote_ident, relation_kind
 from ettcore.trace.queries import sql
+from ettcore.vocabulary import VOCABULARY
 
-# The interruption causes (the vocabulary of the attempts' optional ``cause`` column), and those of the system and
-# the hardware, the ones the MTTF fit counts (ettcore.planning.reliability).
-# From the one list of causes (ettcore/defaults/causes.yaml): system and hardware failures are the node's doing;
-# an unknown one may be, so the node report counts it too by default.
-SYSTEM_CAUSES = tuple(c for c in CAUSES if GROUP_OF[c] in ("system", "hardware"))
-NODE_CAUSES = (*SYSTEM_CAUSES, UNKNOWN)
+# The causes of the system and the hardware, the ones the MTTF fit counts (ettcore.planning.reliability), and those
+# the node report counts by default: the vocabulary's groups say which (``mttf`` and ``node`` in causes.yaml; system
+# and hardware failures are the node's doing, an unknown one may be).
+SYSTEM_CAUSES = VOCABULARY.mttf_causes
+NODE_CAUSES = VOCABULARY.node_causes
 DEFAULT_ALPHA = 0.01
 
 

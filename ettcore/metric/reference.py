@@ -97,6 +97,8 @@ from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable
 
+from ettcore.vocabulary import VOCABULARY
+
 #: The spec's phase vocabulary, in vocabulary order (spec section 5).
 PHASE_ORDER: tuple[str, ...] = (
     "scheduling",
@@ -138,19 +140,17 @@ COMPONENTS: tuple[str, ...] = (
 UNATTRIBUTED = "unattributed"
 ALL_COMPONENTS: tuple[str, ...] = COMPONENTS + (UNATTRIBUTED,)
 PRODUCTIVE = "productive"
-L1_BUCKETS: tuple[str, ...] = ("productive", "tts", "recovery", "in_training_loss", "shutdown_tail")
-INTERRUPTIONS: tuple[str, ...] = ("failure", "preemption")
-#: The interruption causes in report order, and the cause an interruption without one takes from its end reason.
-CAUSES: tuple[str, ...] = (
-    "preemption",
-    "user_error",
-    "time_limit",
-    "node_failure",
-    "infrastructure",
-    "hardware",
-    "unknown",
-)
-DERIVED_CAUSE: dict[str, str] = {"preemption": "preemption", "failure": "unknown"}
+# The vocabulary's words (ettcore/defaults): the Level 1 buckets and each one's column stem, the end reasons that
+# interrupt a job, the end reasons of a running and of a cancelled attempt, the interruption causes in report order
+# and the cause an interruption without one takes from its end reason.  Which instant falls in which bucket is this
+# module's own logic (_l1_bucket).
+L1_BUCKETS: tuple[str, ...] = VOCABULARY.bucket_names
+L1_STEMS: dict[str, str] = VOCABULARY.bucket_stems
+INTERRUPTIONS: tuple[str, ...] = VOCABULARY.interruptions
+RUNNING: str = VOCABULARY.open_end_reason
+CANCELLED: str = VOCABULARY.role("cancel")[0]
+CAUSES: tuple[str, ...] = VOCABULARY.cause_names
+DERIVED_CAUSE: dict[str, str] = VOCABULARY.derived
 EVERY: tuple[str, ...] = ("day", "week", "month")
 
 Piece = tuple[int, int, str, str, str]  # (start_ms, end_ms, l1_bucket, phase, component)
@@ -175,7 +175,7 @@ def check_valid(attempts: list[dict], spans: list[dict]) -> None:
         if key in keys:
             raise ValueError(f"duplicate attempt {key}")
         keys.add(key)
-        if (a["end"] is None) != (a["end_reason"] == "running"):
+        if (a["end"] is None) != (a["end_reason"] == RUNNING):
             raise ValueError(f"attempt {key}: end None iff end_reason running")
         if a["end"] is not None and a["end"] < a["start"]:
             raise ValueError(f"attempt {key}: end before start")
@@ -236,7 +236,7 @@ def clip_to_as_of(
         a = dict(a)
         if a["end"] is None or a["end"] > as_of:
             a["end"] = as_of
-            a["end_reason"] = "running"
+            a["end_reason"] = RUNNING
         out_a.append(a)
     kept = {(a["job_id"], a["attempt"]) for a in out_a}
     out_s = []
@@ -476,15 +476,14 @@ def job_metrics(
     busy_ms: dict[str, int] = defaultdict(int)
     for s in spans:
         busy_ms[s["phase"]] += s["end"] - s["start"]
-    nof_failure = sum(1 for a in counted if a["end_reason"] == "failure")
-    nof_preemption = sum(1 for a in counted if a["end_reason"] == "preemption")
-    nof = nof_failure + nof_preemption
+    nof_by_reason = {r: sum(1 for a in counted if a["end_reason"] == r) for r in INTERRUPTIONS}
+    nof = sum(nof_by_reason.values())
     nof_by_cause = {c: sum(1 for a in counted if attempt_cause(a) == c) for c in CAUSES}
     lost_ms_by_cause = {c: 0 for c in CAUSES}
     for i in kept:
         if causes_of[i] is not None:
             lost_ms_by_cause[causes_of[i]] += every_piece[i][1] - every_piece[i][0]
-    cancelled = sum(1 for a in atts if a["end_reason"] == "cancelled" and is_counted(a["end"], since, until, excluded))
+    cancelled = sum(1 for a in atts if a["end_reason"] == CANCELLED and is_counted(a["end"], since, until, excluded))
     wall = sum(b - a for a, b, *_ in pieces)
     return {
         "job_id": job_id,
@@ -495,19 +494,14 @@ def job_metrics(
         "t0": t0,
         "t1": t1,
         "wall_s": wall / 1000,
-        "productive_s": l1_ms["productive"] / 1000,
+        **{f"{stem}_s": l1_ms[b] / 1000 for b, stem in L1_STEMS.items()},
         "ett_pct": 100 * l1_ms["productive"] / wall if wall > 0 else None,
-        "tts_s": l1_ms["tts"] / 1000,
         "nof": nof,
-        "nof_failure": nof_failure,
-        "nof_preemption": nof_preemption,
+        **{f"nof_{r}": n for r, n in nof_by_reason.items()},
         "cancelled": cancelled,
         "nof_by_cause": nof_by_cause,
         "lost_s_by_cause": {c: v / 1000 for c, v in lost_ms_by_cause.items()},
-        "ttr_total_s": l1_ms["recovery"] / 1000,
         "ttr_mean_s": l1_ms["recovery"] / 1000 / nof if nof else None,
-        "in_training_loss_s": l1_ms["in_training_loss"] / 1000,
-        "shutdown_tail_s": l1_ms["shutdown_tail"] / 1000,
         "excluded_s": (t1 - t0 - wall) / 1000,
         "components": {c: v / 1000 for c, v in comp_ms.items()},
         "l2": {k: v / 1000 for k, v in l2_ms.items()},
@@ -622,7 +616,7 @@ def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[
         }
         for c in ALL_COMPONENTS:
             row[f"{c}_gpu_h"] = sum(j["gpus"] * j["components"][c] for j in js) / 3600
-        for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail", "excluded"):
+        for b in (*(L1_STEMS[x] for x in L1_BUCKETS if x != PRODUCTIVE), "excluded"):
             row[f"{b}_gpu_h"] = sum(j["gpus"] * j[f"{b}_s"] for j in js) / 3600
         rows.append(row)
     return rows
@@ -934,7 +928,7 @@ def reference_live(
     atts, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
     out = {}
     for job_id in res["jobs"]:
-        running = [a for a in atts if a["job_id"] == job_id and a["end_reason"] == "running"]
+        running = [a for a in atts if a["job_id"] == job_id and a["end_reason"] == RUNNING]
         if not running:
             continue
         cur = max(running, key=lambda a: a["attempt"])

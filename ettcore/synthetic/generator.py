@@ -51,12 +51,14 @@ from ettcore.atomic import atomic_path
 from ettcore.errors import InputError, Problem
 from ettcore.phases import default_phase_map
 from ettcore.synthetic.scenario import END_REASONS, Profile, Scenario, load_scenario
+from ettcore.vocabulary import VOCABULARY
 
 CHUNK_JOBS = 50_000
 MIN_MS = 60_000
 DAY_MS = 86_400_000
 CALIBRATED_TO = "published aggregates of arXiv 2610.02057"
-_REASONS = END_REASONS + ("completed",)
+_REASONS = (*END_REASONS, *VOCABULARY.role("completion"))  # an attempt's end reason by its code
+_COMPLETED = len(END_REASONS)  # the code of a job's last attempt: completed
 
 
 def _ms(minutes: np.ndarray) -> np.ndarray:
@@ -150,7 +152,7 @@ class _Attempts:
     block: np.ndarray
     resume: np.ndarray  # progress the attempt resumes from: the last checkpoint strictly below the high-water mark
     cur: np.ndarray  # index of the interruption that ends it (0 for the last attempt)
-    reason: np.ndarray  # end reason code (2 for the last attempt)
+    reason: np.ndarray  # end reason code (_COMPLETED for the last attempt)
     kind: np.ndarray  # failure kind code (0 for the last attempt)
 
 
@@ -165,7 +167,7 @@ def _lay_out_attempts(jobs: _Jobs, ints: _Interruptions, n: int) -> _Attempts:
     high = np.where(ak > 0, ints.pos[prev] if len(ints.pos) else 0, 0)
     resume = np.where(high > 0, ((high - 1) // interval) * interval, 0)
     cur = np.where(~last, ints.offset[aj] + ak, 0)
-    rsn = np.where(last, 2, ints.reason[cur] if len(ints.reason) else 2).astype(np.int8)
+    rsn = np.where(last, _COMPLETED, ints.reason[cur] if len(ints.reason) else _COMPLETED).astype(np.int8)
     kind = np.where(last, 0, ints.kind[cur] if len(ints.kind) else 0).astype(np.int32)
     return _Attempts(aj, ak, last, natt, interval, block, resume, cur, rsn, kind)
 
@@ -590,7 +592,7 @@ def generate(
     with atomic_path(out_dir, directory=True) as tmp:
         for c in range(nchunks):
             frames = generate_chunk(sc, n_jobs, seed, c, chunk_jobs, cohorts, gpus_table)
-            for name, df in zip(("jobs", "attempts", "spans"), frames):
+            for name, df in zip(VOCABULARY.tables, frames):
                 if nchunks == 1:
                     df.write_parquet(tmp / f"{name}.parquet", statistics=True)
                 else:

@@ -44,6 +44,8 @@ A **profile** (``defaults`` merged with a cohort's ``profile``)::
       random: {<failure_kind>: {per_day: rate per day of training, end_reason: failure|preemption}}
       hang_min: {failure: duration, preemption: duration}
       requeue_min: {failure: duration, preemption: duration}
+      # end_reason: an interrupting end reason of the vocabulary (ettcore/defaults/vocabulary.yaml); an induced
+      # interruption's default is the first (failure); hang_min and requeue_min take one duration each
       max: 12                     # at most this many per job (later ones are not drawn)
     shutdown_min: duration
     publish_min: duration
@@ -74,8 +76,9 @@ import yaml
 from ettcore.config import SCENARIO_DIR
 from ettcore.errors import InputError, Problem
 from ettcore.phases import default_phase_map
+from ettcore.vocabulary import VOCABULARY
 
-END_REASONS = ("failure", "preemption")
+END_REASONS = VOCABULARY.interruptions  # the end reasons a scenario's interruptions take
 DIST_KINDS = ("fixed", "uniform", "lognormal", "normal")
 
 
@@ -432,7 +435,7 @@ def _parse_profile(raw: dict, where: str, templates: dict[str, list[dict]], err:
         at = e["at_min"]
         if isinstance(at, bool) or not isinstance(at, (int, float)) or not at > 0:
             raise err(f"{w}.at_min", f"must be a number > 0, got {at!r}")
-        er = e.get("end_reason", "failure")
+        er = e.get("end_reason", END_REASONS[0])
         if er not in END_REASONS:
             raise err(f"{w}.end_reason", f"must be one of {', '.join(END_REASONS)}, got {er!r}")
         induced.append(InducedInterruption(float(at), er, str(e.get("failure_kind", "induced"))))

@@ -13,6 +13,7 @@ import polars as pl
 
 from ettcore.errors import Problem
 from ettcore.trace.queries import check_names, sql
+from ettcore.vocabulary import VOCABULARY
 
 
 def is_span_check(name: str) -> bool:
@@ -72,7 +73,7 @@ def register_clean(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> N
 
 def clean_views(con: duckdb.DuckDBPyConnection, anti: bool) -> None:
     """``clean_<table>``: the typed rows with a job id, less (``anti``) those of the jobs in ``ett_excluded_jobs``."""
-    for table in ("jobs", "attempts", "spans"):
+    for table in VOCABULARY.tables:
         # an anti join (DuckDB plans a correlated NOT EXISTS over millions of rows far slower); none without problems
         join = "ANTI JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id " if anti else ""
         con.execute(
@@ -89,7 +90,7 @@ def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
     (reason: ``job excluded``).  ``read == used + rejected`` always.
     """
     out: dict[str, dict] = {}
-    for table in ("jobs", "attempts", "spans"):
+    for table in VOCABULARY.tables:
         read = con.execute(f"SELECT count(*) FROM typed_{table}").fetchall()[0][0]
         if not problems:  # no finding: every row is used (a missing job_id is itself a finding)
             out[table] = {"read": read, "used": read, "rejected": 0, "rejected_by_reason": {}}

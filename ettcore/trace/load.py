@@ -46,7 +46,6 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ettcore.causes import CAUSES, GROUP_OF, derived_from
 from ettcore.errors import InputError, Problem
 from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
@@ -54,8 +53,9 @@ from ettcore.trace import typing as rules
 from ettcore.trace.instants import parse_instant
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
+from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY
 
-TABLES = ("jobs", "attempts", "spans")
+TABLES = VOCABULARY.tables
 REQUIRED_TABLES = ("attempts", "spans")
 SUFFIXES = (".parquet", ".csv", ".jsonl")
 
@@ -68,7 +68,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("start", "ts"),
         ("end", "ts"),
         ("end_reason", "str"),
-        ("cause", "str"),  # optional (docs/trace-format.md): an interruption's cause, one of ettcore.causes.CAUSES
+        ("cause", "str"),  # optional (docs/trace-format.md): an interruption's cause, one of the vocabulary's
     ),
     "spans": (
         ("job_id", "str"),
@@ -93,7 +93,7 @@ TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that 
 # columns here, and one ``<component>_s`` and ``<component>_gpu_h`` a component of the trace's phase map).
 COMPUTED_COLUMNS = frozenset(
     ["job_key", "group_key", "status", "attempts", "t0", "t1", "jobs", "ett_pct", "ett_mean_pct"]
-    + ["nof", "nof_failure", "nof_preemption", "cancelled"]
+    + ["nof", *VOCABULARY.nof_columns, "cancelled"]
     + [f"{c}{suffix}" for c in L1_STEMS for suffix in ("_s", "_gpu_h") if c != "ttr_mean" or suffix == "_s"]
 )
 
@@ -655,15 +655,11 @@ def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> Non
 
 
 def register_causes(con: duckdb.DuckDBPyConnection) -> None:
-    """The small table ``ett_causes``: the cause list (ettcore/defaults/causes.yaml) with ids, groups and the end
-    reason each cause is derived from; the metric's SQL joins it (a trace and a store alike)."""
-    causes = pl.DataFrame(
-        [(i, c, GROUP_OF[c], derived_from(c)) for i, c in enumerate(CAUSES, start=1)],
-        schema={"cause_id": pl.Int64, "cause": pl.Utf8, "cause_group": pl.Utf8, "derived_from": pl.Utf8},
-        orient="row",
-    )
-    con.register("_arrow_causes", causes.to_arrow())
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_causes AS SELECT * FROM _arrow_causes")
+    """The small table ``ett_causes``: the vocabulary's causes with ids, groups and the end reason each cause is
+    derived from (:attr:`ettcore.vocabulary.Vocabulary.cause_rows`); the metric's SQL joins it (a trace and a store
+    alike)."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE ett_causes ({CAUSE_TABLE_COLUMNS})")
+    con.executemany("INSERT INTO ett_causes VALUES (?, ?, ?, ?)", list(VOCABULARY.cause_rows))
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:

@@ -57,7 +57,6 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import polars as pl
 
-from ettcore.causes import CAUSES, GROUP_OF, derived_from
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql
 from ettcore.errors import InputError, Problem
 from ettcore.metric import check_by, group_columns
@@ -65,6 +64,7 @@ from ettcore.trace import typing as rules
 from ettcore.trace.instants import DAY_MS
 from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
 from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
+from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY
 
 if TYPE_CHECKING:  # pyspark is optional: imported only when Spark is used
     from pyspark.sql import DataFrame, SparkSession
@@ -484,10 +484,14 @@ def register_phases(spark: "SparkSession", phase_map: Any) -> None:
     spark.createDataFrame(
         phases, "phase_id bigint, phase string, component string, owner string, is_train boolean"
     ).createOrReplaceTempView("ett_phases")
-    spark.createDataFrame(
-        [(i, c, GROUP_OF[c], derived_from(c)) for i, c in enumerate(CAUSES, start=1)],
-        "cause_id bigint, cause string, cause_group string, derived_from string",
-    ).createOrReplaceTempView("ett_causes")
+    spark.createDataFrame(list(VOCABULARY.cause_rows), spark_schema(CAUSE_TABLE_COLUMNS)).createOrReplaceTempView(
+        "ett_causes"
+    )
+
+
+def spark_schema(columns: str) -> str:
+    """A DuckDB column list (``cause_id BIGINT, cause VARCHAR``) as Spark's schema text (``bigint``, ``string``)."""
+    return columns.replace("BIGINT", "bigint").replace("VARCHAR", "string")
 
 
 def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None:
@@ -495,8 +499,9 @@ def register_window(spark: "SparkSession", window: Window, grid_ms: int) -> None
     spark.createDataFrame(
         [(window.since_ms, window.until_ms)], "since_ms bigint, until_ms bigint"
     ).createOrReplaceTempView("ett_window")
-    schema = EXCLUSION_COLUMNS.replace("BIGINT", "bigint").replace("VARCHAR", "string")
-    spark.createDataFrame(exclusion_rows(window), schema).createOrReplaceTempView("ett_exclusions")
+    spark.createDataFrame(exclusion_rows(window), spark_schema(EXCLUSION_COLUMNS)).createOrReplaceTempView(
+        "ett_exclusions"
+    )
     spark.createDataFrame([(grid_ms,)], "grid_ms bigint").createOrReplaceTempView("ett_grid")
 
 
