@@ -41,6 +41,7 @@ from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
 from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident, relation_kind
 from ettcore.trace.queries import sql
+from ettcore.vocabulary import VOCABULARY
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
 ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
@@ -466,6 +467,16 @@ def cause_summary(trace: Any, by: str | None = None) -> pl.DataFrame:
     e.prepare(per_job=True)
     e.set_groups(by)
     return name_groups(e.run("metric/group_cause_time"), by)
+
+
+def cause_table(trace: Any) -> pl.DataFrame:
+    """The fleet's :func:`cause_summary` over every cause of the vocabulary, in report order: ``cause, group, nof,
+    lost_s, lost_gpu_h`` (zero for a cause without interruptions)."""
+    got = cause_summary(trace).select("cause", "nof", "lost_s", "lost_gpu_h")
+    every = pl.DataFrame({"cause": list(VOCABULARY.cause_names), "group": [c.group for c in VOCABULARY.causes]})
+    return every.join(got, on="cause", how="left", maintain_order="left").with_columns(
+        pl.col("nof").fill_null(0), pl.col("lost_s").fill_null(0.0), pl.col("lost_gpu_h").fill_null(0.0)
+    )
 
 
 def l2_matrix(trace: Any) -> pl.DataFrame:

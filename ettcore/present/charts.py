@@ -24,6 +24,7 @@ import polars as pl
 
 from ettcore.phases import ALL_COMPONENTS, components_in
 from ettcore.present.calendar import shown_label
+from ettcore.vocabulary import VOCABULARY
 
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
@@ -108,28 +109,30 @@ def use_renderer(name: str = "ett") -> None:
 
 # ----------------------------------------------------------------------------- one job
 
-# Level-1 buckets: productive keeps the training green; no loss bucket is green.
-L1_COLORS: dict[str, str] = {
-    "productive": "#4c9a2a",
-    "tts": "#f2b701",
-    "recovery": "#c51b7d",
-    "in_training_loss": "#fd8d3c",
-    "shutdown_tail": "#6a51a3",
-}
-L1_LABELS: dict[str, str] = {
-    "productive": "productive",
-    "tts": "TTS (time to start)",
-    "recovery": "recovery (NoF x TTR)",
-    "in_training_loss": "in-training loss",
-    "shutdown_tail": "shutdown tail",
-}
-END_REASON_COLORS: dict[str, str] = {
-    "failure": "#d7301f",
-    "preemption": "#ef6548",
-    "completed": "#969696",
-    "cancelled": "#737373",
-    "running": "#4292c6",
-}
+# The vocabulary's colours and legend labels (ettcore/defaults/vocabulary.yaml, causes.yaml), by name: the Level 1
+# buckets (productive keeps the training green; no loss bucket is green), the end reasons, the interruption causes
+# and their groups.
+L1_COLORS: dict[str, str] = VOCABULARY.bucket_colors
+L1_LABELS: dict[str, str] = VOCABULARY.bucket_labels
+END_REASON_COLORS: dict[str, str] = VOCABULARY.end_reason_colors
+END_REASON_LABELS: dict[str, str] = VOCABULARY.end_reason_labels
+CAUSE_COLORS: dict[str, str] = VOCABULARY.cause_colors
+GROUP_COLORS: dict[str, str] = VOCABULARY.group_colors
+
+
+def l1_scale(buckets: Sequence[str]) -> alt.Scale:
+    """The colour scale of Level 1 buckets (names, in the order given), over their legend labels."""
+    return alt.Scale(domain=[L1_LABELS[b] for b in buckets], range=[L1_COLORS[b] for b in buckets])
+
+
+def end_reason_scale(reasons: Sequence[str]) -> alt.Scale:
+    """The colour scale of end reasons (names, in the order given), over their legend labels."""
+    return alt.Scale(domain=[END_REASON_LABELS[r] for r in reasons], range=[END_REASON_COLORS[r] for r in reasons])
+
+
+def end_reason_label(column: str = "end_reason") -> pl.Expr:
+    """An end reason's legend label (a name the vocabulary does not know stays as it is)."""
+    return pl.col(column).replace_strict(END_REASON_LABELS, default=pl.col(column))
 
 
 LABEL_PX = 6.2  # the width of a character of an 11-pixel label, about (measured: 6.0), for what fits in a box
@@ -246,15 +249,15 @@ def gantt(
         pl.col("bucket").replace_strict(L1_LABELS, default=pl.col("bucket")).alias("L1 bucket"),
     )
     att = xcols(at.select("job_id", "attempt", "start_ms", "end_ms", "end_reason", "interrupted")).with_columns(
-        lane(pl.col("job_id"), "attempts").alias("lane"),
-        pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end_reason")).alias("label"),
+        lane(pl.col("job_id"), "attempts").alias("lane"), end_reason_label().alias("end reason")
     )
+    att = att.with_columns(pl.format("attempt {}: {}", pl.col("attempt"), pl.col("end reason")).alias("label"))
     # the text written on an attempt's box is what fits in it at the unzoomed scale (the whole label, its short
     # form, the number alone, or nothing): a label never runs into the next attempt (the tooltip has it all)
     domain_ms = span_ms if relative else (int(at["t1_ms"].max() - at["t0_ms"].min()) if at.height else 0)
     px = (pl.col("end_ms") - pl.col("start_ms")) * (width / max(domain_ms, 1)) - 8  # the box less its margins
     px = px - pl.when(pl.col("interrupted")).then(10).otherwise(0)  # room for the interruption's triangle
-    short = pl.format("{}: {}", pl.col("attempt"), pl.col("end_reason"))
+    short = pl.format("{}: {}", pl.col("attempt"), pl.col("end reason"))
     att = att.with_columns(
         pl.when(px >= pl.col("label").str.len_chars() * LABEL_PX)
         .then(pl.col("label"))
@@ -317,7 +320,7 @@ def gantt(
                 "L1 bucket:N",
                 title="L1 bucket",
                 sort=[L1_LABELS[b] for b in buckets],
-                scale=alt.Scale(domain=[L1_LABELS[b] for b in buckets], range=[L1_COLORS[b] for b in buckets]),
+                scale=l1_scale(buckets),
                 legend=alt.Legend(orient="bottom", columns=3, labelLimit=200),
             ),
             tooltip=["job_id:N", "L1 bucket:N", *times],
@@ -333,10 +336,25 @@ def gantt(
         .mark_text(align="left", dx=4, fontSize=11, color="#252525")
         .encode(x=alt.X(f"{field0}:{xtype}"), y=y, text="shown:N")
     )
+    interrupted = att.filter(pl.col("interrupted"))
+    reasons = [r for r in VOCABULARY.interruptions if r in set(interrupted["end_reason"])]  # in vocabulary order
     ends = (
-        alt.Chart(att.filter(pl.col("interrupted")))
-        .mark_point(shape="triangle-down", size=120, filled=True, color=END_REASON_COLORS["failure"])
-        .encode(x=alt.X(f"{field1}:{xtype}"), y=y, tooltip=["job_id:N", "label:N", "end (UTC):N"])
+        alt.Chart(interrupted)
+        .mark_point(shape="triangle-down", size=120, filled=True)
+        .encode(
+            x=alt.X(f"{field1}:{xtype}"),
+            y=y,
+            color=alt.Color(
+                "end reason:N",
+                title="interruption",
+                sort=[END_REASON_LABELS[r] for r in reasons],
+                scale=end_reason_scale(reasons),
+                legend=alt.Legend(orient="bottom", labelLimit=200),
+            )
+            if reasons
+            else alt.Undefined,
+            tooltip=["job_id:N", "label:N", "end (UTC):N"],
+        )
     )
     detail = (
         alt.layer(bars_at, text_at, ends, bars_l1, bars_l2)
@@ -379,6 +397,18 @@ def l2_long(summary: pl.DataFrame, key: str = "job_id") -> pl.DataFrame:
         .with_columns(
             pl.col("column").replace_strict(cols).alias("component"), (pl.col("seconds") / 60).alias("minutes")
         )
+        .drop("column")
+    )
+
+
+def l1_long(frame: pl.DataFrame, key: str, suffix: str = "_gpu_h", value: str = "gpu_h") -> pl.DataFrame:
+    """Per-row Level 1 columns (``<stem><suffix>`` of ``job_summary``, ``fleet_summary``) as long ``key, L1 bucket,
+    value``, each bucket by its table label, in report order."""
+    cols = {f"{b.stem}{suffix}": b.table_label for b in VOCABULARY.l1_buckets}
+    return (
+        frame.select(key, *cols)
+        .unpivot(index=key, variable_name="column", value_name=value)
+        .with_columns(pl.col("column").replace_strict(cols).alias("L1 bucket"))
         .drop("column")
     )
 
@@ -434,13 +464,7 @@ def l1_bars(
     summary_row: dict, *, synthetic: bool, chart_title: str = "Level 1: productive time and the four losses"
 ) -> alt.Chart:
     """One stacked bar of a job's (or the fleet's) L1 split, in minutes (the L1 colours of the timeline)."""
-    cols = {
-        "productive": "productive_s",
-        "tts": "tts_s",
-        "recovery": "ttr_total_s",
-        "in_training_loss": "in_training_loss_s",
-        "shutdown_tail": "shutdown_tail_s",
-    }
+    cols = {b: f"{stem}_s" for b, stem in VOCABULARY.bucket_stems.items()}
     labels = [L1_LABELS[k] for k in cols]
     df = pl.DataFrame(
         {"bucket": labels, "minutes": [summary_row[c] / 60 for c in cols.values()], "k": list(range(len(cols)))}
@@ -454,7 +478,7 @@ def l1_bars(
                 "bucket:N",
                 sort=labels,
                 title="L1 bucket",
-                scale=alt.Scale(domain=labels, range=[L1_COLORS[k] for k in cols]),
+                scale=l1_scale(list(cols)),
             ),
             order=alt.Order("k:Q"),
             tooltip=["bucket:N", alt.Tooltip("minutes:Q", format=".1f")],

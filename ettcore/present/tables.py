@@ -20,6 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import polars as pl
 
+from ettcore.vocabulary import VOCABULARY
+
 # column-name suffix -> unit shown in the header
 UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_gpu_h", "GPU-h"),
@@ -33,27 +35,19 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
 )
 MISSING = "–"
 NO_ROWS = "(no rows)"
-# labels of the metric's column names (by the name without its unit suffix)
+# labels of the metric's column names (by the name without its unit suffix); those of the Level 1 buckets
+# (<stem>_s, <stem>_gpu_h) and of the interruptions by end reason (nof_<end reason>) are the vocabulary's
 BASE_LABELS: dict[str, str] = {
     "job_id": "job",
     "ett": "ETT%",
     "ett_mean": "mean ETT% of jobs",
     "nof": "NoF",
-    "nof_failure": "failures",
-    "nof_preemption": "preemptions",
-    "tts": "TTS",
-    "ttr_total": "recovery (NoF x TTR)",
+    **{r.nof_column: r.nof_label or r.label for r in VOCABULARY.end_reasons if r.interrupts},
+    **{b.stem: b.table_label for b in VOCABULARY.l1_buckets},
+    **{f"{b.stem}_gpu": b.gpu_table_label for b in VOCABULARY.l1_buckets},
     "ttr_mean": "TTR",
-    "in_training_loss": "in-training loss",
-    "shutdown_tail": "shutdown tail",
     "wall": "wall",
-    "productive": "productive",
     "wall_gpu": "wall",
-    "productive_gpu": "productive",
-    "tts_gpu": "TTS",
-    "ttr_total_gpu": "recovery",
-    "in_training_loss_gpu": "in-training loss",
-    "shutdown_tail_gpu": "shutdown tail",
     "gpus": "GPUs",
     "hardware_setup": "hardware setup",
     "trainer_init": "trainer init",
