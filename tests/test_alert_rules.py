@@ -135,7 +135,7 @@ TESTS = [
         "input_series": [
             series("ett_fleet_interruptions_by_cause_total", "0+1x100", cause="node_failure"),
             series("ett_fleet_interruptions_by_cause_total", "0x60 1+1x3 4x36", cause="preemption"),
-            series("ett_fleet_interruptions_total", "0+1x100", cause="failure"),
+            series("ett_fleet_interruptions_total", "0+1x100", end_reason="failure"),
         ],
         "alert_rule_test": [
             {

@@ -331,7 +331,7 @@ def compare(prom: int, snap: Path, as_of: float, capsys) -> None:
         lab = f'job_id="{job_id}",model="hang-demo"'
         assert one(f"ett_job_wall_seconds{{{lab}}}") == approx(j["wall_s"], abs=1e-3)
         assert one(f"ett_job_effective_training_ratio{{{lab}}}") == approx(j["ett_pct"] / 100, rel=1e-9)
-        assert one(f'ett_job_interruptions{{{lab},cause="preemption"}}') == j["nof_preemption"]
+        assert one(f'ett_job_interruptions{{{lab},end_reason="preemption"}}') == j["nof_preemption"]
         assert one(f"ett_job_progress_age_seconds{{{lab}}}") == approx(live[job_id]["progress_age_s"], abs=1e-3)
         assert one(f"max(ett_job_hung{{{lab}}})") == int(live[job_id]["state"] == "hung")
     assert live["hung"]["state"] == "hung" and live["slow"]["state"] != "hung"

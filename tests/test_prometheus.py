@@ -134,7 +134,7 @@ def test_sample_passes_promtool_and_carries_the_metric(tmp_path):
     for r in jobs.iter_rows(named=True):
         lab = {"job_id": r["job_id"], "model": r["model"]}
         assert value(got, "ett_job_wall_seconds", **lab) == r["wall_s"]
-        assert value(got, "ett_job_interruptions", cause="failure", **lab) == r["nof_failure"]
+        assert value(got, "ett_job_interruptions", end_reason="failure", **lab) == r["nof_failure"]
         assert sum(value(got, "ett_job_l1_seconds", bucket=b, **lab) for b in buckets) == pytest.approx(r["wall_s"])
     # the worked example of the spec: 50 of 120 minutes productive
     assert value(got, "ett_job_effective_training_ratio", job_id="worked-example", model="ranker-a") == pytest.approx(

@@ -93,7 +93,10 @@ THRESHOLDS: tuple[Threshold, ...] = (
         str,
     ),
     Threshold(
-        "interruptions_per_hour", 5.0, "interruptions of one cause in the last hour that make a burst", _positive(1e6)
+        "interruptions_per_hour",
+        5.0,
+        "interruptions of one interruption cause in the last hour that make a burst",
+        _positive(1e6),
     ),
     Threshold(
         "pending_over",

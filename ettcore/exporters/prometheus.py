@@ -16,19 +16,25 @@ family (``<level>`` = fleet/model)  value
 ``ett_<level>_jobs``               jobs measured
 ``ett_<level>_effective_training_ratio``  GPU-time-weighted ETT% / 100 (``sum(gpus x productive) / sum(gpus x wall)``)
 ``ett_<level>_wall_gpu_seconds``   GPU-seconds of wall time
-``ett_<level>_l1_gpu_seconds``     GPU-seconds per L1 bucket (label ``bucket``: productive, tts, recovery,
-                                   in_training_loss, shutdown_tail; they add up to the wall time)
+``ett_<level>_l1_gpu_seconds``     GPU-seconds per L1 bucket (label ``bucket``: the vocabulary's, productive,
+                                   tts, recovery, in_training_loss, shutdown_tail; they add up to the wall time)
 ``ett_<level>_l2_gpu_seconds``     GPU-seconds of lost time per L2 component (labels ``component``, ``owner``)
-``ett_<level>_interruptions``      interruptions (NoF) by cause (label ``cause``: failure, preemption)
+``ett_<level>_interruptions``      interruptions (NoF) by end reason (label ``end_reason``: failure, preemption)
+``ett_<level>_interruptions_by_cause``  interruptions (NoF) by interruption cause (label ``cause``)
 ``ett_<level>_excluded_gpu_seconds``  GPU-seconds left out by exclusion windows
 =================================  ===========================================================================
 
 Per job the same figures in the job's own seconds (``ett_job_wall_seconds``, ``ett_job_l1_seconds``,
 ``ett_job_excluded_seconds``), GPU-seconds for L2 (``ett_job_l2_gpu_seconds``), ``ett_job_effective_training_ratio``
-(NaN for a job with no measured wall time), ``ett_job_interruptions``, ``ett_job_gpus``, ``ett_job_info`` (1, with the
-job's ``status``) and stalls (``ett_job_stalls``, ``ett_job_stall_seconds``, ``ett_job_longest_stall_seconds``).
-About the export itself: ``ett_trace_info`` (1, labels ``trace`` and ``synthetic``), ``ett_as_of_timestamp_seconds``
-and, with a window, ``ett_window_start_timestamp_seconds`` / ``ett_window_end_timestamp_seconds``.
+(NaN for a job with no measured wall time), ``ett_job_interruptions`` (label ``end_reason``), ``ett_job_gpus``,
+``ett_job_info`` (1, with the job's ``status``) and stalls (``ett_job_stalls``, ``ett_job_stall_seconds``,
+``ett_job_longest_stall_seconds``).  About the export itself: ``ett_trace_info`` (1, labels ``trace`` and
+``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window, ``ett_window_start_timestamp_seconds`` /
+``ett_window_end_timestamp_seconds``.
+
+One meaning a label: ``end_reason`` is how an attempt ended (the interrupting end reasons of
+``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``), and
+``bucket`` a Level 1 bucket; every label value list is the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`).
 
 Label values are escaped as the format asks (backslash, double quote, line feed), so any job id, model or owner
 name is data and cannot end a label, a line or a series.  Names and label names are fixed here, never taken from
@@ -43,18 +49,13 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.causes import CAUSES as INTERRUPTION_CAUSES
 from ettcore.metric import hangs, intervals, money, stalls
 from ettcore.trace.load import Trace
+from ettcore.vocabulary import VOCABULARY
 
-L1_BUCKETS = {
-    "productive": "productive",
-    "tts": "tts",
-    "recovery": "ttr_total",
-    "in_training_loss": "in_training_loss",
-    "shutdown_tail": "shutdown_tail",
-}  # label value -> column stem of job_summary / group_summary
-CAUSES = ("failure", "preemption")
+L1_BUCKETS = VOCABULARY.bucket_stems  # label ``bucket`` -> column stem of job_summary / group_summary
+END_REASONS = VOCABULARY.interruptions  # label ``end_reason`` (each counted in the column nof_<end reason>)
+CAUSES = VOCABULARY.cause_names  # label ``cause``: the interruption causes
 JOB_OWNER_COLUMNS = ("owner", "team", "user", "account")
 """The jobs table's columns that name who owns a job, first present wins (``ett_job_owner``; the alerts name it)."""
 
@@ -147,7 +148,7 @@ def _group_families(
     )
     wall = [(lab(r), r["wall_gpu_h"] * 3600) for r in rows]
     lost = [(lab(r, ("component", c), ("owner", owners[c])), r[f"{c}_gpu_h"] * 3600) for r in rows for c in owners]
-    nof = [(lab(r, ("cause", c)), r[f"nof_{c}"]) for r in rows for c in CAUSES]
+    nof = [(lab(r, ("end_reason", e)), r[f"nof_{e}"]) for r in rows for e in END_REASONS]
     yield from family(f"ett_{level}_wall_gpu_seconds", f"GPU-seconds of wall time of {what}.", wall)
     yield from family(
         f"ett_{level}_l1_gpu_seconds",
@@ -159,13 +160,9 @@ def _group_families(
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
         lost,
     )
-    nof_by_cause = [
-        (lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in INTERRUPTION_CAUSES
-    ]
-    lost_by_cause = [
-        (lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in INTERRUPTION_CAUSES
-    ]
-    yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by cause.", nof)
+    nof_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in CAUSES]
+    lost_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in CAUSES]
+    yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by end reason.", nof)
     yield from family(
         f"ett_{level}_interruptions_by_cause",
         f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
@@ -201,7 +198,7 @@ def _group_families(
             lost,
         )
         yield from family(
-            f"ett_{level}_interruptions_total", f"Interruptions (NoF) of {what} by cause, cumulative.", nof
+            f"ett_{level}_interruptions_total", f"Interruptions (NoF) of {what} by end reason, cumulative.", nof
         )
         yield from family(
             f"ett_{level}_interruptions_by_cause_total",
@@ -249,11 +246,8 @@ def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None, cause
     """group_summary rows with NoF by end reason added (summed from the per-job rows), and ``by_cause``: cause ->
     (NoF, lost GPU-hours) from ``causes_long`` (:func:`ettcore.metric.cause_summary`)."""
     by = [key] if key else []
-    causes = (
-        jobs.group_by(by).agg(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
-        if by
-        else jobs.select(pl.col("nof_failure").sum(), pl.col("nof_preemption").sum())
-    )
+    sums = [pl.col(c).sum() for c in VOCABULARY.nof_columns]
+    causes = jobs.group_by(by).agg(sums) if by else jobs.select(sums)
     rows = groups.join(causes, on=by, how="left") if by else groups.hstack(causes) if groups.height else groups
     out = list(rows.iter_rows(named=True))
     for r in out:
@@ -420,9 +414,9 @@ def exposition(
     )
     yield from per_job(
         "ett_job_interruptions",
-        "Interruptions (NoF) of the job by cause.",
+        "Interruptions (NoF) of the job by end reason.",
         lambda r, e: r[f"nof_{e[0][1]}"],
-        [[("cause", c)] for c in CAUSES],
+        [[("end_reason", e)] for e in END_REASONS],
     )
     yield from per_job(
         "ett_job_excluded_seconds", "Seconds of the job left out by exclusion windows.", lambda r, e: r["excluded_s"]
