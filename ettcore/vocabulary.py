@@ -208,10 +208,6 @@ class Vocabulary:
     def cause_colors(self) -> dict[str, str]:
         return {c.name: c.color for c in self.causes}
 
-    @cached_property
-    def group_colors(self) -> dict[str, str]:
-        return {g.name: g.color for g in self.groups}
-
     def derived_from(self, cause: str) -> str | None:
         """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
         return next((r for r, c in self.derived.items() if c == cause), None)
@@ -271,6 +267,39 @@ def _color(value: str, path: Path, row: int) -> str:
     if COLOR.fullmatch(value) is None:
         raise InputError(Problem(str(path), row, "color", f"a colour is #rrggbb, got {value!r}"))
     return value
+
+
+def _derived(data: Any, path: Path, interrupting: tuple[str, ...], causes: set[str]) -> dict[str, str]:
+    """``derived``: each interrupting end reason (and no other) -> a cause; a problem names the end reason
+    (``derived.<end reason>``)."""
+    derived = data.get("derived") if isinstance(data, dict) else None
+    if not isinstance(derived, dict):
+        raise InputError(
+            Problem(
+                str(path),
+                None,
+                "derived",
+                "'derived' maps each interrupting end reason to a cause: " + ", ".join(interrupting),
+            )
+        )
+    for r in interrupting:
+        if r not in derived:
+            raise InputError(
+                Problem(str(path), None, f"derived.{r}", f"no cause for the interrupting end reason {r!r}")
+            )
+    for r, c in derived.items():
+        if r not in interrupting:
+            raise InputError(
+                Problem(
+                    str(path),
+                    None,
+                    f"derived.{r}",
+                    f"{r!r} is not an interrupting end reason: " + ", ".join(interrupting),
+                )
+            )
+        if c not in causes:
+            raise InputError(Problem(str(path), None, f"derived.{r}", f"unknown cause {c!r}"))
+    return dict(derived)
 
 
 def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
@@ -371,24 +400,14 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
         raise InputError(
             Problem(str(cpath), None, "causes", f"the causes include {UNKNOWN_CAUSE!r} (what a source does not say)")
         )
-    derived = cdata.get("derived") if isinstance(cdata, dict) else None
-    interrupting = {r.name for r in reasons if r.interrupts}
-    if not isinstance(derived, dict) or set(derived) != interrupting or not set(derived.values()) <= seen:
-        raise InputError(
-            Problem(
-                str(cpath),
-                None,
-                "derived",
-                "'derived' maps each interrupting end reason (" + ", ".join(sorted(interrupting)) + ") to a cause",
-            )
-        )
+    derived = _derived(cdata, cpath, tuple(r.name for r in reasons if r.interrupts), seen)
     return Vocabulary(
         tuple(tables),
         tuple(reasons),
         tuple(buckets),
         tuple(causes),
         tuple(groups),
-        dict(derived),
+        derived,
         texts["phases.yaml"] or {},
         digest.hexdigest(),
     )

@@ -110,14 +110,13 @@ def use_renderer(name: str = "ett") -> None:
 # ----------------------------------------------------------------------------- one job
 
 # The vocabulary's colours and legend labels (ettcore/defaults/vocabulary.yaml, causes.yaml), by name: the Level 1
-# buckets (productive keeps the training green; no loss bucket is green), the end reasons, the interruption causes
-# and their groups.
+# buckets (productive keeps the training green; no loss bucket is green), the end reasons and the interruption causes
+# (their groups': cause_bars).
 L1_COLORS: dict[str, str] = VOCABULARY.bucket_colors
 L1_LABELS: dict[str, str] = VOCABULARY.bucket_labels
 END_REASON_COLORS: dict[str, str] = VOCABULARY.end_reason_colors
 END_REASON_LABELS: dict[str, str] = VOCABULARY.end_reason_labels
 CAUSE_COLORS: dict[str, str] = VOCABULARY.cause_colors
-GROUP_COLORS: dict[str, str] = VOCABULARY.group_colors
 
 
 def l1_scale(buckets: Sequence[str]) -> alt.Scale:
@@ -813,6 +812,42 @@ def grouped_bars(
             chart = chart.resolve_scale(y="independent")
         return chart.properties(title=title(chart_title, synthetic))
     return chart.properties(title=title(chart_title, synthetic), width=560)
+
+
+def cause_bars(
+    by_cause: pl.DataFrame,
+    value: str,
+    *,
+    synthetic: bool,
+    chart_title: str,
+    y_title: str | None = None,
+    color_by: str = "group",
+) -> alt.Chart:
+    """One bar a cause, in the vocabulary's order: ``by_cause`` has ``cause``, ``group`` and ``value`` columns
+    (:func:`ettcore.metric.cause_table`).  The bars take their group's colour, with the groups' labels in the legend,
+    or (``color_by="cause"``) each cause's own colour."""
+    if color_by == "group":
+        labels = {g.name: g.label for g in VOCABULARY.groups}
+        frame = by_cause.with_columns(pl.col("group").replace_strict(labels).alias("cause group"))
+        field, colors = "cause group", {g.label: g.color for g in VOCABULARY.groups}
+    elif color_by == "cause":
+        frame, field, colors = by_cause, "cause", dict(CAUSE_COLORS)
+    else:
+        raise ValueError(f"color_by is 'group' or 'cause', got {color_by!r}")
+    return grouped_bars(
+        frame,
+        "cause",
+        value,
+        field,
+        synthetic=synthetic,
+        chart_title=chart_title,
+        x_title="cause",
+        y_title=y_title,
+        color_title=field,
+        colors=colors,
+        x_sort=list(VOCABULARY.cause_names),
+        side_by_side=False,
+    )
 
 
 def scatter(
