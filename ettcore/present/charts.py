@@ -850,6 +850,24 @@ def cause_bars(
     )
 
 
+def nof_bars(frame: pl.DataFrame, x: str, *, synthetic: bool, chart_title: str) -> alt.Chart:
+    """Interruptions by end reason side by side inside each ``x``, from the ``nof_<end reason>`` columns of
+    ``frame`` (``job_summary``, ``trend``): each end reason by its label and in its colour, in vocabulary order."""
+    reasons = [r for r in VOCABULARY.end_reasons if r.interrupts]
+    long = frame.select(x, *[pl.col(r.nof_column).alias(r.label) for r in reasons]).unpivot(
+        index=x, variable_name="end reason", value_name="interruptions"
+    )
+    return grouped_bars(
+        long,
+        x,
+        "interruptions",
+        "end reason",
+        synthetic=synthetic,
+        chart_title=chart_title,
+        colors={r.label: r.color for r in reasons},
+    )
+
+
 def scatter(
     frame: pl.DataFrame,
     x: str,
