@@ -129,6 +129,18 @@ def end_reason_scale(reasons: Sequence[str]) -> alt.Scale:
     return alt.Scale(domain=[END_REASON_LABELS[r] for r in reasons], range=[END_REASON_COLORS[r] for r in reasons])
 
 
+def _legend_color(field: str, title: str, scale: alt.Scale, **legend: int) -> alt.Color:
+    """A colour channel over ``field`` (a timeline lane's) whose legend, below the chart, lists the scale's domain in
+    its order."""
+    return alt.Color(
+        field,
+        title=title,
+        sort=list(scale.domain),
+        scale=scale,
+        legend=alt.Legend(orient="bottom", labelLimit=200, **legend),
+    )
+
+
 def end_reason_label(column: str = "end_reason") -> pl.Expr:
     """An end reason's legend label (a name the vocabulary does not know stays as it is)."""
     return pl.col(column).replace_strict(END_REASON_LABELS, default=pl.col(column))
@@ -315,13 +327,7 @@ def gantt(
             x=x,
             x2=f"{field1}:{xtype}",
             y=y,
-            color=alt.Color(
-                "L1 bucket:N",
-                title="L1 bucket",
-                sort=[L1_LABELS[b] for b in buckets],
-                scale=l1_scale(buckets),
-                legend=alt.Legend(orient="bottom", columns=3, labelLimit=200),
-            ),
+            color=_legend_color("L1 bucket:N", "L1 bucket", l1_scale(buckets), columns=3),
             tooltip=["job_id:N", "L1 bucket:N", *times],
         )
     )
@@ -343,13 +349,7 @@ def gantt(
         .encode(
             x=alt.X(f"{field1}:{xtype}"),
             y=y,
-            color=alt.Color(
-                "end reason:N",
-                title="interruption",
-                sort=[END_REASON_LABELS[r] for r in reasons],
-                scale=end_reason_scale(reasons),
-                legend=alt.Legend(orient="bottom", labelLimit=200),
-            )
+            color=_legend_color("end reason:N", "interruption", end_reason_scale(reasons))
             if reasons
             else alt.Undefined,
             tooltip=["job_id:N", "label:N", "end (UTC):N"],
