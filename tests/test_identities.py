@@ -96,3 +96,21 @@ def test_fleet_sums_do_not_depend_on_the_order_of_jobs():
     assert forward[0][4] == wall_gpu_ms / 3.6e6
     shutdown_gpu_ms = sum(r["gpus"] * round(r["shutdown_s"] * 1000) for r in rows)
     assert ("fleet", "shutdown", shutdown_gpu_ms / 3.6e6) in forward
+
+
+def test_a_first_attempt_of_no_length_keeps_the_time_after_it(tmp_path):
+    """A job whose first attempt has no length (cancelled at the instant it started), then, a minute later, a second
+    attempt that trains 10 minutes: the minute between them is the job's too, Time to Start (scheduling), so the
+    buckets add up to the wall time.  (The attribution's events once began at the first attempt of positive length,
+    and the minute fell out of every bucket; found by the SQL-against-reference property test.)"""
+    from conftest import write_csv_trace
+
+    t = "2026-02-01T00:"
+    write_csv_trace(
+        tmp_path / "t",
+        [["j", 0, f"{t}00:00Z", f"{t}00:00Z", "cancelled"], ["j", 1, f"{t}01:00Z", f"{t}11:00Z", "completed"]],
+        [["j", 1, "train", "", f"{t}01:00Z", f"{t}11:00Z", 0, 100]],
+        [["j", "m", 1]],
+    )
+    (job,) = metric.job_summary(load_trace(tmp_path / "t")).iter_rows(named=True)
+    assert (job["wall_s"], job["productive_s"], job["tts_s"], job["scheduling_s"]) == (660.0, 600.0, 60.0, 60.0)

@@ -3,7 +3,7 @@
 -- attributed_intervals draws them for a timeline.
 --
 -- How: one start event per attempt of positive length, covering span and productive part, one event per
--- interruption, at the job's end and at each cut inside the job: each grid mark (UTC midnights, or hours for an
+-- interruption, at the job's start and end and at each cut inside the job: each grid mark (UTC midnights, or hours for an
 -- hourly trend: ett_grid) and each instant where the analysis window or an exclusion window starts or ends
 -- (analysis_cuts).  Five functions over one window sorted per job give, between two consecutive events: the next
 -- event's time, the end and number of the attempt in force, the covering span that ends last (its end and phase
@@ -123,6 +123,10 @@ events AS (
     WHERE t.e > t.split
     UNION ALL
     SELECT job_key, t1, 4, NULL, NULL, NULL, NULL, NULL FROM job_span
+    UNION ALL
+    -- the job's start, as a cut: where its first attempt has no length (a start event is only for an attempt of
+    -- positive length), the time up to the next event is still the job's
+    SELECT job_key, t0, 5, NULL, NULL, NULL, NULL, NULL FROM job_span
     UNION ALL
     SELECT job_key, mark_no * g, 5, NULL, NULL, NULL, NULL, NULL FROM grid_marks
     UNION ALL
