@@ -12,6 +12,11 @@ A child loads the trace (``load_trace``: typing and every data check), then time
 ``*_cpu_s``: less disturbed than wall time when other work shares the machine); no window, no exclusions: the
 default path. The table gives, per step, the fastest and the median round of each revision and head / base of
 both. Only APIs both revisions have are used.
+
+``--cli`` times the commands a user runs instead, output layer included: ``ett summarize --json``, ``ett summarize``
+(text) and ``ett trend --json`` on the trace and on a fleet store of it (built once by the head; ``--store`` gives
+one), each a child process (``python -m ettcore.cli``, stdout to /dev/null, the check cache off), alternating base
+and head.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from io import BytesIO
 from pathlib import Path
 
@@ -127,6 +133,44 @@ def in_process(trace: str, base: Path, rounds: int, memory_limit: str) -> None:
         print(f"{step:<16} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
 
 
+CLI_STEPS = (
+    ("summarize_json", ["summarize", "{input}", "--json"]),
+    ("summarize_text", ["summarize", "{input}"]),
+    ("trend_json", ["trend", "{input}", "--json"]),
+)
+
+
+def time_cli(tree: Path, argv: list[str]) -> float:
+    """Wall seconds of ``python -m ettcore.cli ARGV`` with ``tree``'s package, its output thrown away."""
+    env = dict(os.environ, PYTHONPATH=str(tree), ETT_CHECK_CACHE="0")
+    t = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", *argv],
+        env=env,
+        cwd=tempfile.gettempdir(),
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - t
+
+
+def cli_rounds(trees: dict[str, Path], inputs: dict[str, str], rounds: int, limit: str) -> None:
+    """:data:`CLI_STEPS` on each input, ``rounds`` times, alternating base and head; min and median ratios."""
+    runs: dict[str, dict[str, list[float]]] = {"base": {}, "head": {}}
+    for r in range(rounds):
+        for name in ("base", "head") if r % 2 == 0 else ("head", "base"):
+            for kind, path in inputs.items():
+                for step, argv in CLI_STEPS:
+                    args = [a.format(input=path) for a in argv] + ["--memory-limit", limit]
+                    runs[name].setdefault(f"{kind}:{step}", []).append(time_cli(trees[name], args))
+    print(f"through the CLI, {rounds} rounds alternating; inputs: " + ", ".join(f"{k} {v}" for k, v in inputs.items()))
+    print(f"{'step':<24} {'base min':>9} {'head min':>9} {'ratio':>6}   {'base med':>9} {'head med':>9} {'ratio':>6}")
+    for step in runs["base"]:
+        b, h = runs["base"][step], runs["head"][step]
+        bm, hm, bd, hd = min(b), min(h), statistics.median(b), statistics.median(h)
+        print(f"{step:<24} {bm:9.3f} {hm:9.3f} {hm / bm:6.3f}   {bd:9.3f} {hd:9.3f} {hd / bd:6.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("trace")
@@ -140,7 +184,30 @@ def main(argv: list[str] | None = None) -> int:
         help="time instead the attribution and per-job queries of both revisions "
         "on one trace loaded once by the head (no process-to-process noise)",
     )
+    ap.add_argument(
+        "--cli", action="store_true", help="time ett summarize/trend through the CLI, on the trace and a store"
+    )
+    ap.add_argument("--store", help="with --cli: the fleet store to time (default: one ingested from the trace)")
     args = ap.parse_args(argv)
+    if args.cli:
+        args.trace = str(Path(args.trace).resolve())  # the children run elsewhere
+        with tempfile.TemporaryDirectory(prefix="ett-revs-") as tmp:
+            trees = {
+                "base": export(args.base, Path(tmp) / "base"),
+                "head": export(args.head, Path(tmp) / "head") if args.head else ROOT,
+            }
+            store = args.store
+            if store is None:
+                store = str(Path(tmp) / "fleet.duckdb")
+                env = dict(os.environ, PYTHONPATH=str(trees["head"]))
+                subprocess.run(
+                    [sys.executable, "-m", "ettcore.cli", "ingest", store, args.trace],
+                    env=env,
+                    check=True,
+                    stdout=subprocess.DEVNULL,
+                )
+            cli_rounds(trees, {"trace": args.trace, "store": store}, args.rounds, args.memory_limit)
+        return 0
     if args.in_process:
         if args.head:
             raise SystemExit("--in-process measures the working tree as head")

@@ -15,6 +15,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = Path(os.environ.get("ETT_PROJECT_ROOT", PACKAGE_DIR.parent)).resolve()
 
 SQL_DIR = PACKAGE_DIR / "sql"
+SCHEMA_DIR = PACKAGE_DIR / "schemas"  # the JSON Schemas of every `ett ... --json` answer
 # the vocabulary, phases and cause rules (ettcore.vocabulary); $ETT_DEFAULTS_DIR: a folder of the same files instead
 DEFAULTS_DIR = Path(os.environ.get("ETT_DEFAULTS_DIR") or PACKAGE_DIR / "defaults").resolve()
 

@@ -293,7 +293,7 @@ def test_live_run_folder(tmp_path, capsys):
     assert main(["stalls", str(run), "--live", "--as-of", "1769900100", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     (job,) = doc["jobs"]
-    assert doc["trace"] == str(run)
+    assert doc["input"]["path"] == str(run) and doc["input"]["kind"] == "run folder"
     assert job["state"] == "hung" and job["progress_age_s"] == 70.0 and job["stall_threshold_s"] == 60.0
     assert job["median_step_s"] == pytest.approx(1.0) and job["cursor"] == 30
     assert (job["first_stopped_rank"], job["first_stopped_node"], job["first_stopped_step"]) == (1, "node-b", 29)

@@ -248,7 +248,7 @@ def test_slurm_poll_options_and_a_missing_sacct(tmp_path, capsys, monkeypatch):
         (["--slurm", FLEET / "sacct.txt"], "--slurm runs sacct itself"),
         (["--slurm", "--as-of", "2026-01-01"], "when its sacct ran"),
         (["--slurm", "--overlap=-5m"], "not a positive duration"),
-        ([FLEET / "sacct.txt", "--since", "2026-01-01"], "is an option of --slurm polls"),
+        ([FLEET / "sacct.txt", "--poll-since", "2026-01-01"], "is an option of --slurm polls"),
         ([], "give a SOURCE"),
     ):
         rc, _, err = _run(capsys, ["ingest", fleet, *argv])
@@ -276,6 +276,23 @@ def test_a_first_poll_that_finds_no_job_makes_no_store_and_publishes_nothing(tmp
         assert (rc, err) == (0, ""), err
         assert f"nothing to ingest: {fleet} unchanged" in out and (said is None or said in out), out
         assert not fleet.exists() and not mirror.exists()
+
+
+def test_the_old_since_of_a_poll_still_works_and_warns_once(tmp_path, capsys, monkeypatch):
+    """``ett ingest --slurm --since T``, the spelling of ``--poll-since`` before every measuring command's ``--since``
+    meant the window's start: the poll reads from T, and stderr says once that it is renamed."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "sacct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    for flag in ("--poll-since", "--since"):
+        rc, out, err = _run(capsys, ["ingest", tmp_path / "f.duckdb", "--slurm", flag, "2026-01-02T03:04:05Z"])
+        assert rc == 0 and "with a run from 2026-01-02T03:04:05Z (--poll-since)" in out, out
+        if flag == "--since":
+            assert err.count("warning") == 1 and "--since is now --poll-since" in err, err
+        else:
+            assert err == ""
 
 
 @pytest.mark.skipif(

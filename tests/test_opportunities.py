@@ -7,7 +7,6 @@ two levels x <= y it is x + 0.1 (y - x).
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import polars as pl
@@ -15,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ettcore.cli import opportunities as opportunities_command
 from ettcore.planning.opportunities import lost_by_component, rank_opportunities
 
 
@@ -126,10 +124,10 @@ def test_lost_by_component_fills_missing_components_with_zero() -> None:
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="ett")
-    opportunities_command.register(parser.add_subparsers())
-    args = parser.parse_args(argv)
-    rc = args.func(args)
+    """``ett`` with ``argv`` (through its main: input errors are one line each on stderr, exit 2)."""
+    from ettcore import cli
+
+    rc = cli.main(argv)
     out = capsys.readouterr()
     return rc, out.out, out.err
 

@@ -335,8 +335,8 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
     duck = json.loads(capsys.readouterr().out)
     assert cli.main(["summarize", uri(sample_parquet), "--engine", "spark", "--spark-master", MASTER, "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
-    assert got.pop("trace") == uri(sample_parquet)
-    duck.pop("trace")
+    assert got.pop("input") == {"path": uri(sample_parquet), "kind": "uri", "engine": "spark", "spark_master": MASTER}
+    duck.pop("input")
     assert got.keys() == duck.keys() and len(got["jobs"]) == 4
     for key in ("synthetic", "as_of", "accounting", "not_started_by_as_of"):
         assert got[key] == duck[key], key

@@ -10,7 +10,7 @@ select it, so jobs of other tests on a shared cluster stay out):
 - a high-priority job needing the whole node preempts the low partition (PREEMPTED, requeued);
 - everything then runs to the end.
 
-A poller runs ``ett ingest STORE --slurm --accounts production --overlap 5s`` (its first poll with ``--since``) as a
+A poller runs ``ett ingest STORE --slurm --accounts production --overlap 5s`` (first poll: ``--poll-since``) as a
 process every 2 s from the first submission until every job has ended, then once more.  The test checks that some
 polls saw jobs PENDING and some RUNNING (the states sacct gave each, as the poll prints them), that the polls' windows
 moved on (a later poll read fewer jobs than the store holds), and that the store at the end equals a one-shot
@@ -67,7 +67,7 @@ def test_polls_while_jobs_wait_run_requeue_and_are_preempted(tmp_path):
 
         def poller() -> None:
             while not stop.is_set():
-                first = [] if outputs else ["--since", str(since)]
+                first = [] if outputs else ["--poll-since", str(since)]
                 outputs.append(subprocess.run([*poll, *first], env=env, capture_output=True, text=True, timeout=300))
                 stop.wait(2)
 

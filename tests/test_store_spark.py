@@ -366,13 +366,13 @@ def _on_spark(where, **kw) -> object:
 def test_slurm_campaign_store_same_on_spark(session, tmp_path):
     """The bundled Slurm campaign (46 jobs, causes, labels) as a store: the measuring commands' way in with
     --engine spark (the store file finds its mirror) gives the store's frames."""
-    from ettcore.cli.common import open_checked
+    from ettcore.cli.measure_options import open_measured
     from ettcore.engines.spark.mirror import MirrorSparkTrace
 
     s, mirror = tmp_path / "fleet.duckdb", tmp_path / "mirror"
     assert cli.main(["ingest", str(s), str(DATA_DIR / "slurm-fleet" / "trace"), "--parquet", str(mirror)]) == 0
     args = cli.build_parser().parse_args(["summarize", str(s), "--engine", "spark", "--spark-master", MASTER])
-    spark, duck = open_checked(args), store.open_store(s)
+    spark, duck = open_measured(args), store.open_store(s)
     assert isinstance(spark, MirrorSparkTrace) and spark.trace.pointer["store"] == str(s.resolve())
     assert spark.trace.labels == duck.labels and spark.as_of_ms == duck.as_of_ms == 1796126806000
     figures = _figures(spark, by="partition")

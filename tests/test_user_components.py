@@ -123,7 +123,8 @@ def test_two_user_components_keep_the_mapping_order(trace_dir: Path, tmp_path: P
 def test_trend_daily_and_rolling(trace_dir: Path, mapping: Path) -> None:
     for args in (["--every", "day"], ["--every", "hour", "--window", "24h"]):
         out = _cli_json("trend", str(trace_dir), "--mapping", str(mapping), *args)
-        rows = [r for r in out if r["wall_gpu_h"]]
+        assert out["mapping"] == {"file": str(mapping), "components": [*DEFAULTS, "data_loading", "unattributed"]}
+        rows = [r for r in out["buckets"] if r["wall_gpu_h"]]
         assert rows, out
         row = rows[-1]
         assert row["data_loading_gpu_h"] == pytest.approx(0.4, abs=1e-12)

@@ -2,7 +2,7 @@
 
 On the bundled sample trace (SYNTHETIC), whose job ``worked-example`` is the spec's worked example: the window
 clips each job instant by instant and keeps the job's own classification; ``summarize --json`` keeps its field
-names and adds ``window``/``exclusions`` only when they are given; bad times, windows and exclusion files are input
+names, its envelope's ``window`` lists the exclusions; bad times, windows and exclusion files are input
 errors naming file, row and field; hostile values reach SQL only as bound data.
 """
 
@@ -60,7 +60,9 @@ def test_worked_example_in_a_window_keeps_its_classification():
 
 def test_summarize_json_keeps_its_fields_and_lists_the_window(capsys, tmp_path):
     whole = _json(capsys, ["summarize", str(SAMPLE_TRACE), "--json"])
-    assert "window" not in whole and "exclusions" not in whole and "excluded_s" not in whole["jobs"][0]
+    # the envelope's window is always there: unbounded (null), no exclusion, for the whole trace
+    assert whole["window"] == {"since": None, "until": None, "exclusions": []}
+    assert "exclusions" not in whole and "excluded_s" not in whole["jobs"][0]
     ex = _write(
         tmp_path / "ex.json",
         json.dumps(
@@ -89,9 +91,9 @@ def test_summarize_json_keeps_its_fields_and_lists_the_window(capsys, tmp_path):
             "team",
         ],
     )
-    assert got["window"] == {"since": "2026-01-05T00:30:00Z", "until": None}
-    assert [x["reason"] for x in got["exclusions"]] == ["maintenance", "incident"]
-    second = got["exclusions"][1]
+    assert (got["window"]["since"], got["window"]["until"]) == ("2026-01-05T00:30:00Z", None)
+    assert [x["reason"] for x in got["window"]["exclusions"]] == ["maintenance", "incident"]
+    second = got["window"]["exclusions"][1]
     assert (second["label"], second["start"], second["end"], second["job"]) == (
         "team=feed",
         "2026-01-05T03:00:00Z",
@@ -101,7 +103,7 @@ def test_summarize_json_keeps_its_fields_and_lists_the_window(capsys, tmp_path):
     assert second["wall_gpu_h"] == pytest.approx(
         8.0
     )  # sample-preempted (8 GPUs) 03:00-04:00; sample-running starts later
-    first = got["exclusions"][0]
+    first = got["window"]["exclusions"][0]
     assert (first["jobs"], first["nof"]) == (1, 1)  # the worked example, whose failure at 00:50 it leaves out
     assert first["wall_gpu_h"] == pytest.approx(128 * 40 / 60)
     for job in got["jobs"]:
@@ -125,15 +127,15 @@ def test_summarize_text_lists_exclusions(capsys, tmp_path):
 
 
 def test_trend_rolling_and_hourly(capsys):
-    rows = _json(capsys, ["trend", str(SAMPLE_TRACE), "--every", "hour", "--window", "24h", "--json"])
+    rows = _json(capsys, ["trend", str(SAMPLE_TRACE), "--every", "hour", "--window", "24h", "--json"])["buckets"]
     assert rows[0]["bucket_start"] == "2026-01-05T00:00:00Z" and rows[0]["window_start"] == "2026-01-04T01:00:00Z"
     last_full = next(r for r in rows if r["bucket_start"] == "2026-01-05T23:00:00Z")
     day = metric.trend(load_trace(SAMPLE_TRACE), "day").row(0, named=True)
     assert last_full["wall_gpu_h"] == pytest.approx(day["wall_gpu_h"])  # the window 00:00-24:00 is the first day
     assert last_full["ett_pct"] == pytest.approx(day["ett_pct"]) and last_full["nof"] == day["nof"] == 3
-    hourly = _json(capsys, ["trend", str(SAMPLE_TRACE), "--every", "hour", "--json"])
+    hourly = _json(capsys, ["trend", str(SAMPLE_TRACE), "--every", "hour", "--json"])["buckets"]
     assert sum(r["wall_gpu_h"] for r in hourly) == pytest.approx(
-        sum(r["wall_gpu_h"] for r in _json(capsys, ["trend", str(SAMPLE_TRACE), "--json"]))
+        sum(r["wall_gpu_h"] for r in _json(capsys, ["trend", str(SAMPLE_TRACE), "--json"])["buckets"])
     )
     capsys.readouterr()
     assert main(["trend", str(SAMPLE_TRACE), "--every", "day", "--window", "7d", "--csv"]) == 0

@@ -5,8 +5,9 @@ A refactoring of what the commands print must leave every figure where it was.  
 from the campaign) and keeps its stdout, stderr and exit status in ``DIR``; ``compare OLD NEW`` says, command by
 command, whether the two freezes agree:
 
-- text and CSV: byte-identical, or the same lines in another order (a deliberate change of row order), or different
-  (the differing lines are printed);
+- text and CSV: byte-identical, or equal once the deliberate changes of the output layer are undone (CSV instants
+  with milliseconds, CSV's ``synthetic`` column, the one SYNTHETIC banner), or the same lines in another order (jobs in
+  natural order), or different (the differing lines are printed);
 - JSON: equal value by value, where lists of objects with a ``job_id`` are compared as mappings keyed by job id, and
   the keys named by ``--ignore`` (the envelope) are left out at the top level.
 
@@ -181,7 +182,42 @@ def _csv_rows(text: str) -> list[tuple]:
     return [tuple(r) for r in csv.reader(io.StringIO(text))]
 
 
-def compare(old: Path, new: Path, ignore: set[str], renames: dict[str, str]) -> int:
+def _deliberate_csv(text: str) -> tuple[str, list[str]]:
+    """The CSV with the deliberate changes undone: instants with milliseconds, and a last ``synthetic`` column."""
+    rows, done = _csv_rows(text), []
+    if rows and rows[0] and rows[0][-1] == "synthetic" and all(r[-1] == "true" for r in rows[1:]):
+        rows, done = [r[:-1] for r in rows], ["synthetic column"]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    body = out.getvalue()
+    if ".000Z" in body:
+        body, done = body.replace(".000Z", "Z"), [*done, "instants with milliseconds"]
+    return body, done
+
+
+def _undo_csv(a: str, b: str) -> tuple[str, str, list[str]]:
+    """Both CSVs with the deliberate changes undone, and those the new one needed (not those the old one had)."""
+    (a2, done_a), (b2, done_b) = _deliberate_csv(a), _deliberate_csv(b)
+    return a2, b2, [d for d in done_b if d not in done_a]
+
+
+def _deliberate_text(text: str) -> tuple[str, list[str]]:
+    """The text with the banner's wording undone (``SYNTHETIC trace: <description>`` was ``SYNTHETIC trace`` in some
+    commands)."""
+    lines = text.splitlines()
+    out = ["SYNTHETIC trace" if ln.startswith("SYNTHETIC trace") else ln for ln in lines]
+    return "\n".join(out), (["banner"] if out != lines else [])
+
+
+def compare(
+    old: Path,
+    new: Path,
+    ignore: set[str],
+    renames: dict[str, str],
+    envelope: set[str],
+    lists: str,
+    moved: dict[str, str],
+) -> int:
     index = json.loads((old / "index.json").read_text(encoding="utf-8"))
     verdicts: dict[str, list[str]] = {}
     for name in index:
@@ -194,7 +230,7 @@ def compare(old: Path, new: Path, ignore: set[str], renames: dict[str, str]) -> 
         for x, y in renames.items():
             b = b.replace(y, x)
         if a == b:
-            verdicts.setdefault("byte-identical", []).append(name)
+            verdicts.setdefault("byte-identical" + (" after the renames" if renames else ""), []).append(name)
             continue
         if name.endswith(".json"):
             try:
@@ -202,35 +238,51 @@ def compare(old: Path, new: Path, ignore: set[str], renames: dict[str, str]) -> 
             except ValueError as exc:
                 verdicts.setdefault("differs", []).append(f"{name}: not JSON ({exc})")
                 continue
+            if isinstance(ja, list) and isinstance(jb, dict) and lists in jb:
+                jb = jb[lists]  # an old bare list is the new answer's list field
+            if isinstance(ja, dict) and isinstance(jb, dict):
+                for key, path in moved.items():  # a key the new answer keeps elsewhere (top -> window/exclusions)
+                    outer, inner = path.split("/")
+                    value = (jb.get(outer) or {}).pop(inner, None) if isinstance(jb.get(outer), dict) else None
+                    if key in ja or value:
+                        jb[key] = value
+            if isinstance(jb, dict):
+                jb = {k: v for k, v in jb.items() if k not in ignore and (k not in envelope or k in ja)}
             if isinstance(ja, dict):
                 ja = {k: v for k, v in ja.items() if k not in ignore}
-            if isinstance(jb, dict):
-                jb = {k: v for k, v in jb.items() if k not in ignore}
             diffs: list[str] = []
             _diff_values(_keyed(ja), _keyed(jb), "", diffs)
             if not diffs:
-                verdicts.setdefault("JSON equal field by field (envelope left out)", []).append(name)
+                verdicts.setdefault("JSON equal field by field (rows keyed by job id; envelope left out)", []).append(
+                    name
+                )
             else:
                 verdicts.setdefault("differs", []).append(name + "\n      " + "\n      ".join(diffs[:15]))
             continue
+        done: list[str] = []
+        if name.endswith(".csv"):
+            a, b, done = _undo_csv(a, b)
+        else:
+            b, done = _deliberate_text(b)
+            a = _deliberate_text(a)[0]
         la, lb = a.splitlines(), b.splitlines()
-        if sorted(la) == sorted(lb):
-            verdicts.setdefault("same lines, another order", []).append(name)
+        if la == lb:
+            verdicts.setdefault("equal but for " + " and ".join(done), []).append(name)
             continue
-        if name.endswith(".csv") and sorted(_csv_rows(a)[1:]) == sorted(_csv_rows(b)[1:]):
-            verdicts.setdefault("same CSV rows, another order", []).append(name)
+        if sorted(la) == sorted(lb):
+            verdicts.setdefault(
+                "same lines in another order" + ("" if not done else ", and " + ", ".join(done)), []
+            ).append(name)
             continue
         only_a = [x for x in la if x not in set(lb)]
         only_b = [x for x in lb if x not in set(la)]
         verdicts.setdefault("differs", []).append(
             name + "\n      - " + "\n      - ".join(only_a[:8]) + "\n      + " + "\n      + ".join(only_b[:8])
         )
-    for k in ("byte-identical", "same lines, another order", "same CSV rows, another order"):
-        if k in verdicts:
-            print(f"{k} ({len(verdicts[k])}): {', '.join(verdicts[k])}")
-    k = "JSON equal field by field (envelope left out)"
-    if k in verdicts:
-        print(f"{k} ({len(verdicts[k])}): {', '.join(verdicts[k])}")
+    for k, v in verdicts.items():
+        if k in ("missing in new", "differs"):
+            continue
+        print(f"{k} ({len(v)}): {', '.join(v)}")
     for k in ("missing in new", "differs"):
         if k in verdicts:
             print(f"{k} ({len(verdicts[k])}):")
@@ -251,11 +303,27 @@ def main() -> int:
     c.add_argument(
         "--rename", action="append", default=[], metavar="OLD=NEW", help="a deliberate renaming in the new outputs"
     )
+    c.add_argument(
+        "--envelope",
+        default="",
+        help="top-level JSON keys compared only where the old output has them (comma-separated): the new envelope",
+    )
+    c.add_argument("--list-key", default="buckets", help="where an old bare JSON list now stands in an object")
+    c.add_argument(
+        "--moved",
+        action="append",
+        default=[],
+        metavar="KEY=OUTER/INNER",
+        help="a top-level key the new answer keeps inside another (exclusions=window/exclusions)",
+    )
     args = p.parse_args()
     if args.cmd == "freeze":
         return freeze(args.dir.resolve())
     renames = dict(r.split("=", 1) for r in args.rename)
-    return compare(args.old, args.new, {k for k in args.ignore.split(",") if k}, renames)
+    envelope = {k for k in args.envelope.split(",") if k}
+    moved = dict(m.split("=", 1) for m in args.moved)
+    ignore = {k for k in args.ignore.split(",") if k}
+    return compare(args.old, args.new, ignore, renames, envelope, args.list_key, moved)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """The ``ett`` command: one module a subcommand, each thin over the library.
 
 Each module of :data:`COMMANDS` defines ``register(subparsers)``, which adds its subcommand; the order of the list is
-the order of ``ett --help``.  :mod:`ettcore.cli.common` holds the options the measuring commands share and
-:mod:`ettcore.cli.output` what they print.
+the order of ``ett --help``.  :mod:`ettcore.cli.measure_options` defines the options every measuring command takes
+(and refuses, with why) and opens what they measure; :mod:`ettcore.cli.output` is what they print, in one form
+(the ``--json`` envelope and its schemas, :mod:`ettcore.cli.schemas`; CSV; text tables).
 
 Exit status: 0 success, 2 bad input (one line per problem on stderr, naming file, row and field; never a traceback).
 """
@@ -25,6 +26,7 @@ from ettcore.cli import (
     nodes,
     opportunities,
     report,
+    schema,
     stalls,
     store,
     summarize,
@@ -32,6 +34,7 @@ from ettcore.cli import (
     trend,
     validate,
 )
+from ettcore.cli.measure_options import check_refusals
 from ettcore.cli.output import format_table, job_json_blocks, table_blocks, write_summary_json
 from ettcore.errors import InputError, Problem, summarize_problems
 
@@ -53,6 +56,7 @@ COMMANDS = (
     stalls,
     nodes,
     export,
+    schema,
 )
 
 
@@ -73,10 +77,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
+        check_refusals(args)
         return func(args)
     except InputError as exc:
         for line in summarize_problems(exc.problems):
             print(f"ett: {line}", file=sys.stderr)
+        return 2
+    except duckdb.OutOfMemoryException as exc:
+        why = str(exc).splitlines()[0]
+        limit = getattr(args, "memory_limit", None)
+        print(
+            f"ett: DuckDB ran out of memory ({why}): raise --memory-limit"
+            + (f" (now {limit})" if limit else " or $ETT_MEMORY_LIMIT")
+            + ", or give --temp-directory a folder with room to spill",
+            file=sys.stderr,
+        )
         return 2
     except duckdb.IOException as exc:
         print(

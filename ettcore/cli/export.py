@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from ettcore.atomic import write_text
-from ettcore.cli.common import add_money_args, add_trace_args, open_live, prices_of
+from ettcore.cli.measure_options import add_measure_options, open_live, prices_of, refusals_duckdb_only
 from ettcore.cli.stalls import add_live_args, live_options
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.exporters import alert_rules, prometheus
@@ -133,7 +133,8 @@ def register(sub) -> None:
         help="fleet, per-model and per-job gauges in the Prometheus text exposition format "
         "(seconds and ratios; for node_exporter's textfile collector)",
     )
-    add_trace_args(q, uri=False)  # TRACE may also be a live recorder run folder (analysed now)
+    # the export's stalls and live hang detection read the DuckDB views (ettcore.metric.stalls, .hangs)
+    add_measure_options(q, "export prometheus", refuse=refusals_duckdb_only("the export"), run_folder=True)
     q.add_argument(
         "--out",
         metavar="FILE",
@@ -153,7 +154,6 @@ def register(sub) -> None:
         "each time) until SIGTERM/SIGINT; a later refresh's error is reported and the file keeps its last export",
     )
     q.add_argument("--count", type=int, metavar="N", help="with --every: stop after N refreshes")
-    add_money_args(q)
     add_live_args(q)  # the thresholds of ett_job_hung
     q.set_defaults(func=run_prometheus)
     r = kinds.add_parser(

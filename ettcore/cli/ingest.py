@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -21,8 +22,8 @@ from typing import Any
 from ettcore import store
 from ettcore.cli import import_options as io
 from ettcore.cli import mirror
-from ettcore.cli.common import is_run_folder
 from ettcore.cli.imports import as_of_seconds
+from ettcore.cli.measure_options import is_run_folder
 from ettcore.errors import InputError, Problem
 from ettcore.importers import sacct_poll
 from ettcore.store import polls
@@ -31,7 +32,7 @@ from ettcore.trace.load import is_uri, load_trace, parse_as_of
 
 KINDS = ("auto", "trace", *io.IMPORTER_KINDS)
 OVERLAP_DEFAULT = "10m"
-FIRST_POLL_DEFAULT_MS = 24 * HOUR_MS  # a source's first poll without --since reads the last 24 hours
+FIRST_POLL_DEFAULT_MS = 24 * HOUR_MS  # a source's first poll without --poll-since reads the last 24 hours
 GOODPUT_KEYS = {"job_name", "jsonPayload", "step_count", "step_start_time", "job_start_time", "job_end_time"}
 
 
@@ -174,9 +175,9 @@ def _ingest_import(
 def _run_sources(args: argparse.Namespace) -> int:
     if not args.sources:
         raise InputError(Problem("SOURCE", None, None, "give a SOURCE to ingest, or --slurm to poll Slurm's sacct"))
-    for flag in ("since", "overlap", "accounts", "partition"):
+    for flag in ("poll_since", "overlap", "accounts", "partition"):
         if getattr(args, flag) is not None:
-            raise InputError(Problem(f"--{flag}", None, flag, "is an option of --slurm polls"))
+            raise InputError(Problem(f"--{flag.replace('_', '-')}", None, flag, "is an option of --slurm polls"))
     kind = _kind(args.sources, args.kind)
     snapshot = parse_as_of(args.as_of)
     inputs = " ".join(args.sources)
@@ -199,8 +200,8 @@ def _run_slurm(args: argparse.Namespace) -> int:
         raise InputError(Problem("--kind", None, "kind", "--slurm reads sacct exports"))
     overlap_ms = parse_duration(args.overlap or OVERLAP_DEFAULT, "--overlap")
     last = polls.last_poll_ms(args.store, args.source)
-    if args.since is not None:
-        since_ms, why = parse_as_of(args.since), "--since"
+    if args.poll_since is not None:
+        since_ms, why = parse_as_of(args.poll_since), "--poll-since"
     elif last is not None:
         since_ms, why = last - overlap_ms, f"the last poll less --overlap {args.overlap or OVERLAP_DEFAULT}"
     else:
@@ -230,6 +231,19 @@ def run(args: argparse.Namespace) -> int:
     rc = _run_slurm(args) if args.slurm else _run_sources(args)
     mirror.publish_after_refresh(args.store, args.parquet)  # a store with a Parquet mirror publishes what it committed
     return rc
+
+
+class _OldSince(argparse.Action):
+    """``ett ingest --since``, the old spelling of ``--poll-since``: still works, and says once that it is renamed
+    (``--since`` is the start of the measured window in every measuring command)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(
+            "ett: warning: ett ingest --since is now --poll-since (--since is the start of the measured window in "
+            "every measuring command); the old spelling still works",
+            file=sys.stderr,
+        )
+        setattr(namespace, self.dest, values)
 
 
 class _Intermixed(argparse.ArgumentParser):
@@ -286,11 +300,12 @@ def register(sub: Any) -> None:
         help="run sacct for the jobs changed since this source's last poll and the jobs the store holds open",
     )
     s.add_argument(
-        "--since",
+        "--poll-since",
         metavar="T",
-        help="read jobs from T (ISO-8601 or epoch seconds); default: the last poll less --overlap, or the last "
-        "24 h on a source's first poll",
+        help="read jobs with a run from T on (ISO-8601 or epoch seconds); default: the last poll less --overlap, or "
+        "the last 24 h on a source's first poll",
     )
+    s.add_argument("--since", dest="poll_since", action=_OldSince, help=argparse.SUPPRESS)
     s.add_argument(
         "--overlap",
         metavar="DURATION",

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from ettcore.cli.common import add_trace_args, open_checked, print_window, window_head
-from ettcore.cli.output import format_table, jsonable
+from ettcore.cli.measure_options import (
+    add_measure_options,
+    open_measured,
+    refusals_duckdb_only,
+    refusals_no_money,
+)
+from ettcore.cli.output import (
+    envelope,
+    format_table,
+    jsonable,
+    print_head,
+    records,
+    write_answer,
+    write_csv,
+)
 from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
 from ettcore.planning.reliability import fit_trace, project
 
@@ -16,7 +28,7 @@ def _causes(text: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = open_checked(args)
+    trace = open_measured(args)
     rep = node_report(trace, causes=_causes(args.causes), alpha=args.alpha)
     head = {
         "causes": list(rep.causes),
@@ -45,15 +57,13 @@ def run(args: argparse.Namespace) -> int:
         }
         head["mttf"] = mttf
     if args.json:
-        doc = {"trace": str(args.trace), "synthetic": trace.synthetic, **window_head(trace), **head}
-        doc["nodes"] = [{k: jsonable(v) for k, v in r.items()} for r in rep.nodes.iter_rows(named=True)]
-        print(json.dumps(doc, indent=2))
+        doc = {**envelope("nodes", "nodes", trace, args), **head}
+        doc["nodes"] = records(rep.nodes)
+        write_answer(doc)
     elif args.csv:
-        print(rep.nodes.write_csv(), end="")
+        write_csv(rep.nodes, trace)
     else:
-        if trace.synthetic:
-            print("SYNTHETIC trace")
-        print_window(trace)
+        print_head(trace)
         print(
             f"Interruptions counted against nodes (causes {', '.join(rep.causes)}): {rep.counted} over "
             f"{rep.gpu_h:.2f} GPU-hours on listed nodes: {rep.fleet_rate_per_1k_gpu_h:.3g} per 1000 GPU-hours."
@@ -103,7 +113,7 @@ def register(sub) -> None:
         "nodes",
         help="interruptions per node per GPU-hour of exposure, and nodes whose count is improbable (lemon nodes)",
     )
-    add_trace_args(p)
+    add_measure_options(p, "nodes", refuse={**refusals_duckdb_only("ett nodes"), **refusals_no_money()})
     p.add_argument(
         "--causes",
         default=",".join(NODE_CAUSES),
@@ -132,4 +142,4 @@ def register(sub) -> None:
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the fleet rate, the test and every node as JSON")
     fmt.add_argument("--csv", action="store_true", help="one row a node as CSV")
-    p.set_defaults(func=run, engine="duckdb", spark_master=None)
+    p.set_defaults(func=run)

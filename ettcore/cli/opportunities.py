@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 from typing import Any
 
 import polars as pl
 
-from ettcore import metric, store
-from ettcore.cli.common import add_money_args, prices_of, skip_report
-from ettcore.cli.output import format_table
+from ettcore import metric
+from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
+from ettcore.cli.output import envelope, format_table, print_head, records, write_answer
 from ettcore.errors import InputError, Problem
 from ettcore.metric import money
 from ettcore.planning.opportunities import (
@@ -22,69 +20,53 @@ from ettcore.planning.opportunities import (
     repeated_components,
     window_days,
 )
-from ettcore.trace import load_trace
 
 
 def run(args: argparse.Namespace) -> int:
-    """``ett opportunities``: load the trace, build the lost-time frame, rank, print (exit 2 on bad input)."""
+    """``ett opportunities``: open the input, build the lost-time frame, rank, print (exit 2 on bad input)."""
+    prices = prices_of(args)
+    trace = open_measured(args)
+    summary = metric.job_summary(trace)
+    if args.comparable not in summary.columns:
+        raise InputError(
+            Problem(
+                "--comparable",
+                None,
+                "comparable",
+                f"unknown column {args.comparable!r}; choose one of: {', '.join(summary.columns)}",
+            )
+        )
+    if summary.height == 0:
+        raise InputError(Problem(str(args.trace), None, None, "the trace has no jobs to rank"))
+    lost = lost_by_component(summary, metric.l2_matrix(trace), comparable=args.comparable)
+    if prices is not None:  # each job's price; nothing for the components that hold no GPU (scheduling)
+        priced = summary.select("job_id", prices.job_prices(summary).alias("price_per_gpu_h"))
+        lost = lost.join(priced, on="job_id", how="left").with_columns(
+            pl.when(pl.col("component").is_in(list(money.UNBILLED)))
+            .then(0.0)
+            .otherwise(pl.col("price_per_gpu_h"))
+            .alias("price_per_gpu_h")
+        )
+    days = args.days if args.days is not None else window_days(summary)
+    repeated = repeated_components(trace.phase_map)
     try:
-        prices = prices_of(args)
-        if store.is_store(args.trace):  # a fleet store: its stored per-job results
-            trace = store.open_store(args.trace, mapping=args.mapping, as_of=args.as_of)
-        else:
-            trace = load_trace(args.trace, mapping=args.mapping, as_of=args.as_of, skip_invalid=args.skip_invalid)
-        if trace.excluded_jobs:
-            print(skip_report(trace), file=sys.stderr)
-        summary = metric.job_summary(trace)
-        if args.comparable not in summary.columns:
-            raise InputError(
-                Problem(
-                    "--comparable",
-                    None,
-                    "comparable",
-                    f"unknown column {args.comparable!r}; choose one of: {', '.join(summary.columns)}",
-                )
-            )
-        if summary.height == 0:
-            raise InputError(Problem(str(args.trace), None, None, "the trace has no jobs to rank"))
-        lost = lost_by_component(summary, metric.l2_matrix(trace), comparable=args.comparable)
-        if prices is not None:  # each job's price; nothing for the components that hold no GPU (scheduling)
-            priced = summary.select("job_id", prices.job_prices(summary).alias("price_per_gpu_h"))
-            lost = lost.join(priced, on="job_id", how="left").with_columns(
-                pl.when(pl.col("component").is_in(list(money.UNBILLED)))
-                .then(0.0)
-                .otherwise(pl.col("price_per_gpu_h"))
-                .alias("price_per_gpu_h")
-            )
-        days = args.days if args.days is not None else window_days(summary)
-        repeated = repeated_components(trace.phase_map)
         ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by, repeated=repeated)
-    except InputError as exc:
-        for p in exc.problems:
-            print(f"ett: {p.line()}", file=sys.stderr)
-        return 2
     except ValueError as exc:
-        print(f"ett: {args.trace}: {exc}", file=sys.stderr)
-        return 2
+        raise InputError(Problem(str(args.trace), None, None, str(exc))) from None
     target = (
         {"kind": "cut", "fraction": args.cut}
         if args.cut is not None
         else {"kind": "best_decile", "comparable": args.comparable}
     )
     if args.json:
-        doc: dict[str, Any] = {
-            "trace": str(args.trace),
-            "synthetic": trace.synthetic,
-            "window_days": days,
-            "target": target,
-            "by": args.by,
-            **({"money": prices.as_dict()} if prices is not None else {}),
-            "rows": ranked.to_dicts(),
-        }
-        print(json.dumps(doc, indent=2))
+        doc = envelope("opportunities", "opportunities", trace, args)
+        doc.update(window_days=days, target=target, by=args.by)
+        if prices is not None:
+            doc["money"] = prices.as_dict()
+        doc["rows"] = records(ranked)
+        write_answer(doc)
         return 0
-    if trace.synthetic:
-        print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
+    print_head(trace)
     what = (
         f"a {100 * args.cut:g}% cut"
         if args.cut is not None
@@ -134,12 +116,7 @@ def _positive(text: str) -> float:
 def register(subparsers: Any) -> None:
     """Add ``ett opportunities TRACE [--by owner|component] [--cut F | (best decile)] [--json]``."""
     p = subparsers.add_parser("opportunities", help="rank owners' components by GPU-hours a day a target would return")
-    p.add_argument("trace", help="trace folder or DuckDB file")
-    p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (YAML or JSON) extending the defaults")
-    p.add_argument(
-        "--as-of", metavar="T", help="analysis time for running jobs: ISO-8601 (zone-less = UTC) or epoch seconds"
-    )
-    p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems instead of refusing")
+    add_measure_options(p, "opportunities")
     p.add_argument(
         "--by", choices=BY_CHOICES, default="component", help="one row per owner's component (default) or per owner"
     )
@@ -150,6 +127,5 @@ def register(subparsers: Any) -> None:
         "--comparable", default="model", metavar="COL", help="job column that makes jobs comparable for the best decile"
     )
     p.add_argument("--days", type=_positive, metavar="D", help="window in days for 'a day' (default: the trace's span)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-    add_money_args(p)
+    p.add_argument("--json", action="store_true", help="one JSON object: the envelope and the ranked rows")
     p.set_defaults(func=run)

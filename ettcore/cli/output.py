@@ -1,7 +1,17 @@
-"""What the ``ett`` commands print: JSON values, the streamed ``summarize --json`` document and fixed-width tables.
+"""What the ``ett`` commands print, in one form whatever the command: JSON answers, CSV and text tables.
 
-A million jobs' output is streamed: per-job JSON is encoded by Polars a chunk at a time, tables are formatted a column
-at a time and written a block of rows at a time; neither builds a Python value per job.
+- ``--json``: one object, the envelope (:func:`envelope`: ``schema``, ``command``, ``ettcore_version``, ``input``,
+  ``synthetic``, ``as_of``, ``window``, ``mapping``) then the command's own fields (:func:`write_answer`; the schemas
+  are in ``ettcore/schemas``, :mod:`ettcore.cli.schemas`).  Rows become objects one way (:func:`records`).
+- ``--csv``: :func:`write_csv`: instants as ISO-8601 in UTC with ``Z`` and milliseconds
+  (``2026-01-05T09:00:00.000Z``), calendar days as ``YYYY-MM-DD``; a SYNTHETIC input's rows carry a last column
+  ``synthetic`` = ``true``.
+- text: :func:`print_head` (the one SYNTHETIC banner, then the measured window and exclusions), then fixed-width
+  tables (:func:`write_table`, :func:`format_table`).
+
+Jobs are listed in natural order of their ids everywhere (``2`` before ``10``; :mod:`ettcore.order`): the metric
+returns them so.  A million jobs' output is streamed: per-job JSON is encoded by Polars a chunk at a time, tables are
+formatted a column at a time and written a block of rows at a time; neither builds a Python value per job.
 """
 
 from __future__ import annotations
@@ -17,28 +27,33 @@ from typing import Any, Sequence
 import duckdb
 import polars as pl
 
+from ettcore import __version__, engines, metric
 from ettcore.causes import CAUSES
+from ettcore.cli import schemas
+from ettcore.cli.measure_options import input_kind
 from ettcore.phases import components_in
+from ettcore.trace.instants import iso
 from ettcore.trace.load import quote_ident
+from ettcore.vocabulary import VOCABULARY
 
-JOB_KEYS = (
-    "job_id",
-    "model",
-    "gpus",
-    "status",
-    "wall_s",
-    "productive_s",
-    "ett_pct",
-    "tts_s",
-    "nof",
-    "nof_failure",
-    "nof_preemption",
-    "cancelled",
-    "ttr_total_s",
-    "ttr_mean_s",
-    "in_training_loss_s",
-    "shutdown_tail_s",
-)
+NOT_SHOWN = ("attempts", "t0", "t1")  # per-job columns JSON leaves out (t0 and t1 come last, as instants)
+
+
+def job_keys(jobs: pl.DataFrame) -> list[str]:
+    """The per-job figures of ``summarize --json``, in the metric's order: every column of
+    :func:`ettcore.metric.job_summary` before its components (the L1 buckets' ``<stem>_s``, NoF and its split by
+    interrupting end reason, ``nof_<end reason>``, from the vocabulary), but :data:`NOT_SHOWN`."""
+    first = components_in(jobs.columns)[0]
+    cols = jobs.columns[: jobs.columns.index(f"{first}_s")]
+    return [c for c in cols if c not in NOT_SHOWN]
+
+
+def text_job_keys(jobs: pl.DataFrame) -> list[str]:
+    """The per-job columns of ``summarize``'s text table: :func:`job_keys` without the split of NoF, the cancels and
+    the mean TTR (in ``--json`` and ``--csv``)."""
+    return [c for c in job_keys(jobs) if c not in (*VOCABULARY.nof_columns, "cancelled", "ttr_mean_s")]
+
+
 FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h", "nof", "cancelled")
 CAUSE_KEYS = ("nof_by_cause", "lost_s_by_cause")  # per job in summarize --json (every cause of the vocabulary)
 
@@ -125,7 +140,7 @@ def _iso(name: str) -> pl.Expr:
 def _job_json_fields(
     jobs: pl.DataFrame, labels: Sequence[str], extra: Sequence[str], money: Sequence[str] = ()
 ) -> list[pl.Expr]:
-    fields = [_finite(k, jobs.schema[k]) for k in (*JOB_KEYS, *extra)]
+    fields = [_finite(k, jobs.schema[k]) for k in (*job_keys(jobs), *extra)]
     fields.append(
         pl.struct([_finite(f"{c}_s", jobs.schema[f"{c}_s"]).alias(c) for c in components_in(jobs.columns)]).alias(
             "components"
@@ -229,7 +244,7 @@ def group_records(groups: pl.DataFrame, key: str | None, extra: Sequence[str] = 
         rec.update({k: jsonable(r[k]) for k in FLEET_KEYS})
         rec.update({f"{k[:-2]}_gpu_h": jsonable(r[f"{k[:-2]}_gpu_h"]) for k in extra})
         rec["components_gpu_h"] = {c: r[f"{c}_gpu_h"] for c in components_in(groups.columns, "_gpu_h")}
-        rec["l1_gpu_h"] = {b: r[f"{b}_gpu_h"] for b in ("tts", "ttr_total", "in_training_loss", "shutdown_tail")}
+        rec["l1_gpu_h"] = {b.stem: r[f"{b.stem}_gpu_h"] for b in VOCABULARY.loss_buckets}
         out.append(rec)
     return out
 
@@ -305,3 +320,100 @@ def write_table(df: pl.DataFrame, columns: Sequence[str], digits: int = 1, out=N
 def exclusion_records(exclusions: pl.DataFrame) -> list[dict]:
     """The exclusion windows as ``summarize --json`` lists them: file order, times ISO-8601, what each left out."""
     return [{k: jsonable(v) for k, v in r.items() if k != "exclusion_id"} for r in exclusions.iter_rows(named=True)]
+
+
+# ----------------------------------------------------------------------------------------------------- one form
+
+
+def synthetic_banner(trace: Any) -> str:
+    """The one SYNTHETIC line of a text output."""
+    return "SYNTHETIC trace: " + str(trace.metadata.get("description") or "generated data, not measured")
+
+
+def print_head(trace: Any, out=None) -> None:
+    """The head of a text output: the SYNTHETIC banner for synthetic data, then the measured window and the exclusion
+    windows (nothing for a real trace measured whole)."""
+    out = out or sys.stdout
+    if trace.synthetic:
+        print(synthetic_banner(trace), file=out)
+    print_window(trace, out)
+
+
+def print_window(trace: Any, out=None) -> None:
+    """The measured window and the exclusion windows, as lines of text (nothing for the default whole trace)."""
+    out = out or sys.stdout
+    w = trace.window
+    if w.since_ms is not None or w.until_ms is not None:
+        print(
+            f"Measured from {iso(w.since_ms) or 'the start'} to {iso(w.until_ms) or 'the end'} (each job's "
+            "time clipped to it).",
+            file=out,
+        )
+    if w.exclusions:
+        ex = metric.exclusion_summary(trace)
+        print(f"Exclusion windows (left out of wall time, every bucket and NoF; {ex.height}):", file=out)
+        print(
+            format_table(
+                ex,
+                ["start", "end", "reason", "job", "label", "jobs", "wall_gpu_h", "productive_gpu_h", "nof"],
+                digits=2,
+            ),
+            file=out,
+        )
+    if not w.whole:
+        print(file=out)
+
+
+def envelope(schema: str, command: str, trace: Any, args: Any) -> dict[str, Any]:
+    """The keys every ``--json`` answer starts with (``ettcore/schemas/envelope.schema.json``); the window carries the
+    exclusion windows and what each took out."""
+    w, engine = trace.window, getattr(args, "engine", "duckdb")
+    return {
+        "schema": schemas.header(schema),
+        "command": command,
+        "ettcore_version": __version__,
+        "input": {
+            "path": str(args.trace),
+            "kind": input_kind(args),
+            "engine": engine,
+            "spark_master": (args.spark_master or engines.DEFAULT_MASTER) if engine == "spark" else None,
+        },
+        "synthetic": bool(trace.synthetic),
+        "as_of": iso(trace.as_of_ms) if trace.as_of_ms is not None else None,
+        "window": {
+            "since": iso(w.since_ms),
+            "until": iso(w.until_ms),
+            "exclusions": exclusion_records(metric.exclusion_summary(trace)) if w.exclusions else [],
+        },
+        "mapping": {
+            "file": None if getattr(args, "mapping", None) is None else str(args.mapping),
+            "components": list(metric.components(trace)),
+        },
+    }
+
+
+def records(frame: pl.DataFrame) -> list[dict[str, Any]]:
+    """A frame's rows as JSON objects (:func:`jsonable` values), in the frame's order."""
+    return [{k: jsonable(v) for k, v in r.items()} for r in frame.iter_rows(named=True)]
+
+
+def write_answer(doc: dict[str, Any], out=None) -> None:
+    """One ``--json`` answer (built on :func:`envelope`), indented."""
+    print(json.dumps(doc, indent=2), file=out or sys.stdout)
+
+
+INSTANT_CSV = "%Y-%m-%dT%H:%M:%S%.3fZ"  # every CSV's instants: UTC, milliseconds, Z
+
+
+def csv_text(frame: pl.DataFrame, synthetic: bool) -> str:
+    """``frame`` as CSV in the one form: instants :data:`INSTANT_CSV`, days ``YYYY-MM-DD``, and for SYNTHETIC data a
+    last column ``synthetic`` = ``true`` on every row."""
+    out = frame.with_columns(pl.col(pl.Datetime).dt.strftime(INSTANT_CSV))
+    if synthetic:
+        out = out.with_columns(pl.lit(True).alias("synthetic"))
+    return out.write_csv()
+
+
+def write_csv(frame: pl.DataFrame, trace: Any, out=None) -> None:
+    """:func:`csv_text` of ``frame`` (``trace`` says whether it is SYNTHETIC) to standard output."""
+    (out or sys.stdout).write(csv_text(frame, bool(trace.synthetic)))

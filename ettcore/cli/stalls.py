@@ -1,15 +1,23 @@
-"""``ett stalls TRACE``: train spans whose data cursor stood still, per job (reporting only); ``--live``: the jobs
+"""``ett stalls INPUT``: train spans whose data cursor stood still, per job (reporting only); ``--live``: the jobs
 running now that are hung or slow, with the rank that stopped first and the one that advanced last."""
 
 from __future__ import annotations
 
 import argparse
-import json
 
 import polars as pl
 
-from ettcore.cli.common import add_trace_args, open_checked, open_live
-from ettcore.cli.output import format_table, jsonable
+from ettcore.cli.measure_options import (
+    FLAG_OF,
+    add_measure_options,
+    given,
+    open_live,
+    open_measured,
+    refusals_duckdb_only,
+    refusals_no_money,
+)
+from ettcore.cli.output import envelope, format_table, jsonable, print_head, records, write_answer, write_csv
+from ettcore.errors import InputError, Problem
 from ettcore.metric.hangs import SLOW_FACTOR, live_jobs, read_job_thresholds
 from ettcore.metric.stalls import job_stalls, train_stalls
 from ettcore.trace.instants import iso
@@ -29,6 +37,7 @@ LIVE_COLUMNS = (
     "last_advanced_rank",
     "last_advanced_node",
 )
+NOT_LIVE = "the live view judges the jobs running at the as-of time, not a window of time"
 
 
 def live_options(args: argparse.Namespace) -> dict:
@@ -44,21 +53,21 @@ def rank_records(trace) -> list[dict]:
 
 
 def run_live(args: argparse.Namespace) -> int:
+    refused = [d for d in ("since", "until", "exclude") if given(args, d)]
+    if refused:
+        why = f"does not apply to ett stalls --live: {NOT_LIVE}"
+        raise InputError([Problem(FLAG_OF[d], None, None, why) for d in refused])
     trace = open_live(args, now_by_default=True)
     rows = live_jobs(trace, rank_records(trace), **live_options(args))
     if args.json:
-        doc = {
-            "trace": str(trace.path),
-            "synthetic": trace.synthetic,
-            "as_of": iso(trace.as_of_ms),
-            "jobs": [{k: jsonable(v) for k, v in r.items()} for r in rows],
-        }
+        doc = envelope("stalls-live", "stalls --live", trace, args)
+        doc["input"]["path"] = str(trace.path)
+        doc["jobs"] = [{k: jsonable(v) for k, v in r.items()} for r in rows]
         for state in ("hung", "slow"):
             doc[state] = [d for d in doc["jobs"] if d["state"] == state]
-        print(json.dumps(doc, indent=2))
+        write_answer(doc)
         return 0
-    if trace.synthetic:
-        print("SYNTHETIC trace")
+    print_head(trace)
     hung = [r for r in rows if r["state"] == "hung"]
     slow = [r for r in rows if r["state"] == "slow"]
     print(
@@ -84,22 +93,17 @@ def run_live(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.live:
         return run_live(args)
-    trace = open_checked(args)
+    trace = open_measured(args)
     per_job = job_stalls(trace, args.stall_after)
     listed = train_stalls(trace, args.stall_after)
     if args.json:
-        doc = {
-            "trace": str(args.trace),
-            "synthetic": trace.synthetic,
-            "jobs": [{k: jsonable(v) for k, v in r.items()} for r in per_job.iter_rows(named=True)],
-            "stalls": [{k: jsonable(v) for k, v in r.items()} for r in listed.iter_rows(named=True)],
-        }
-        print(json.dumps(doc, indent=2))
+        doc = envelope("stalls", "stalls", trace, args)
+        doc.update(jobs=records(per_job), stalls=records(listed))
+        write_answer(doc)
     elif args.csv:
-        print(per_job.write_csv(), end="")
+        write_csv(per_job, trace)
     else:
-        if trace.synthetic:
-            print("SYNTHETIC trace")
+        print_head(trace)
         print(format_table(per_job, per_job.columns, digits=1))
         print()
         print(f"{listed.height} stall(s):")
@@ -127,15 +131,16 @@ def register(sub) -> None:
     p = sub.add_parser(
         "stalls", help="train spans whose data cursor stood still longer than a threshold, per job (reporting only)"
     )
-    add_trace_args(p)
+    refuse = {**refusals_duckdb_only("ett stalls"), **refusals_no_money()}
+    add_measure_options(p, "stalls", refuse=refuse, run_folder=True)
     add_live_args(p)
     p.add_argument(
         "--live",
         action="store_true",
-        help="the jobs running at the as-of time (default: now) that are hung or slow; TRACE may be a recorder run "
+        help="the jobs running at the as-of time (default: now) that are hung or slow; INPUT may be a recorder run "
         "folder",
     )
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="per-job figures and every stall as JSON")
+    fmt.add_argument("--json", action="store_true", help="one JSON object: the envelope, per-job figures, every stall")
     fmt.add_argument("--csv", action="store_true", help="per-job figures as CSV")
-    p.set_defaults(func=run, engine="duckdb", spark_master=None)
+    p.set_defaults(func=run)

@@ -8,29 +8,24 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.cli.common import (
-    add_engine_args,
-    add_money_args,
-    add_trace_args,
-    open_checked,
-    prices_of,
-    print_window,
-    window_head,
-)
+from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
 from ettcore.cli.output import (
     CAUSE_KEYS,
     FLEET_KEYS,
     cause_record,
     cause_table,
+    envelope,
     format_table,
     group_records,
+    print_head,
+    text_job_keys,
     with_cause_structs,
+    write_csv,
     write_summary_json,
     write_table,
 )
 from ettcore.metric import money
 from ettcore.phases import components_in
-from ettcore.trace.instants import iso as _iso_ms
 
 
 def _money_json(tables: dict[str, pl.DataFrame], prices: money.Prices) -> dict[str, Any]:
@@ -73,7 +68,7 @@ def _print_money(tables: dict[str, pl.DataFrame], prices: money.Prices) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prices = prices_of(args)
-    trace = open_checked(args)
+    trace = open_measured(args)
     jobs = metric.job_summary(trace)
     tables = None
     if prices is not None:
@@ -86,12 +81,7 @@ def run(args: argparse.Namespace) -> int:
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
     if args.json:
         jobs = with_cause_structs(jobs, metric.job_causes(trace))
-        head = {
-            "trace": str(args.trace),
-            "synthetic": trace.synthetic,
-            "as_of": _iso_ms(trace.as_of_ms),
-            **window_head(trace),
-        }
+        head = envelope("summarize", "summarize", trace, args)
         fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
         if fleet_rec is not None:
             fleet_rec.update(cause_record(fleet_causes))
@@ -114,25 +104,10 @@ def run(args: argparse.Namespace) -> int:
         labels = [c for c in trace.labels if c in jobs.columns]
         write_summary_json(head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS), money=money_cols)
     elif args.csv:
-        print(jobs.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")).write_csv(), end="")
+        write_csv(jobs, trace)
     else:
-        if trace.synthetic:
-            print("SYNTHETIC trace: " + str(trace.metadata.get("description", "generated data, not measured")))
-        print_window(trace)
-        cols = [
-            "job_id",
-            "model",
-            "gpus",
-            "status",
-            "wall_s",
-            "productive_s",
-            "ett_pct",
-            "tts_s",
-            "nof",
-            "ttr_total_s",
-            "in_training_loss_s",
-            "shutdown_tail_s",
-        ]
+        print_head(trace)
+        cols = text_job_keys(jobs)
         write_table(jobs, cols)  # a row a job: streamed, not built as one string
         print()
         print("Level 2 components (seconds, non-productive time):")
@@ -171,9 +146,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``ett summarize``."""
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
-    add_trace_args(p)
-    add_engine_args(p)
-    add_money_args(p)
+    add_measure_options(p, "summarize")
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")

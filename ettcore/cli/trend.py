@@ -1,32 +1,36 @@
-"""``ett trend TRACE --every BUCKET [--window DURATION]``: fleet ETT% and component GPU-hours per bucket."""
+"""``ett trend INPUT --every BUCKET [--window DURATION]``: fleet ETT% and component GPU-hours per bucket."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
-import polars as pl
-
 from ettcore import metric
-from ettcore.cli.common import add_engine_args, add_trace_args, open_checked, print_window
-from ettcore.cli.output import format_table, jsonable
+from ettcore.cli.measure_options import add_measure_options, open_measured, refusals_no_money
+from ettcore.cli.output import (
+    envelope,
+    format_table,
+    print_head,
+    print_window,
+    records,
+    write_answer,
+    write_csv,
+)
 
 
 def run(args: argparse.Namespace) -> int:
-    trace = open_checked(args)
+    trace = open_measured(args)
     df = metric.trend(trace, every=args.every, window=args.window)
-    if args.json or args.csv:
-        print_window(trace, out=sys.stderr)  # the output itself stays one list / one table
     if args.json:
-        print(json.dumps([{k: jsonable(v) for k, v in r.items()} for r in df.iter_rows(named=True)], indent=2))
+        doc = envelope("trend", "trend", trace, args)
+        doc.update(every=args.every, window_length=args.window, buckets=records(df))
+        write_answer(doc)
     elif args.csv:
-        print(df.with_columns(pl.col(pl.Datetime).dt.strftime("%Y-%m-%dT%H:%M:%SZ")).write_csv(), end="")
+        print_window(trace, out=sys.stderr)  # the CSV itself stays one table
+        write_csv(df, trace)
     else:
-        if trace.synthetic:
-            print("SYNTHETIC trace")
-        print_window(trace)
+        print_head(trace)
         print(format_table(df, df.columns, digits=2))
     return 0
 
@@ -37,8 +41,7 @@ def register(sub: Any) -> None:
         "trend",
         help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window",
     )
-    add_trace_args(p)
-    add_engine_args(p)
+    add_measure_options(p, "trend", refuse=refusals_no_money())
     p.add_argument(
         "--every",
         default="day",
@@ -53,6 +56,6 @@ def register(sub: Any) -> None:
         "with --every hour, day or a duration)",
     )
     fmt = p.add_mutually_exclusive_group()
-    fmt.add_argument("--json", action="store_true", help="a JSON list, one object a bucket")
+    fmt.add_argument("--json", action="store_true", help="one JSON object: the envelope and one object a bucket")
     fmt.add_argument("--csv", action="store_true", help="CSV, one row a bucket")
     p.set_defaults(func=run)

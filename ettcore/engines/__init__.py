@@ -37,6 +37,7 @@ from ettcore import metric
 from ettcore.engines.mirror_format import is_mirror
 from ettcore.errors import InputError, Problem
 from ettcore.trace.load import is_uri, load_trace
+from ettcore.trace.options import TraceOptions
 
 ENGINES = ("duckdb", "spark")
 DEFAULT_MASTER = "local[*]"
@@ -51,52 +52,41 @@ def _check_engine(engine: str) -> None:
 
 def open_trace(
     path: str | Path,
+    options: TraceOptions | None = None,
+    *,
     engine: str = "duckdb",
-    spark_master: str = DEFAULT_MASTER,
-    mapping: Any = None,
-    as_of: Any = None,
-    skip_invalid: bool = False,
-    memory_limit: str | None = None,
-    temp_directory: str | Path | None = None,
+    spark_master: str | None = None,
     spark_conf: dict[str, str] | None = None,
-    since: Any = None,
-    until: Any = None,
-    exclude: Any = None,
+    **given: Any,
 ) -> Any:
     """Load and check the trace at ``path`` and open it on ``engine``: the trace every function of
-    :mod:`ettcore.metric` takes.
+    :mod:`ettcore.metric` takes.  ``options`` (:class:`~ettcore.trace.options.TraceOptions`, or its fields as keyword
+    arguments on top) say how to open and cut it; ``spark_master`` (default ``local[*]``) and ``spark_conf`` are
+    Spark's.
 
     A local path: :func:`ettcore.trace.load_trace` (DuckDB) reads and checks it, for either engine; with
     ``engine="spark"`` the checked trace is then opened on Spark (:func:`ettcore.engines.spark.open_trace`: Spark
     reads the same files, and its clean tables' fingerprint must equal DuckDB's).
-    A URI (``scheme://...``): read and checked by Spark
-    (:func:`ettcore.engines.spark.load.open_uri`; ``memory_limit`` and
-    ``temp_directory`` are DuckDB settings and do not apply); ``since``, ``until`` and ``exclude`` set the
-    measured window (:mod:`ettcore.trace.window`) on either engine; the result is a
-    :class:`~ettcore.engines.spark.load.UriSparkTrace`.  A URI with ``engine="duckdb"`` is refused with a
-    :class:`InputError` saying to use the Spark engine.  A store's Parquet mirror (a folder or a URI holding
-    ``CURRENT.json``) is opened by :func:`ettcore.engines.spark.mirror.open_mirror` (Spark only; the result is a
-    :class:`~ettcore.engines.spark.mirror.MirrorSparkTrace`).
+    A URI (``scheme://...``): read and checked by Spark (:func:`ettcore.engines.spark.load.open_uri`); the result is
+    a :class:`~ettcore.engines.spark.load.UriSparkTrace`.  DuckDB reads nothing of it, so ``memory_limit`` and
+    ``temp_directory`` (DuckDB's) are refused there, as a URI with ``engine="duckdb"`` is.  A store's Parquet mirror
+    (a folder or a URI holding ``CURRENT.json``) is opened by :func:`ettcore.engines.spark.mirror.open_mirror` (Spark
+    only; the result is a :class:`~ettcore.engines.spark.mirror.MirrorSparkTrace`); its rows were checked when they
+    were ingested, so ``skip_invalid`` is refused there.
     """
     _check_engine(engine)
+    opts = TraceOptions.of(options, **given)
+    master = spark_master or DEFAULT_MASTER
+    if spark_master is not None and engine != "spark":
+        raise InputError(Problem("--spark-master", None, "spark_master", "applies with --engine spark only"))
     mirror = is_mirror(path)  # a fleet store's Parquet mirror in a local folder (ettcore.engines.mirror_format)
     if not mirror and not is_uri(path):
-        trace = load_trace(
-            path,
-            mapping=mapping,
-            as_of=as_of,
-            skip_invalid=skip_invalid,
-            memory_limit=memory_limit,
-            temp_directory=temp_directory,
-            since=since,
-            until=until,
-            exclude=exclude,
-        )
+        trace = load_trace(path, **opts.as_kwargs())
         if engine == "duckdb":
             return trace
         from ettcore.engines import spark
 
-        return spark.open_trace(trace, spark.get_session(spark_master, spark_conf))
+        return spark.open_trace(trace, spark.get_session(master, spark_conf))
     if engine != "spark":  # a URI or a mirror: read by Spark alone
         why = (
             "a store's Parquet mirror is read with --engine spark (DuckDB reads the store file itself)"
@@ -108,25 +98,16 @@ def open_trace(
     from ettcore.engines.spark import load as spark_load
     from ettcore.engines.spark import mirror as spark_mirror
 
-    session = spark.get_session(spark_master, spark_conf)
+    session = spark.get_session(master, spark_conf)
     if mirror or spark_mirror.is_mirror_uri(session, str(path)):
-        return spark_mirror.open_mirror(path, session, mapping, as_of, since, until, exclude)
-    return spark_load.open_uri(
-        str(path),
-        session,
-        mapping=mapping,
-        as_of=as_of,
-        skip_invalid=skip_invalid,
-        since=since,
-        until=until,
-        exclude=exclude,
-    )
+        return spark_mirror.open_mirror(path, session, opts)
+    return spark_load.open_uri(str(path), session, opts)
 
 
 def job_summary(
     path: str | Path,
     engine: str = "duckdb",
-    spark_master: str = DEFAULT_MASTER,
+    spark_master: str | None = None,
     as_of: Any = None,
     mapping: Any = None,
     skip_invalid: bool = False,
@@ -134,14 +115,20 @@ def job_summary(
 ) -> pl.DataFrame:
     """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark;
     see :func:`ettcore.metric.job_summary`) on ``engine``."""
-    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    trace = open_trace(
+        path,
+        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
+        engine=engine,
+        spark_master=spark_master,
+        spark_conf=spark_conf,
+    )
     return metric.job_summary(trace)
 
 
 def fleet_summary(
     path: str | Path,
     engine: str = "duckdb",
-    spark_master: str = DEFAULT_MASTER,
+    spark_master: str | None = None,
     as_of: Any = None,
     mapping: Any = None,
     by: str | None = None,
@@ -149,14 +136,20 @@ def fleet_summary(
     spark_conf: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
-    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    trace = open_trace(
+        path,
+        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
+        engine=engine,
+        spark_master=spark_master,
+        spark_conf=spark_conf,
+    )
     return metric.fleet_summary(trace, by)
 
 
 def trend(
     path: str | Path,
     engine: str = "duckdb",
-    spark_master: str = DEFAULT_MASTER,
+    spark_master: str | None = None,
     as_of: Any = None,
     mapping: Any = None,
     every: str = "day",
@@ -164,7 +157,13 @@ def trend(
     spark_conf: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
-    trace = open_trace(path, engine, spark_master, mapping, as_of, skip_invalid, spark_conf=spark_conf)
+    trace = open_trace(
+        path,
+        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
+        engine=engine,
+        spark_master=spark_master,
+        spark_conf=spark_conf,
+    )
     return metric.trend(trace, every)
 
 

@@ -36,6 +36,7 @@ import duckdb
 import polars as pl
 
 from ettcore.errors import InputError, Problem
+from ettcore.order import in_natural_order
 from ettcore.phases import ALL_COMPONENTS, PhaseMap
 from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
@@ -436,8 +437,9 @@ def _rows_and_components(long: pl.DataFrame, key: str, suffix: str, before: str,
 
 
 def job_summary(trace: Any) -> pl.DataFrame:
-    """One row a job: L1 numbers, the seconds of each L2 component, status, labels."""
-    return job_components(trace, engine_of(trace).per_job())
+    """One row a job, in natural order of job ids (:mod:`ettcore.order`): L1 numbers, the seconds of each L2
+    component, status, labels."""
+    return job_components(trace, in_natural_order(engine_of(trace).per_job()))
 
 
 def job_components(trace: Any, jobs: pl.DataFrame) -> pl.DataFrame:
@@ -453,11 +455,11 @@ def job_components(trace: Any, jobs: pl.DataFrame) -> pl.DataFrame:
 
 def job_causes(trace: Any) -> pl.DataFrame:
     """Long frame ``job_id, cause_id, cause, nof, lost_s``: each job's measured interruptions and lost (recovery)
-    seconds by interruption cause (``job_cause_time.sql``), one row a job and cause with either, in job and cause
-    order."""
+    seconds by interruption cause (``job_cause_time.sql``), one row a job and cause with either, in natural job order
+    and cause order."""
     e = engine_of(trace)
     e.prepare(per_job=True)
-    return e.run("metric/job_cause_time").sort("job_id", "cause_id")
+    return in_natural_order(e.run("metric/job_cause_time"), "job_id", "cause_id")
 
 
 def cause_summary(trace: Any, by: str | None = None) -> pl.DataFrame:

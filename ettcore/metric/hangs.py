@@ -36,6 +36,7 @@ import polars as pl
 
 from ettcore.errors import InputError, Problem
 from ettcore.metric import stalls
+from ettcore.order import in_natural_order
 from ettcore.trace.load import Trace
 from ettcore.trace.queries import sql
 
@@ -133,12 +134,12 @@ def live_jobs(
     stall_after: float | str | None = None,
     job_stall_after: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """:func:`live_progress`'s rows as dicts, each with ``ranks`` (how many ranks reported in the current attempt),
-    ``first_stopped_rank``/``_node``/``_step``/``_at`` and ``last_advanced_rank``/``_node``/``_step``/``_at``
-    (None when no rank reported)."""
+    """:func:`live_progress`'s rows as dicts (natural job order), each with ``ranks`` (how many ranks reported in the
+    current attempt), ``first_stopped_rank``/``_node``/``_step``/``_at`` and ``last_advanced_rank``/``_node``/
+    ``_step``/``_at`` (None when no rank reported)."""
     ranks = list(ranks)
     out = []
-    for r in live_progress(trace, stall_after, job_stall_after).iter_rows(named=True):
+    for r in in_natural_order(live_progress(trace, stall_after, job_stall_after)).iter_rows(named=True):
         since = r["attempt_start"].timestamp()
         first, last = rank_extremes(ranks, r["job_id"], since)
         r["ranks"] = sum(1 for x in ranks if x["job_id"] == r["job_id"] and x["t"] >= since)

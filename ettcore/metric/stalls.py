@@ -20,6 +20,7 @@ import polars as pl
 
 from ettcore import metric
 from ettcore.errors import InputError, Problem
+from ettcore.order import in_natural_order
 from ettcore.trace.load import Trace
 from ettcore.trace.queries import sql
 
@@ -56,12 +57,14 @@ def prepare(trace: Trace, stall_after: float | str | None) -> None:
 
 
 def train_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
-    """One row a stall: ``job_id, attempt, start, end, stalled_s, threshold_s, pace_per_s``."""
+    """One row a stall: ``job_id, attempt, start, end, stalled_s, threshold_s, pace_per_s``, in natural job order,
+    then by start."""
     prepare(trace, stall_after)
-    return trace.sql("SELECT * FROM train_stalls")
+    return in_natural_order(trace.sql("SELECT * FROM train_stalls"), "job_id", "start")
 
 
 def job_stalls(trace: Trace, stall_after: float | str | None = None) -> pl.DataFrame:
-    """One row a measured job: ``job_id, model, stalls, longest_stall_s, stall_s, pace_per_s, stall_after_s``."""
+    """One row a measured job, in natural job order: ``job_id, model, stalls, longest_stall_s, stall_s, pace_per_s,
+    stall_after_s``."""
     prepare(trace, stall_after)
-    return trace.sql(sql("metric/job_stalls"))
+    return in_natural_order(trace.sql(sql("metric/job_stalls")))

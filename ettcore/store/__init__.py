@@ -13,7 +13,7 @@ the file, its tables and the bounded wait for another process are :mod:`ettcore.
 
 from ettcore.store.db import DEFAULT_SOURCE, FORMAT, GRID_MS, VERSION, attach, meta, wait_seconds
 from ettcore.store.housekeeping import compact, remove_source
-from ettcore.store.read import StoreTrace, is_store, open_store
+from ettcore.store.read import StoreTrace, is_store, open_store, skipped_problems
 from ettcore.store.refresh import Refresh, ingest_path, ingest_trace
 
 __all__ = [
@@ -31,5 +31,6 @@ __all__ = [
     "meta",
     "open_store",
     "remove_source",
+    "skipped_problems",
     "wait_seconds",
 ]

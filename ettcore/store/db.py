@@ -130,6 +130,8 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: st
                     Problem(str(path), None, None, f"not a readable store: {text.splitlines()[0]}")
                 ) from None
             return False
+        except duckdb.OutOfMemoryException:
+            raise  # the memory budget, not the file: said as such (ettcore.cli.main)
         except duckdb.Error as exc:
             raise InputError(
                 Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")

@@ -15,10 +15,11 @@ from ettcore.phases import load_phase_map
 from ettcore.store import db
 from ettcore.store.results import row_views, set_params
 from ettcore.trace import load as load_mod
-from ettcore.trace import memory, span_store
+from ettcore.trace import span_store
 from ettcore.trace import window as window_mod
 from ettcore.trace.instants import HOUR_MS
 from ettcore.trace.load import Attribution, Trace, parse_as_of, quote_ident
+from ettcore.trace.options import TraceOptions
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
@@ -77,36 +78,33 @@ def labels(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
     return [c for c in db.columns(con, relation) if c.lower() not in skip]
 
 
-def open_store(
-    path: str | Path,
-    mapping: Any = None,
-    as_of: Any = None,
-    since: Any = None,
-    until: Any = None,
-    exclude: Any = None,
-    memory_limit: str | None = None,
-    **_: Any,
-) -> StoreTrace:
-    """A store as a trace every function of :mod:`ettcore.metric` takes (read-only).
+def open_store(path: str | Path, options: TraceOptions | None = None, **given: Any) -> StoreTrace:
+    """A store as a trace every function of :mod:`ettcore.metric` takes (read-only); ``options``
+    (:class:`~ettcore.trace.options.TraceOptions`, or its fields as keyword arguments on top) as for a trace.
 
     The default analysis time is the store's latest snapshot's.  The stored results answer the default phase
     mapping, the store's as-of and windows whose bounds lie on the stored (hourly) grid; another ``mapping``, another
     ``as_of`` or an unaligned window attributes again from the stored rows with the same SQL (``recomputed`` says so).
+    A store holds only rows checked when they were ingested, so ``skip_invalid`` is refused (``ett ingest
+    --skip-invalid`` leaves out a source's bad jobs, and the store records them).
     """
+    opts = TraceOptions.of(options, **given)
+    if opts.skip_invalid:
+        why = "a fleet store holds only rows checked when they were ingested: give --skip-invalid to `ett ingest`"
+        raise InputError(Problem("--skip-invalid", None, "skip_invalid", why))
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), None, None, "store file does not exist"))
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    limit, _origin = memory.resolve(memory_limit)
-    con.execute("SET memory_limit = $v", {"v": limit})
+    load_mod.apply_limits(con, opts.memory_limit, opts.temp_directory)
     db.attach(con, path, read_only=True)
     meta = db.meta(con, path)
-    phase_map = load_phase_map(mapping)
+    phase_map = load_phase_map(opts.mapping)
     stored_phases = json.loads(meta["phases"])
     store_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
-    as_of_ms = parse_as_of(as_of)
-    window = make_window(since, until, exclude)
+    as_of_ms = parse_as_of(opts.as_of)
+    window = make_window(opts.since, opts.until, opts.exclude)
     grid = int(meta["grid_ms"])
     if not db.has_table(con, "res_job_metrics"):
         raise InputError(Problem(str(path), None, None, "the store holds no jobs yet (ett ingest STORE SOURCE)"))
@@ -259,3 +257,13 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
             "train_stalls": f'SELECT * FROM ({keyed("res_train_stalls")}) ORDER BY job_id, "start"',
         }
     )
+
+
+def skipped_problems(trace: StoreTrace) -> list[Problem]:
+    """The problems of the jobs the store's ingests left out (``ett ingest --skip-invalid``) and does not hold now:
+    each names the source's file, row and field, as ``ett validate`` of that source did (``ett validate STORE``)."""
+    rows = trace.con.execute(
+        "SELECT DISTINCT k.file, k.row, k.field, k.message, k.job_id FROM st.ett_skipped AS k "
+        "ANTI JOIN st.ett_jobs AS j ON j.source = k.source AND j.job_id = k.job_id ORDER BY ALL"
+    ).fetchall()
+    return [Problem(f, r, fld, m, job_id=j) for f, r, fld, m, j in rows]

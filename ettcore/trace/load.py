@@ -621,21 +621,35 @@ def _connect(
     else:
         con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    limit, origin = memory.resolve(memory_limit)  # never DuckDB's 80 % of the machine (see ettcore.trace.memory)
+    apply_limits(con, memory_limit, temp_directory)
+    return con
+
+
+def apply_limits(
+    con: duckdb.DuckDBPyConnection, memory_limit: str | None = None, temp_directory: str | Path | None = None
+) -> None:
+    """DuckDB's memory budget (:func:`ettcore.trace.memory.resolve`: never DuckDB's 80 % of the machine) and spill
+    folder on ``con``; a value DuckDB refuses, or a spill folder that is an existing file, is an input error naming
+    the flag."""
+    limit, origin = memory.resolve(memory_limit)
     try:
         con.execute("SET memory_limit = $v", {"v": limit})
     except duckdb.Error as exc:
         raise InputError(
             Problem(origin, None, "memory_limit", f"{limit!r} not accepted by DuckDB: {str(exc).splitlines()[0]}")
         ) from None
+    if temp_directory is None:
+        return
+    if Path(temp_directory).exists() and not Path(temp_directory).is_dir():
+        raise InputError(
+            Problem("--temp-directory", None, "temp_directory", f"{str(temp_directory)!r} is not a folder")
+        )
     try:
-        if temp_directory is not None:
-            con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
+        con.execute("SET temp_directory = $v", {"v": str(temp_directory)})
     except duckdb.Error as exc:
         raise InputError(
             Problem("--temp-directory", None, "temp_directory", f"not accepted by DuckDB: {str(exc).splitlines()[0]}")
         ) from None
-    return con
 
 
 def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> None:

@@ -69,6 +69,7 @@ from ettcore.trace.load import (
     parse_as_of,
     schema_columns,
 )
+from ettcore.trace.options import TraceOptions
 from ettcore.trace.queries import check_names
 from ettcore.trace.window import make_window
 
@@ -404,22 +405,27 @@ def _register_inputs(spark: "SparkSession", raw: dict, labels: list[str], phase_
     sp.register_phases(spark, phase_map)
 
 
-def open_uri(
-    uri: str,
-    spark: "SparkSession",
-    mapping: Any = None,
-    as_of: str | int | float | None = None,
-    skip_invalid: bool = False,
-    since: Any = None,
-    until: Any = None,
-    exclude: Any = None,
-) -> UriSparkTrace:
-    """Read, check and prepare the Parquet trace at ``uri`` on ``spark`` (see the module docstring).
+def refuse_duckdb_options(opts: TraceOptions) -> None:
+    """Refuse DuckDB's own options for an input Spark alone reads (a URI, a store's Parquet mirror)."""
+    for name, flag in (("memory_limit", "--memory-limit"), ("temp_directory", "--temp-directory")):
+        if name in opts.given():
+            why = "is DuckDB's, and Spark alone reads this input (Spark's memory and spill folder: its configuration)"
+            raise InputError(Problem(flag, None, name, why))
+
+
+def open_uri(uri: str, spark: "SparkSession", options: TraceOptions | None = None, **given: Any) -> UriSparkTrace:
+    """Read, check and prepare the Parquet trace at ``uri`` on ``spark`` (see the module docstring); ``options``
+    (:class:`~ettcore.trace.options.TraceOptions`, or its fields as keyword arguments) as for a local trace, but
+    ``memory_limit`` and ``temp_directory``, DuckDB's, which are refused.
 
     Raises :class:`InputError` listing every finding (file, row, field) unless
     ``skip_invalid``, which leaves out the affected jobs and records them in
     ``trace.accounting`` and ``trace.excluded_jobs``, as :func:`ettcore.trace.load_trace`.
     """
+    opts = TraceOptions.of(options, **given)
+    refuse_duckdb_options(opts)
+    mapping, as_of, skip_invalid = opts.mapping, opts.as_of, opts.skip_invalid
+    since, until, exclude = opts.since, opts.until, opts.exclude
     if not is_uri(uri):
         raise InputError(
             Problem(

@@ -26,6 +26,7 @@ from ettcore.errors import InputError, Problem
 from ettcore.phases import load_phase_map
 from ettcore.trace import typing as rules
 from ettcore.trace.load import SCHEMA, CheckedTrace, is_uri, parse_as_of
+from ettcore.trace.options import TraceOptions
 from ettcore.trace.window import make_window
 
 if TYPE_CHECKING:
@@ -206,20 +207,23 @@ SELECT (SELECT count(*) FROM ett_current_jobs) AS jobs, (SELECT count(*) FROM et
 
 
 def open_mirror(
-    location: Any,
-    spark: "SparkSession",
-    mapping: Any = None,
-    as_of: Any = None,
-    since: Any = None,
-    until: Any = None,
-    exclude: Any = None,
+    location: Any, spark: "SparkSession", options: TraceOptions | None = None, **given: Any
 ) -> MirrorSparkTrace:
     """The store's Parquet mirror at ``location`` (a local folder or a URI) as a trace on ``spark``: the metric's
-    functions give the store's figures (see the module docstring).
+    functions give the store's figures (see the module docstring).  ``options``
+    (:class:`~ettcore.trace.options.TraceOptions`, or its fields as keyword arguments) as for a store: its rows were
+    checked when they were ingested, so ``skip_invalid`` is refused, and so are DuckDB's ``memory_limit`` and
+    ``temp_directory``.
 
     Without ``as_of`` the store's analysis time is the as-of (running work is measured up to it); ``mapping``, the
     window and the exclusions are the measuring commands' own, as on a trace.
     """
+    opts = TraceOptions.of(options, **given)
+    spark_load.refuse_duckdb_options(opts)
+    if opts.skip_invalid:
+        why = "a store's Parquet mirror holds rows checked when they were ingested (ett ingest --skip-invalid)"
+        raise InputError(Problem("--skip-invalid", None, "skip_invalid", why))
+    mapping, as_of, since, until, exclude = opts.mapping, opts.as_of, opts.since, opts.until, opts.exclude
     uri = _location(location).rstrip("/")
     phase_map = load_phase_map(mapping)
     as_of_ms = parse_as_of(as_of)
