@@ -104,67 +104,23 @@ def open_trace(
     return spark_load.open_uri(str(path), session, opts)
 
 
-def job_summary(
-    path: str | Path,
-    engine: str = "duckdb",
-    spark_master: str | None = None,
-    as_of: Any = None,
-    mapping: Any = None,
-    skip_invalid: bool = False,
-    spark_conf: dict[str, str] | None = None,
-) -> pl.DataFrame:
-    """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark;
-    see :func:`ettcore.metric.job_summary`) on ``engine``."""
-    trace = open_trace(
-        path,
-        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
-        engine=engine,
-        spark_master=spark_master,
-        spark_conf=spark_conf,
-    )
-    return metric.job_summary(trace)
+def job_summary(path: str | Path, options: TraceOptions | None = None, **how: Any) -> pl.DataFrame:
+    """Per-job frame of the trace at ``path`` (a local path, or a URI for Spark; see
+    :func:`ettcore.metric.job_summary`), opened as :func:`open_trace` opens it (``engine``, ``spark_master``,
+    ``spark_conf`` and the options' fields as keyword arguments)."""
+    return metric.job_summary(open_trace(path, options, **how))
 
 
-def fleet_summary(
-    path: str | Path,
-    engine: str = "duckdb",
-    spark_master: str | None = None,
-    as_of: Any = None,
-    mapping: Any = None,
-    by: str | None = None,
-    skip_invalid: bool = False,
-    spark_conf: dict[str, str] | None = None,
-) -> pl.DataFrame:
-    """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`) on ``engine``."""
-    trace = open_trace(
-        path,
-        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
-        engine=engine,
-        spark_master=spark_master,
-        spark_conf=spark_conf,
-    )
-    return metric.fleet_summary(trace, by)
+def fleet_summary(path: str | Path, options: TraceOptions | None = None, by: str | None = None, **how: Any):
+    """Fleet (or per-group) frame of the trace at ``path`` (see :func:`ettcore.metric.fleet_summary`), opened as
+    :func:`open_trace` opens it."""
+    return metric.fleet_summary(open_trace(path, options, **how), by)
 
 
-def trend(
-    path: str | Path,
-    engine: str = "duckdb",
-    spark_master: str | None = None,
-    as_of: Any = None,
-    mapping: Any = None,
-    every: str = "day",
-    skip_invalid: bool = False,
-    spark_conf: dict[str, str] | None = None,
-) -> pl.DataFrame:
-    """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`) on ``engine``."""
-    trace = open_trace(
-        path,
-        TraceOptions(mapping=mapping, as_of=as_of, skip_invalid=skip_invalid),
-        engine=engine,
-        spark_master=spark_master,
-        spark_conf=spark_conf,
-    )
-    return metric.trend(trace, every)
+def trend(path: str | Path, options: TraceOptions | None = None, every: str = "day", **how: Any) -> pl.DataFrame:
+    """Trend frame of the trace at ``path`` (see :func:`ettcore.metric.trend`), opened as :func:`open_trace` opens
+    it."""
+    return metric.trend(open_trace(path, options, **how), every)
 
 
 def max_relative_difference(a: pl.DataFrame, b: pl.DataFrame) -> float:
