@@ -387,6 +387,7 @@ def test_parameters_cells_are_literal_and_documented() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[nb.stem for nb in NOTEBOOKS])
 def test_notebook_reproduces_committed_copy_and_paper(nb_path: Path, tmp_path: Path) -> None:
     result = report.run_one(str(nb_path), str(tmp_path), {"output_dir": str(tmp_path)}, html=False)
@@ -433,6 +434,7 @@ def _outputs(nb) -> list[tuple[str, list[dict]]]:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.parametrize("stem", FLEET_STORE_RUNS)
 def test_fleet_notebook_on_a_store_shows_what_it_shows_on_the_trace(stem: str, tmp_path: Path) -> None:
     from ettcore import store
