@@ -32,9 +32,17 @@ $(FRAMEWORKS): $(STAMP)
 
 frameworks: $(FRAMEWORKS)
 
+# The notebooks execute once: nbval runs each committed notebook and compares every cell's output with the committed
+# one (strict, sanitised), keeping what it executed in $(EXECUTED) (notebooks/conftest.py); tests/test_notebooks.py
+# then holds those copies byte for byte to the committed ones and their scorecards to the paper, without running the
+# notebooks again. Both runs always run; make test fails if either failed.
+EXECUTED := $(CURDIR)/.executed-notebooks
 test: setup frameworks lint docs
-	$(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12
-	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
+	rm -rf $(EXECUTED)
+	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env \
+	  notebooks/; nb=$$?; \
+	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12; rc=$$?; \
+	test $$nb -eq 0 && test $$rc -eq 0
 
 # The quick loop: the style, the architecture and every test no tier below marks (tests/conftest.py, pyproject.toml).
 QUICK := not (spark or service or framework or notebook or fuzz or slow)
@@ -87,5 +95,5 @@ lab: setup
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) reports/* .pytest_cache .hypothesis site
+	rm -rf $(VENV) reports/* .pytest_cache .hypothesis site .executed-notebooks
 	touch reports/.gitkeep
