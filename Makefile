@@ -45,9 +45,11 @@ test: setup frameworks lint docs
 	test $$nb -eq 0 && test $$rc -eq 0
 
 # The quick loop: the style, the architecture and every test no tier below marks (tests/conftest.py, pyproject.toml).
+# The metric's property tests run with a fifth of their examples (the first ones: they are derandomized); make test
+# runs them all.
 QUICK := not (spark or service or framework or notebook or fuzz or slow)
 check: lint
-	$(BIN)/python -m pytest -n auto --dist loadgroup -q -m "$(QUICK)"
+	ETT_PROPERTY_EXAMPLES=0.2 $(BIN)/python -m pytest -n auto --dist loadgroup -q -m "$(QUICK)"
 
 # The manual (mkdocs.yml), offline, into site/; --strict: a broken link, a missing page or a bad reference fails it.
 # The two variables silence a notice a plugin prints about MkDocs' future (it asks for the network to read more).

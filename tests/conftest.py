@@ -21,11 +21,9 @@ from ettcore.config import SAMPLE_TRACE
 # the check cache (ettcore.trace.check_cache) of the tests' own, never the user's
 os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
 
-# Whole test files and the tiers they belong to (a test's own markers add more: see pytest_collection_modifyitems).
+# Whole test files and the tiers they belong to (a test's own markers add more: see pytest_collection_modifyitems;
+# a Spark test is one marked spark or put in the xdist group "spark").
 TIERS: dict[str, tuple[str, ...]] = {
-    "test_spark_equality.py": ("spark",),
-    "test_spark_uri.py": ("spark",),
-    "test_store_spark.py": ("spark",),
     "test_monitoring_stack.py": ("service",),  # Prometheus, Alertmanager, node_exporter (tools/monitoring)
     "test_monitoring_e2e.py": ("service", "framework"),
     "test_grafana_dashboard.py": ("service",),
@@ -38,13 +36,14 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_live_hangs.py": ("framework",),
     "test_fuzz_importers.py": ("fuzz",),
     "test_fuzz_loaders.py": ("fuzz",),
+    "test_store_faults.py": ("slow",),  # kills refreshes, compactions and removals at random instants (minutes)
 }
 # A marker a test carries -> the tiers it implies.
 IMPLIED = {"torch": ("framework",), "slurm": ("service",)}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its tiers, and keep every Spark test on one xdist worker (one JVM, one session).
+    """Mark each test with its tiers; keep every Spark test on one xdist worker (one JVM, one session), first.
 
     Runs before pytest-xdist's own hook (which is ``trylast``), so ``--dist loadgroup`` sees the group.
     """
@@ -53,10 +52,15 @@ def pytest_collection_modifyitems(config, items):
         for marker, implied in IMPLIED.items():
             if item.get_closest_marker(marker) is not None:
                 tiers.update(implied)
+        if any(m.args[:1] == ("spark",) for m in item.iter_markers("xdist_group")):
+            tiers.add("spark")  # the Spark modules put their Spark tests in this group (and their plain ones not)
         for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, tier))
         if item.get_closest_marker("spark") is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("spark"))
+    # The Spark tests first (a stable sort: each keeps its order): their one worker is the suite's longest chain, so it
+    # starts at once while the other workers share the rest, instead of starting when collection order reaches it.
+    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
 
 
 @pytest.fixture
