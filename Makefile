@@ -39,10 +39,11 @@ frameworks: $(FRAMEWORKS)
 EXECUTED := $(CURDIR)/.executed-notebooks
 test: setup frameworks lint docs
 	rm -rf $(EXECUTED)
+	t=$$(date +%s); \
 	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env \
-	  notebooks/; nb=$$?; \
+	  notebooks/; nb=$$?; echo "notebooks (nbval) ran in $$(( $$(date +%s) - t )) s"; t=$$(date +%s); \
 	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12; rc=$$?; \
-	test $$nb -eq 0 && test $$rc -eq 0
+	echo "tests (pytest) ran in $$(( $$(date +%s) - t )) s"; test $$nb -eq 0 && test $$rc -eq 0
 
 # The quick loop: the style, the architecture and every test no tier below marks (tests/conftest.py, pyproject.toml).
 # The metric's property tests run with a fifth of their examples (the first ones: they are derandomized); make test
