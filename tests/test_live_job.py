@@ -28,9 +28,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from ettcore import metric
+from ettcore import bundled, metric
 from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions, paired
-from ettcore.demo.live_job import LIVE_JOB_DIR, load_live_job, measurements
+from ettcore.demo.live_job import measurements
 from ettcore.trace import load_trace
 
 
@@ -63,19 +63,20 @@ def _check_against_ground_truth(row: dict, gt: dict, cond: RunConditions, spans:
 
 
 def test_bundled_runs_agree_with_their_ground_truth() -> None:
-    live = load_live_job()
+    live = bundled.live_job()
     assert set(live.conditions) == {"baseline", "optimized"}
     summary = metric.job_summary(load_trace(live.trace_dir))
     spans = pl.read_parquet(live.trace_dir / "spans.parquet")
-    for variant, cond in live.conditions.items():
+    for variant, recorded in live.conditions.items():
+        cond = RunConditions.from_dict(recorded)
         row = summary.filter(pl.col("job_id") == cond.job_id).row(0, named=True)
         assert row["variant"] == variant
         _check_against_ground_truth(row, live.ground_truth[variant], cond, spans)
 
 
 def test_bundled_pair_differs_only_in_the_three_optimizations() -> None:
-    live = load_live_job()
-    b, o = live.conditions["baseline"].as_dict(), live.conditions["optimized"].as_dict()
+    live = bundled.live_job()
+    b, o = live.conditions["baseline"], live.conditions["optimized"]
     differs = {k for k in b if b[k] != o[k]}
     assert differs == {"job_id", "variant", "compile_cache", "async_checkpoint", "overlapped_init"}
     assert (b["compile_cache"], b["async_checkpoint"], b["overlapped_init"]) == ("none", False, False)
@@ -83,11 +84,11 @@ def test_bundled_pair_differs_only_in_the_three_optimizations() -> None:
 
 
 def test_bundled_trace_is_labelled_measured_and_its_numbers_are_reproducible() -> None:
-    meta = json.loads((LIVE_JOB_DIR / "trace" / "trace.json").read_text())
+    meta = json.loads((bundled.LIVE_JOB / "trace" / "trace.json").read_text())
     assert meta["measured"] is True and meta["synthetic"] is False
     assert "synthetic click data" in meta["training_data"]
-    stored = load_live_job().measurements
-    again = json.loads(json.dumps(measurements(LIVE_JOB_DIR / "trace")))  # same JSON round trip as runs.json
+    stored = bundled.live_job().measurements
+    again = json.loads(json.dumps(measurements(bundled.LIVE_JOB / "trace")))  # same JSON round trip as runs.json
     assert again == stored
     for variant in ("baseline", "optimized"):
         assert stored[variant]["nof"] == 2

@@ -28,6 +28,7 @@ import polars as pl
 import pytest
 from pytest import approx
 
+from ettcore import bundled
 from ettcore.config import DATA_DIR, NOTEBOOK_DIR
 from ettcore.present import report, scorecard
 
@@ -217,7 +218,7 @@ def check_live_job(card: dict) -> None:
     assert card["synthetic"] is False
     # Mega-Cache on the restarts against Table III's 87.6 % (a comparison of scale): the pooled reduction from the
     # live job's own measurements in runs.json (compile per attempt, cache loads), not from the trace
-    runs = json.loads((DATA_DIR / "live-job" / "runs.json").read_text(encoding="utf-8"))["measurements"]
+    runs = bundled.live_job().measurements
     base = [runs["baseline"]["compile_s_by_attempt"][a] for a in ("1", "2")]
     opt = [runs["optimized"]["compile_s_by_attempt"][a] for a in ("1", "2")] + runs["optimized"]["cache_load_s"]
     (c,) = card["checks"]
@@ -271,7 +272,7 @@ def check_slurm_fleet(card: dict) -> None:
 
     from ettcore.metric import reference as ref
 
-    fleet_dir = DATA_DIR / "slurm-fleet"
+    fleet_dir = bundled.SLURM_FLEET
     h = _headlines(card)
     rows = slurm_oracle.read_sacct_text(fleet_dir / "sacct.txt")
     runs = [r for j in rows.values() for r in j.runs]

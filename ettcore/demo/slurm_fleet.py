@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from ettcore.atomic import atomic_path
-from ettcore.config import DATA_DIR, PROJECT_ROOT
+from ettcore.bundled import SLURM_FLEET
+from ettcore.config import PROJECT_ROOT
 from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions
 from ettcore.importers.slurm import export_commands
 
-FLEET_DIR = DATA_DIR / "slurm-fleet"
 COMMAND = "make slurm-fleet"
 REQUEUE_EXIT = 42  # tools/slurm/start.sh's default RequeueExit
 
@@ -226,7 +226,11 @@ def _slurm_config(conf: Path) -> dict[str, str]:
 
 
 def run_campaign(
-    out_dir: Path = FLEET_DIR, work: Path | None = None, *, python: str = sys.executable, deadline_s: float = 4 * 3600.0
+    out_dir: Path = SLURM_FLEET,
+    work: Path | None = None,
+    *,
+    python: str = sys.executable,
+    deadline_s: float = 4 * 3600.0,
 ) -> dict[str, Any]:
     """Submit :func:`plan`, inject the events, wait, export, bundle into ``out_dir`` (replaced)."""
     conf = Path(os.environ.get("SLURM_CONF", ""))
@@ -379,7 +383,7 @@ def bundle(work: Path, out_dir: Path, campaign: dict[str, Any]) -> None:
     rebuild(out_dir)
 
 
-def rebuild(out_dir: Path = FLEET_DIR) -> Path:
+def rebuild(out_dir: Path = SLURM_FLEET) -> Path:
     """Re-import ``sacct.txt`` with ``recorder/`` into ``trace/`` (no Slurm, no PyTorch)."""
     from ettcore.importers.frames import write_import
     from ettcore.importers.slurm import import_sacct
@@ -400,38 +404,6 @@ def rebuild(out_dir: Path = FLEET_DIR) -> Path:
     return write_import(out_dir / "trace", frames, report)
 
 
-@dataclass(frozen=True)
-class Campaign:
-    """The bundled campaign (no Slurm, no PyTorch): where its files are, and what was run and injected."""
-
-    trace_dir: Path
-    sacct: Path
-    slurm_version: str
-    started_utc: str
-    elapsed_s: float
-    machine: dict[str, Any]
-    plan: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    ground_truth: dict[str, Any]
-
-
-def load_campaign(directory: str | Path = FLEET_DIR) -> Campaign:
-    """Read ``campaign.json`` of a bundled campaign."""
-    directory = Path(directory)
-    c = json.loads((directory / "campaign.json").read_text(encoding="utf-8"))
-    return Campaign(
-        trace_dir=directory / "trace",
-        sacct=directory / "sacct.txt",
-        slurm_version=c["slurm_version"],
-        started_utc=c["started_utc"],
-        elapsed_s=c["elapsed_s"],
-        machine=c["machine"],
-        plan=c["plan"],
-        events=c["events"],
-        ground_truth=c["ground_truth"],
-    )
-
-
 def _cli(args: argparse.Namespace) -> int:
     if args.rebuild:
         out = rebuild(args.out)
@@ -449,7 +421,7 @@ def _cli(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=FLEET_DIR, help="results folder (default: data/slurm-fleet)")
+    ap.add_argument("--out", type=Path, default=SLURM_FLEET, help="results folder (default: data/slurm-fleet)")
     ap.add_argument(
         "--work", type=Path, default=None, help="work folder (checkpoints, logs; default: a temporary one, kept)"
     )
