@@ -18,7 +18,6 @@ The packages, one concern each, data flowing down the list (a package imports on
 - :mod:`ettcore.trace`         finding, reading, typing and checking a trace; windows; the span store
 - :mod:`ettcore.phases`, :mod:`ettcore.errors`, :mod:`ettcore.config`, :mod:`ettcore.atomic`: the vocabulary, the
   input-error type, paths and atomic writes, used by every layer
-- :mod:`ettcore.demo`          the project's own demo jobs (live job, Lightning run, Slurm campaign)
 """
 
 from __future__ import annotations

@@ -25,9 +25,10 @@ needs_import_linter = pytest.mark.skipif(
 
 
 def _copy(tmp_path: Path) -> Path:
-    """The package and pyproject.toml copied into ``tmp_path`` (import-linter reads the copy, not the installed
-    tree)."""
-    shutil.copytree(PACKAGE_DIR, tmp_path / "ettcore", ignore=shutil.ignore_patterns("__pycache__"))
+    """The package, the checkout's tools (the campaigns, a root package of the contracts) and pyproject.toml copied
+    into ``tmp_path`` (import-linter reads the copy, not the installed tree)."""
+    for source, name in ((PACKAGE_DIR, "ettcore"), (PROJECT_ROOT / "tools", "tools")):
+        shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 
@@ -62,6 +63,18 @@ def test_importers_importing_the_metric_break_their_contract(tmp_path):
     bad = _lint(root)
     assert bad.returncode != 0
     assert "Importers and integrations never import presentation, the CLI or the metric BROKEN" in bad.stdout
+
+
+@needs_import_linter
+def test_the_package_importing_a_campaign_breaks_its_contract(tmp_path):
+    """The campaigns import the package, never the other way: an installed ettcore has no tools/ to import."""
+    root = _copy(tmp_path)
+    mod = root / "ettcore" / "bundled.py"
+    mod.write_text(mod.read_text() + "\n\ndef _bad():\n    from tools.campaigns import live_job  # a campaign\n")
+    bad = _lint(root)
+    assert bad.returncode != 0
+    assert "The package never imports the campaigns or any other tool of the checkout BROKEN" in bad.stdout
+    assert "ettcore.bundled -> tools.campaigns.live_job" in bad.stdout
 
 
 def test_no_package_module_reaches_into_tests():

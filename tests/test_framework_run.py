@@ -2,7 +2,7 @@
 
 No PyTorch needed: the trace side is recomputed from the bundled trace by
 ``ettcore.metric`` (:func:`ettcore.bundled.framework_run_comparison`); the ground truth is what the test harness
-measured when the run was made (``ettcore.demo.framework_run``; the live version of this check is
+measured when the run was made (``tools.campaigns.framework_run``; the live version of this check is
 ``tests/test_integration_lightning.py``).
 """
 
@@ -13,8 +13,8 @@ import json
 import pytest
 
 from ettcore import bundled
-from ettcore.demo.jobs import ground_truth as gt
 from ettcore.trace import load_trace
+from tools.campaigns.jobs import ground_truth as gt
 
 
 def test_the_bundled_trace_agrees_with_its_ground_truth() -> None:

@@ -27,12 +27,12 @@ import pytest
 
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
-from ettcore.demo.jobs.ground_truth import wait_for_exit_watchers
 from ettcore.importers.recorder import collect, convert, read_records
 from ettcore.integrations import process
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.recorder import Recorder, RecorderWarning
 from ettcore.trace import load_trace
+from tools.campaigns.jobs.ground_truth import wait_for_exit_watchers
 
 T0 = 1_800_000_000.0
 

@@ -13,10 +13,10 @@ import pytest
 import slurm_oracle  # tests/slurm_oracle.py
 
 from ettcore import bundled
-from ettcore.demo.slurm_fleet import plan
 from ettcore.importers.frames import write_import
 from ettcore.importers.recorder import collect
 from ettcore.importers.slurm import import_sacct
+from tools.campaigns.slurm_fleet import plan
 
 FLEET = bundled.SLURM_FLEET
 

@@ -2,10 +2,10 @@
 
 Regenerate (needs the ``lightning`` extra)::
 
-    .venv/bin/python -m ettcore.demo.framework_run
+    .venv/bin/python -m tools.campaigns.framework_run
 
 It runs the tiny Lightning job the integration tests run
-(``ettcore/demo/jobs/lightning_job.py``: the ETT callback is its only
+(``tools/campaigns/jobs/lightning_job.py``: the ETT callback is its only
 instrumentation) as three processes, like a job a scheduler restarts: the
 first crashes after step 25, the second resumes from the step-20 checkpoint
 and is preempted (SIGTERM) after step 45, the third resumes from step 40 and
@@ -17,7 +17,7 @@ completes 60 steps.  It keeps, in ``data/framework-run``:
   evaluations, and the test's clock around each process (``runs.json``):
   the ground truth, kept apart from the callback;
 - ``runs.json``  the processes, the ground truth computed from them
-  (``ettcore/demo/jobs/ground_truth.py``), the trace's values and the tolerances.
+  (``tools/campaigns/jobs/ground_truth.py``), the trace's values and the tolerances.
 
 :func:`ettcore.bundled.framework_run` and :func:`ettcore.bundled.framework_run_comparison` read it back without
 PyTorch.
@@ -35,11 +35,11 @@ from typing import Any
 
 from ettcore.atomic import atomic_path, write_text
 from ettcore.bundled import FRAMEWORK_RUN
-from ettcore.demo.jobs import JOBS_DIR
-from ettcore.demo.jobs import ground_truth as gt
 from ettcore.vocabulary import VOCABULARY
+from tools.campaigns.jobs import JOBS_DIR
+from tools.campaigns.jobs import ground_truth as gt
 
-COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
+COMMAND = ".venv/bin/python -m tools.campaigns.framework_run"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 # the end reason of each try of PLAN: the crash is a failure and the SIGTERM a preemption (the vocabulary's two
 # interruptions, in order), the last try completes
@@ -50,8 +50,8 @@ def run(out_dir: str | Path = FRAMEWORK_RUN) -> dict[str, Any]:
     """Run the three tries and replace ``out_dir``'s ``recorder/``, ``trace/``, ``events.csv`` and ``runs.json``."""
     from importlib import metadata
 
-    from ettcore.demo.live_job import _machine
     from ettcore.importers.recorder import convert
+    from tools.campaigns.live_job import _machine
 
     out_dir = Path(out_dir)
     started = datetime.now(timezone.utc)

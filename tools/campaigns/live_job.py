@@ -2,11 +2,11 @@
 
 Run (needs the ``torch`` extra; a few minutes on a 2-core CPU machine)::
 
-    .venv/bin/python -m ettcore.demo.live_job          # or: ett live-job
+    .venv/bin/python -m tools.campaigns.live_job          # or: ett live-job
 
-It runs the baseline and the optimized job (:mod:`ettcore.demo.conditions`)
+It runs the baseline and the optimized job (:mod:`tools.campaigns.conditions`)
 side by side (so both see the same load on a shared machine; ``--sequential``
-for one after the other) through :mod:`ettcore.demo.supervisor`, converts the
+for one after the other) through :mod:`tools.campaigns.supervisor`, converts the
 recorder files of both into one trace, and replaces the bundled results in
 ``data/live-job``:
 
@@ -38,10 +38,10 @@ import polars as pl
 
 from ettcore.atomic import atomic_path, write_text
 from ettcore.bundled import LIVE_JOB
-from ettcore.demo.conditions import RunConditions, paired
 from ettcore.importers.recorder import convert
+from tools.campaigns.conditions import RunConditions, paired
 
-COMMAND = ".venv/bin/python -m ettcore.demo.live_job"
+COMMAND = ".venv/bin/python -m tools.campaigns.live_job"
 
 
 def _machine() -> dict[str, Any]:
@@ -164,7 +164,7 @@ def run_pair(
     outlasts the optimized one it has the machine to itself, which favours the
     baseline.
     """
-    from ettcore.demo.supervisor import run_job
+    from tools.campaigns.supervisor import run_job
 
     out_dir = Path(out_dir)
     work_root = Path(work) if work else Path(tempfile.mkdtemp(prefix="ett-live-job-"))
@@ -196,7 +196,7 @@ def run_pair(
             "synthetic": False,
             "measured": True,
             "training_data": "synthetic click data (generated)",
-            "source": f"ettcore.demo.live_job, measured on this machine ({COMMAND})",
+            "source": f"tools.campaigns.live_job, measured on this machine ({COMMAND})",
             "machine": _machine(),
             "started_utc": started.isoformat(),
         }

@@ -3,8 +3,8 @@
 Run (needs the project's Slurm cluster with three nodes, ``ETT_SLURM_NODES=3 tools/slurm/start.sh``;
 ``make slurm-multinode`` starts a fresh one of its own, runs this and stops it)::
 
-    SLURM_CONF=... .venv/bin/python -m ettcore.demo.slurm_multinode          # about two minutes
-    .venv/bin/python -m ettcore.demo.slurm_multinode --rebuild   # re-import the bundled sacct export only
+    SLURM_CONF=... .venv/bin/python -m tools.campaigns.slurm_multinode          # about two minutes
+    .venv/bin/python -m tools.campaigns.slurm_multinode --rebuild   # re-import the bundled sacct export only
 
 What it does (:func:`plan` lists the jobs, :func:`run_campaign` submits them and
 injects the failure):
@@ -42,8 +42,8 @@ from typing import Any
 
 from ettcore.atomic import atomic_path
 from ettcore.bundled import SLURM_MULTINODE
-from ettcore.demo.slurm_fleet import _machine, _run, _slurm_config, _squeue, export
 from ettcore.importers.slurm import export_commands
+from tools.campaigns.slurm_fleet import _machine, _run, _slurm_config, _squeue, export
 
 COMMAND = "make slurm-multinode"
 NODES = 3  # ETT_SLURM_NODES of the campaign's cluster

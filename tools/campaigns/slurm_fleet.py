@@ -3,8 +3,8 @@
 Run (needs the ``torch`` extra and the project's Slurm cluster, ``tools/slurm/start.sh``;
 ``make slurm-fleet`` does both, on a fresh cluster of its own)::
 
-    SLURM_CONF=... .venv/bin/python -m ettcore.demo.slurm_fleet          # about an hour on 2 cores
-    .venv/bin/python -m ettcore.demo.slurm_fleet --rebuild   # re-import the bundled sacct + recorder files only
+    SLURM_CONF=... .venv/bin/python -m tools.campaigns.slurm_fleet          # about an hour on 2 cores
+    .venv/bin/python -m tools.campaigns.slurm_fleet --rebuild   # re-import the bundled sacct + recorder files only
 
 What it does (:func:`plan` lists the jobs, :func:`run_campaign` submits them and
 injects the events):
@@ -26,7 +26,7 @@ injects the events):
   and writes ``campaign.json`` (plan, injected events with times, machine, Slurm
   version, configuration) into ``data/slurm-fleet``.
 
-Every training job is :mod:`ettcore.demo.attempt` (``--slurm``), the live job's
+Every training job is :mod:`tools.campaigns.attempt` (``--slurm``), the live job's
 instrumented PyTorch loop, with one intra-op thread.
 """
 
@@ -48,9 +48,9 @@ from typing import Any
 
 from ettcore.atomic import atomic_path
 from ettcore.bundled import SLURM_FLEET
-from ettcore.config import PROJECT_ROOT
-from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions
 from ettcore.importers.slurm import export_commands
+from tools.campaigns import CHECKOUT
+from tools.campaigns.conditions import BASELINE, OPTIMIZED, RunConditions
 
 COMMAND = "make slurm-fleet"
 REQUEUE_EXIT = 42  # tools/slurm/start.sh's default RequeueExit
@@ -151,11 +151,11 @@ def _script(p: JobPlan, work: Path, recorder: Path, python: str) -> str:
     lines += [
         "SPAWN_T=$(date +%s.%N)",
         "export OMP_NUM_THREADS=1",
-        f'export PYTHONPATH="{PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"',
+        f'export PYTHONPATH="{CHECKOUT}${{PYTHONPATH:+:$PYTHONPATH}}"',
         f'export TORCHINDUCTOR_CACHE_DIR="{job_work}/inductor-$SLURM_JOB_ID-${{SLURM_RESTART_COUNT:-0}}"',
         'mkdir -p "$TORCHINDUCTOR_CACHE_DIR"',
         f'echo "run ${{SLURM_RESTART_COUNT:-0}} of $SLURM_JOB_ID ({name}) on $SLURMD_NODENAME at $SPAWN_T"',
-        f'exec {python} -m ettcore.demo.attempt --slurm --conditions "{cond}" --work "{job_work}" '
+        f'exec {python} -m tools.campaigns.attempt --slurm --conditions "{cond}" --work "{job_work}" '
         f'--recorder "{recorder}" --spawn-t "$SPAWN_T"',
     ]
     return "\n".join(lines) + "\n"
@@ -197,7 +197,7 @@ def _all_ended(parsable: str) -> bool:
 
 def _machine() -> dict[str, Any]:
     """The live job's machine description, with the CPU model."""
-    from ettcore.demo.live_job import _machine as live_job_machine
+    from tools.campaigns.live_job import _machine as live_job_machine
 
     m = live_job_machine()
     try:
@@ -354,7 +354,7 @@ def export(raw: Path, start: str, *, settle_s: float = 10.0, timeout_s: float = 
 
 def ground_truth(work: Path) -> dict[str, Any]:
     """Per planned job and attempt, from the training loop's own step logs: first and last step, steps run."""
-    from ettcore.demo.supervisor import read_step_log
+    from tools.campaigns.supervisor import read_step_log
 
     out: dict[str, Any] = {}
     for job_dir in sorted((work / "jobs").iterdir()):
