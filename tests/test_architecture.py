@@ -66,6 +66,19 @@ def test_importers_importing_the_metric_break_their_contract(tmp_path):
 
 
 @needs_import_linter
+def test_the_metric_importing_the_synthetic_generator_breaks_its_contract(tmp_path):
+    """The layers allow it (the generator sits below the metric); the forbidden contract does not."""
+    root = _copy(tmp_path)
+    mod = root / "ettcore" / "metric" / "nodes.py"
+    mod.write_text(mod.read_text() + "\n\ndef _bad():\n    from ettcore.synthetic import lemons  # measuring a fake\n")
+    bad = _lint(root)
+    assert bad.returncode != 0
+    assert "Layers: the CLI on top, the trace at the bottom KEPT" in bad.stdout
+    assert "The metric never imports the synthetic generator BROKEN" in bad.stdout
+    assert "ettcore.metric.nodes -> ettcore.synthetic.lemons" in bad.stdout
+
+
+@needs_import_linter
 def test_the_package_importing_a_campaign_breaks_its_contract(tmp_path):
     """The campaigns import the package, never the other way: an installed ettcore has no tools/ to import."""
     root = _copy(tmp_path)

@@ -268,9 +268,8 @@ def check_framework_run(card: dict) -> None:
 
 def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
+    import reference as ref  # tests/reference.py, the plain-Python oracle
     import slurm_oracle  # tests/slurm_oracle.py
-
-    from ettcore.metric import reference as ref
 
     fleet_dir = bundled.SLURM_FLEET
     h = _headlines(card)
@@ -436,8 +435,9 @@ def _outputs(nb) -> list[tuple[str, list[dict]]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("stem", FLEET_STORE_RUNS)
 def test_fleet_notebook_on_a_store_shows_what_it_shows_on_the_trace(stem: str, tmp_path: Path) -> None:
+    import reference as ref  # tests/reference.py, the plain-Python oracle
+
     from ettcore import store
-    from ettcore.metric import reference as ref
     from ettcore.synthetic.traces import display_path, scenario_trace
 
     source = {
