@@ -1,4 +1,4 @@
-"""Live hang detection (issue 29): jobs running at the analysis time that are hung, slow or advancing.
+"""Live hang detection: jobs running at the analysis time that are hung, slow or advancing.
 
 A hand-written trace (SYNTHETIC) with values derived by hand in the comments pins the definitions; the SQL
 (``ettcore.metric.hangs``) is compared with the plain-Python reference (:func:`reference.reference_live`)

@@ -39,7 +39,7 @@ PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 
 def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> None:
     r = restart_run(SCRIPT, tmp_path, PLAN, reasons=["failure", "preemption", "completed"])
-    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM (issue 30)
+    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM
     assert r.conv.attempts["cause"].to_list() == ["user_error", "preemption", None]
     assert [p.returncode for p in r.procs] == [1, -signal.SIGTERM, 0], [p.output[-2000:] for p in r.procs]
     assert "ett callback errors: 0" in r.procs[2].output

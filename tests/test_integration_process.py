@@ -495,7 +495,7 @@ def test_an_explicit_finish_ends_the_attempt_while_the_process_goes_on(tmp_path:
 
 
 def test_other_ranks_record_only_their_progress(tmp_path: Path) -> None:
-    """A rank other than 0 writes no recorder file; it keeps its last progress (issue 29: live hang detection)."""
+    """A rank other than 0 writes no recorder file; it keeps its last progress (for live hang detection)."""
     a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
     a.start(rank=1)
     a.timeline.train_begin(0)

@@ -1,4 +1,4 @@
-"""Live hang detection on real PyTorch jobs (issue 29): a 2-rank job under torchrun whose rank 1 stops, and a
+"""Live hang detection on real PyTorch jobs: a 2-rank job under torchrun whose rank 1 stops, and a
 one-process job that only slows down, both watched while they run.
 
 The job is ``tools/campaigns/jobs/hang_job.py`` (plain PyTorch, gloo, CPU; training data SYNTHETIC).  Ground truth is

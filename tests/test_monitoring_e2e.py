@@ -1,4 +1,4 @@
-"""Hang to alert, end to end, with no mock (issue 29): real PyTorch jobs under the recorder, ``ett`` refreshing the
+"""Hang to alert, end to end, with no mock: real PyTorch jobs under the recorder, ``ett`` refreshing the
 export into node_exporter's textfile folder, Prometheus scraping it and evaluating the project's rules, Alertmanager
 posting to a webhook receiver of the test's own.
 

@@ -1,4 +1,4 @@
-"""Stalls (issue 17): train spans whose data cursor stood still longer than a threshold; reporting only.
+"""Stalls: train spans whose data cursor stood still longer than a threshold; reporting only.
 
 The SQL (``ettcore.metric.stalls``) is compared with the plain-Python reference
 (:func:`reference.reference_stalls`) on random traces (SYNTHETIC; flat cursors and uneven paces are

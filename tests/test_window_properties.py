@@ -1,4 +1,4 @@
-"""Property tests of measurement windows: ``--since``/``--until``, exclusion windows and rolling trends (issue 17).
+"""Property tests of measurement windows: ``--since``/``--until``, exclusion windows and rolling trends.
 
 Random valid traces (``tests/trace_strategies.py``, SYNTHETIC) with a random analysis window (either end open,
 often on a recorded boundary, sometimes outside the trace) and zero to three exclusion windows (overlapping each

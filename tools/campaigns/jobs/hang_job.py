@@ -1,4 +1,4 @@
-"""A tiny PyTorch job that trains, then hangs (or slows down): for live hang detection's tests and demos (issue 29).
+"""A tiny PyTorch job that trains, then hangs (or slows down): for live hang detection's tests and demos.
 
 Under ``torchrun`` (through the project's wrapper, so the agent's attempts are recorded)::
 
