@@ -35,6 +35,7 @@ API_PACKAGES = {
     "ettcore.metric": "The metric: per job, fleet, groups, trends, stalls, hangs",
     "ettcore.engines": "Where the metric runs: DuckDB or Spark",
     "ettcore.store": "The fleet store",
+    "ettcore.bundled": "The bundled data sets",
     "ettcore.trace": "Reading, typing and checking a trace",
     "ettcore.importers": "Other tools' logs as traces",
     "ettcore.integrations": "Inside a running job: the recorder and the framework integrations",
