@@ -1,7 +1,9 @@
 # Two commands do all setup on a fresh machine with Python 3.11+:
 #   make report   builds every report from the bundled data into reports/
-#   make test     runs the whole test suite
+#   make test     runs the whole test suite (what CI runs, through .ci/run)
 # Both create .venv/ in the repository root and install the project into it.
+# For contributors: make check (ruff, import-linter and the tests that need no service, Spark, training framework or
+# notebook run; a few minutes) and make docs (the manual, into site/). CONTRIBUTING.md says what each tier holds.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,13 +11,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks lint test report bench lab live-job framework-run slurm-fleet slurm-multinode clean
+.PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -30,9 +32,30 @@ $(FRAMEWORKS): $(STAMP)
 
 frameworks: $(FRAMEWORKS)
 
-test: setup frameworks lint
-	$(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12
-	$(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env notebooks/
+# The notebooks execute once: nbval runs each committed notebook and compares every cell's output with the committed
+# one (strict, sanitised), keeping what it executed in $(EXECUTED) (notebooks/conftest.py); tests/test_notebooks.py
+# then holds those copies byte for byte to the committed ones and their scorecards to the paper, without running the
+# notebooks again. Both runs always run; make test fails if either failed.
+EXECUTED := $(CURDIR)/.executed-notebooks
+test: setup frameworks lint docs
+	rm -rf $(EXECUTED)
+	t=$$(date +%s); \
+	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env \
+	  notebooks/; nb=$$?; echo "notebooks (nbval) ran in $$(( $$(date +%s) - t )) s"; t=$$(date +%s); \
+	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12; rc=$$?; \
+	echo "tests (pytest) ran in $$(( $$(date +%s) - t )) s"; test $$nb -eq 0 && test $$rc -eq 0
+
+# The quick loop: the style, the architecture and every test no tier below marks (tests/conftest.py, pyproject.toml).
+# The metric's property tests run with a fifth of their examples (the first ones: they are derandomized); make test
+# runs them all.
+QUICK := not (spark or service or framework or notebook or fuzz or slow)
+check: lint
+	ETT_PROPERTY_EXAMPLES=0.2 $(BIN)/python -m pytest -n auto --dist loadgroup -q -m "$(QUICK)"
+
+# The manual (mkdocs.yml), offline, into site/; --strict: a broken link, a missing page or a bad reference fails it.
+# The two variables silence a notice a plugin prints about MkDocs' future (it asks for the network to read more).
+docs: setup
+	NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true $(BIN)/mkdocs build --strict --site-dir site
 
 # The layout and the style: ruff (lint and format, pyproject.toml) and import-linter's contracts (the architecture)
 lint: setup
@@ -75,5 +98,5 @@ lab: setup
 	$(BIN)/jupyter lab notebooks/
 
 clean:
-	rm -rf $(VENV) reports/* .pytest_cache .hypothesis
+	rm -rf $(VENV) reports/* .pytest_cache .hypothesis site .executed-notebooks
 	touch reports/.gitkeep

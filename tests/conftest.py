@@ -1,4 +1,10 @@
-"""Shared fixtures: small traces written to temporary folders."""
+"""Shared fixtures (small traces written to temporary folders, one Spark session) and the test tiers.
+
+The tiers (markers in ``pyproject.toml``; CONTRIBUTING.md says what each needs): ``make check`` runs what none of
+``spark``, ``service``, ``framework``, ``notebook``, ``fuzz`` and ``slow`` marks; ``make test`` runs everything.
+:func:`pytest_collection_modifyitems` marks whole files by :data:`TIERS` and derives the rest from the markers a test
+already carries, so a new test file that starts a service or runs Spark is added to :data:`TIERS` once.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +20,47 @@ from ettcore.config import SAMPLE_TRACE
 
 # the check cache (ettcore.trace.check_cache) of the tests' own, never the user's
 os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
+
+# Whole test files and the tiers they belong to (a test's own markers add more: see pytest_collection_modifyitems;
+# a Spark test is one marked spark or put in the xdist group "spark").
+TIERS: dict[str, tuple[str, ...]] = {
+    "test_monitoring_stack.py": ("service",),  # Prometheus, Alertmanager, node_exporter (tools/monitoring)
+    "test_monitoring_e2e.py": ("service", "framework"),
+    "test_grafana_dashboard.py": ("service",),
+    "test_slurm_integration.py": ("service",),  # a real Slurm cluster (tools/slurm)
+    "test_store_slurm_live.py": ("service",),
+    "test_slurm_multinode.py": ("service",),
+    "test_integration_hf.py": ("framework",),
+    "test_integration_lightning.py": ("framework",),
+    "test_integration_torchrun.py": ("framework",),
+    "test_live_hangs.py": ("framework",),
+    "test_fuzz_importers.py": ("fuzz",),
+    "test_fuzz_loaders.py": ("fuzz",),
+    "test_store_faults.py": ("slow",),  # kills refreshes, compactions and removals at random instants (minutes)
+}
+# A marker a test carries -> the tiers it implies.
+IMPLIED = {"torch": ("framework",), "slurm": ("service",)}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its tiers; keep every Spark test on one xdist worker (one JVM, one session), first.
+
+    Runs before pytest-xdist's own hook (which is ``trylast``), so ``--dist loadgroup`` sees the group.
+    """
+    for item in items:
+        tiers = set(TIERS.get(item.path.name, ()))
+        for marker, implied in IMPLIED.items():
+            if item.get_closest_marker(marker) is not None:
+                tiers.update(implied)
+        if any(m.args[:1] == ("spark",) for m in item.iter_markers("xdist_group")):
+            tiers.add("spark")  # the Spark modules put their Spark tests in this group (and their plain ones not)
+        for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
+            item.add_marker(getattr(pytest.mark, tier))
+        if item.get_closest_marker("spark") is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+    # The Spark tests first (a stable sort: each keeps its order): their one worker is the suite's longest chain, so it
+    # starts at once while the other workers share the rest, instead of starting when collection order reaches it.
+    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
 
 
 @pytest.fixture
@@ -97,9 +144,12 @@ def good_rows():
 SPARK_TEST_MASTER = "local[2]"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark_session():
-    """A small local Spark session for the Spark tests (they skip themselves when Java or pyspark is missing)."""
+    """One small local Spark session for all the Spark tests of a worker (they skip themselves without Java or pyspark).
+
+    Session-scoped: every Spark test runs on one xdist worker (the ``spark`` group), which starts Spark once.
+    """
     from ettcore.engines import spark as sp
 
     s = sp.get_session(

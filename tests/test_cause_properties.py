@@ -9,8 +9,9 @@ from pathlib import Path
 
 import polars as pl
 import reference as ref  # tests/reference.py, the plain-Python oracle
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from test_metric_properties import _settings
 from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
@@ -45,13 +46,7 @@ def _write(trace: dict, folder: Path) -> Path:
     return out
 
 
-@settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_settings(60)  # derandomized; ETT_PROPERTY_EXAMPLES scales the count (test_metric_properties)
 @given(caused_traces())
 def test_nof_and_lost_time_by_cause_equal_the_reference(case):
     trace, window = case

@@ -366,6 +366,7 @@ report.run_one({nb!r}, {out!r}, {{}})
 """
 
 
+@pytest.mark.notebook
 def test_killed_report_run_leaves_no_half_notebook(tmp_path):
     """A report run killed mid-notebook must not leave a partial executed notebook under its final name."""
     from ettcore.config import NOTEBOOK_DIR

@@ -372,9 +372,10 @@ def test_a_poll_merges_its_sacct_calls_a_run_seen_twice_keeps_the_later_version(
 
 
 @pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed (systemd)")
-def test_the_readme_systemd_units_verify(tmp_path):
-    """The service and timer units the README gives, as systemd reads them (ExecStart pointed at this ett)."""
-    readme = (ROOT / "README.md").read_text()
+def test_the_guides_systemd_units_verify(tmp_path):
+    """The service and timer units the Slurm guide gives (docs/guides/slurm-daily.md), as systemd reads them (ExecStart
+    pointed at this ett)."""
+    readme = (ROOT / "docs" / "guides" / "slurm-daily.md").read_text()
     ett = Path(sys.executable).with_name("ett")
     units = {}
     for block in readme.split("```ini\n")[1:]:

@@ -38,8 +38,8 @@ test's own actions (the file it created, the SIGTERM it sent), never ettcore.  W
   same snapshot of the run folder at the same as-of time;
 - node_exporter never failed to read the file the refresher rewrote every 2 s (``node_textfile_scrape_error``).
 
-The measured delays are printed (``pytest -s``) and stated in the README.  Needs the ``torch`` extra and the Debian
-monitoring packages; skips, saying which, only where one is absent.
+The measured delays are printed (``pytest -s``) and stated in docs/guides/alerts-and-money.md.  Needs the ``torch``
+extra and the Debian monitoring packages; skips, saying which, only where one is absent.
 """
 
 from __future__ import annotations

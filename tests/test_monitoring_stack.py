@@ -10,7 +10,7 @@ waits in the queue (re-queue: recovery, no productive time).  With the rules mad
 below 0.8 some seconds after the failure, and the EttFleetEttBelow alert must reach the webhook within
 ``ALERT_BOUND_S``: what sets it is the range (the ratio crosses 0.8 once a fifth of the range is bad, 6 s), one
 scrape (2 s) and one evaluation (2 s) interval, Alertmanager's group_wait (1 s), and slack for a loaded 2-core
-machine.  The measured delays are printed (``pytest -s``) and stated in the README.
+machine.  The measured delays are printed (``pytest -s``) and stated in docs/guides/alerts-and-money.md.
 
 Skips only where a package is absent (saying which); a stack that is installed and fails to start is a failure.
 """

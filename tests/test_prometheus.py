@@ -187,6 +187,7 @@ def money_label(name: str) -> dict:
 
 
 @needs_promtool
+@pytest.mark.slow
 def test_fleet_of_10k_jobs_passes_promtool(tmp_path):
     from ettcore.synthetic.generator import generate
 

@@ -436,6 +436,7 @@ def built_report(tmp_path_factory) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_report_outputs(built_report: Path) -> None:
     out = built_report
     for name in (
@@ -487,6 +488,7 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_report_renders_in_headless_chromium(built_report: Path) -> None:
     """Every page draws every chart, requests nothing from the network, logs no JavaScript error, and links to the
@@ -532,6 +534,7 @@ def test_report_renders_in_headless_chromium(built_report: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 @pytest.mark.skipif(_chromium() is None, reason="headless Chromium not installed (apt-get install chromium)")
 def test_fleet_reports_render_in_headless_chromium(tmp_path: Path) -> None:
     """The Slurm-fleet report (14, with its money at an assumed price) and the reliability report (18) as built by
@@ -572,6 +575,7 @@ def test_the_browser_check_catches_network_requests_and_script_errors(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_failing_notebook_is_reported_not_hidden(tmp_path: Path) -> None:
     nb = nbformat.v4.new_notebook(
         cells=[

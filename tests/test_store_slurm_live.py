@@ -14,8 +14,8 @@ A poller runs ``ett ingest STORE --slurm --accounts production --overlap 5s`` (f
 process every 2 s from the first submission until every job has ended, then once more.  The test checks that some
 polls saw jobs PENDING and some RUNNING (the states sacct gave each, as the poll prints them), that the polls' windows
 moved on (a later poll read fewer jobs than the store holds), and that the store at the end equals a one-shot
-import of the final full ``sacct`` export (the README's export command, the same account), figure by figure: per
-job, fleet, by model, hourly, daily and weekly trends and a rolling window.
+import of the final full ``sacct`` export (the export command of docs/guides/slurm-daily.md, the same account), figure
+by figure: per job, fleet, by model, hourly, daily and weekly trends and a rolling window.
 
 On the shared cluster of ``SLURM_CONF`` it waits for any other scenario using it (``cluster``'s lock: an
 ``xdist_group`` does not keep tests on one worker with this pytest and pytest-xdist, tried), since each scenario plans

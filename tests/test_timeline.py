@@ -12,8 +12,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from test_metric_properties import _settings
 from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
@@ -100,13 +101,7 @@ def test_the_comparison_can_fail() -> None:
     assert timeline.gaps(shifted).height == 1
 
 
-@settings(
-    max_examples=60,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@_settings(60)  # derandomized; ETT_PROPERTY_EXAMPLES scales the count (test_metric_properties)
 @given(traces(), st.booleans())
 def test_random_traces(trace, cut) -> None:
     with tempfile.TemporaryDirectory() as tmp:

@@ -215,6 +215,7 @@ def test_an_owner_for_a_component_nobody_maps_is_refused(trace_dir: Path, tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_the_reports_show_it(trace_dir: Path, mapping: Path, tmp_path: Path) -> None:
     """``ett report 03-decomposition --trace T -p mapping M``: the component and its owner in the report."""
     out = tmp_path / "reports"

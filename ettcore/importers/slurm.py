@@ -95,7 +95,7 @@ OPTIONAL_FIELDS = (
     "NodeList",
     "DBIndex",
 )
-# The --format list of the text export (README, docs/slurm.md).
+# The --format list of the text export (docs/guides/slurm-daily.md, docs/slurm.md).
 SACCT_FORMAT = ",".join(
     (
         "JobID",
