@@ -95,46 +95,166 @@ def spark_available() -> bool:
     return java_available()
 
 
+def connect_available() -> bool:
+    """True when the Spark Connect client can run: pyspark with its ``connect`` extra (grpcio, zstandard...); no Java
+    is needed on this side, the server runs Spark."""
+    try:
+        import pyspark.sql.connect.session  # noqa: F401  (checks the client's packages as it is imported)
+    except Exception:  # ImportError, or pyspark's own error naming the missing package
+        return False
+    return True
+
+
+def is_connect(master: str) -> bool:
+    """True for a Spark Connect server's URL (``sc://host:port``): the session is a remote client, not a JVM here."""
+    return master.startswith("sc://")
+
+
+def master_endpoints(master: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs a ``spark://`` master (several when it has standby masters: ``spark://h1:7077,h2:7077``)
+    or a Spark Connect URL (``sc://host:port/;param=value``; port 15002 when left out) is reached at; none for
+    other masters (``local[...]``, ``yarn``, ``k8s://...``), which Spark itself reaches."""
+    if master.startswith("spark://"):
+        hosts, default = master[len("spark://") :].split("/", 1)[0].split(","), 7077
+    elif is_connect(master):
+        hosts, default = [master[len("sc://") :].split("/", 1)[0]], 15002
+    else:
+        return []
+    out = []
+    for h in (h.strip() for h in hosts):
+        host, sep, port = h.rpartition(":") if not h.endswith("]") else (h, "", "")  # [::1] alone: no port
+        if not sep:
+            host, port = h, ""
+        if not port.isdigit() and port:
+            raise InputError(Problem("--spark-master", None, "spark_master", f"{master}: {port!r} is not a port"))
+        out.append((host.strip("[]"), int(port) if port else default))
+    return out
+
+
+def check_reachable(master: str, timeout_s: float = 10.0) -> None:
+    """Refuse, in one line naming it, a ``spark://`` master or Spark Connect server that does not accept a connection
+    (Spark would otherwise retry for a minute, then fail or wait without a word)."""
+    import socket
+
+    endpoints = master_endpoints(master)
+    why = ""
+    for host, port in endpoints:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            why = exc.strerror or str(exc) or type(exc).__name__
+    if endpoints:
+        kind = "Spark Connect server" if is_connect(master) else "Spark master"
+        raise InputError(Problem("--spark-master", None, "spark_master", f"cannot reach the {kind} {master}: {why}"))
+
+
+# The sessions get_session started, by the master asked for: a session is reused only for the same master.
+_SESSIONS: dict[str, "SparkSession"] = {}
+
+
+def master_of(spark: "SparkSession") -> str:
+    """The master ``spark`` was asked for in :func:`get_session` (what ``--spark-master`` names; through Spark Connect
+    the ``sc://`` URL), else the classic session's own."""
+    for master, s in _SESSIONS.items():
+        if s is spark:
+            return master
+    return spark.sparkContext.master
+
+
+def _running(master: str) -> "SparkSession | None":
+    """The session this process already holds for ``master``, if it still runs."""
+    spark = _SESSIONS.get(master)
+    if spark is None:
+        return None
+    if is_connect(master):
+        stopped = spark.is_stopped
+    else:
+        from pyspark import SparkContext
+
+        stopped = SparkContext._active_spark_context is None or spark.sparkContext._jsc is None
+    if stopped:
+        del _SESSIONS[master]
+        return None
+    return spark
+
+
+def _classic_in_the_way(master: str) -> None:
+    """One process holds one classic Spark session (one SparkContext): stop ours if it runs on another master; refuse
+    to stop one started elsewhere (its owner still uses it)."""
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is None or active.master == master:
+        return
+    ours = [m for m, s in _SESSIONS.items() if not is_connect(m) and s.sparkContext is active]
+    if not ours:
+        raise InputError(
+            Problem(
+                "--spark-master",
+                None,
+                "spark_master",
+                f"this process already runs a Spark session on {active.master}, started elsewhere; stop it "
+                f"(spark.stop()) to use {master}",
+            )
+        )
+    _SESSIONS.pop(ours[0]).stop()
+
+
 def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> "SparkSession":
-    """A Spark session for the metric (reused if one is already running in this process).
+    """A Spark session for the metric on ``master``: ``local[...]`` (Spark in this process), ``spark://host:7077`` (a
+    standalone cluster), ``yarn``, ``k8s://...``, or ``sc://host:15002`` (a Spark Connect server, reached as a
+    client: no Java needed here).
+
+    A session this function started for the same master is reused; one for another master never is.  One process
+    holds one classic (non-Connect) session: asking for another master stops the one this function started (a
+    session started elsewhere is left alone, and the request refused).  A ``spark://`` master or Connect server that
+    cannot be reached is refused at once, naming it.
 
     The session time zone is UTC (the trace format's zone-less times are UTC).
     In local mode the shuffle uses few partitions (``spark.sql.shuffle.partitions``,
     default 8; adaptive execution coalesces further) and the web UI is off.
-    ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster).
+    ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster); through Spark Connect only the
+    settings a session may change (the server's own are set where it starts), others are refused.
     """
-    if not spark_available():
-        raise InputError(
-            Problem(
-                "--engine",
-                None,
-                "engine",
-                "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)",
-            )
+    connect = is_connect(master)
+    if not (connect_available() if connect else spark_available()):
+        need = (
+            "the Spark Connect client needs pyspark with its connect extra (pip install 'pyspark[connect]')"
+            if connect
+            else "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)"
         )
-    from pyspark.sql import SparkSession
-
-    running = SparkSession.getActiveSession()
-    if running is not None and running.sparkContext.master == master:
-        # a session started elsewhere: the metric needs UTC; other settings are applied where Spark allows it at run
-        # time
-        running.conf.set("spark.sql.session.timeZone", "UTC")
-        for k, v in (conf or {}).items():
+        raise InputError(Problem("--engine", None, "engine", need))
+    settings = {"spark.sql.session.timeZone": "UTC", **(conf or {})}
+    running = _running(master)
+    if running is not None:
+        # the metric needs UTC; other settings are applied where Spark allows it at run time
+        for k, v in settings.items():
             if running.conf.isModifiable(k):
                 running.conf.set(k, v)
         return running
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("ettcore")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    check_reachable(master)
+    from pyspark.sql import SparkSession
+
+    if connect:
+        spark = SparkSession.builder.remote(master).create()  # a session of its own, never another URL's
+        for k, v in settings.items():
+            if not spark.conf.isModifiable(k):
+                spark.stop()
+                why = "is the Spark Connect server's own setting: set it where the server starts"
+                raise InputError(Problem("spark_conf", None, k, f"{k} {why}"))
+            spark.conf.set(k, v)
+        _SESSIONS[master] = spark
+        return spark
+    _classic_in_the_way(master)
+    builder = SparkSession.builder.master(master).appName("ettcore").config("spark.ui.showConsoleProgress", "false")
     if master.startswith("local"):
         builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
-    for k, v in (conf or {}).items():
+    for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _SESSIONS[master] = spark
     return spark
 
 
@@ -196,7 +316,8 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
     """
     from pyspark.sql import functions as F
 
-    paths = [str(f) for f in files]
+    # a local path absolute: a Spark Connect server (or a cluster's driver) has a working folder of its own
+    paths = [os.path.abspath(f) if isinstance(f, Path) else str(f) for f in files]
     refuse_glob_paths(paths)
     if kind == "parquet":
         df = spark.read.option("mergeSchema", "true").parquet(*paths)

@@ -51,10 +51,11 @@ _KIND_TYPES = {"int": "bigint", "num": "double", "ts": "bigint", "str": "string"
 
 
 def is_mirror_uri(spark: "SparkSession", uri: str) -> bool:
-    """True when the folder at ``uri`` holds a mirror's pointer (through Hadoop's FileSystem API)."""
+    """True when the folder at ``uri`` holds a mirror's pointer (as Spark lists it:
+    :mod:`ettcore.engines.spark.files`)."""
     fs, root = spark_load._filesystem(spark, uri)
     try:
-        return bool(fs.isFile(spark._jvm.org.apache.hadoop.fs.Path(root, POINTER)))
+        return fs.kind(f"{root}/{POINTER}") == "file"
     except Exception as exc:  # py4j: a folder Spark cannot list is not told a mirror; the trace loader says why
         if not type(exc).__module__.startswith(("py4j", "pyspark")):
             raise
@@ -107,8 +108,8 @@ def read_pointer(spark: "SparkSession", uri: str) -> dict:
     """The mirror's pointer at ``uri``, checked (:func:`check_pointer`)."""
     root = uri.rstrip("/")
     fs, qualified = spark_load._filesystem(spark, root)
-    pointer = spark._jvm.org.apache.hadoop.fs.Path(qualified, POINTER)
-    if not fs.isFile(pointer):
+    pointer = f"{qualified}/{POINTER}"
+    if fs.kind(pointer) != "file":
         raise InputError(
             Problem(
                 uri,
@@ -117,7 +118,7 @@ def read_pointer(spark: "SparkSession", uri: str) -> dict:
                 f"not a Parquet mirror of a store (no {POINTER}); publish one with: ett store publish STORE DIR",
             )
         )
-    return check_pointer(spark_load.read_metadata(spark, pointer.toString()), f"{root}/{POINTER}")
+    return check_pointer(spark_load.read_metadata(spark, pointer), f"{root}/{POINTER}")
 
 
 def _read_table(spark: "SparkSession", root: str, doc: dict, table: str) -> "DataFrame":
@@ -232,7 +233,7 @@ def open_mirror(
     with sp.input_errors(uri):
         doc = read_pointer(spark, uri)
         _, root = spark_load._filesystem(spark, uri)
-        current = current_rows(spark, root.toString(), doc)
+        current = current_rows(spark, root, doc)
         qualified = len(doc["sources"]) > 1
         store_as_of = doc["as_of_ms"]
         labels = list(doc["labels"])  # the store's labels, as its own reader tells them
