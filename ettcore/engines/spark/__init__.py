@@ -22,7 +22,8 @@ How a trace gets onto Spark (``open_trace``):
 4. The metric queries of ``ettcore/sql/metric/`` are translated to Spark SQL
    (:mod:`ettcore.engines.spark.transpile`) and run unchanged in meaning, under the
    same view names: ``metric_jobs``, ``metric_attempts``, ``metric_spans``,
-   ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` cached), then ``job_summary``,
+   ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` computed once and kept, their lineage cut:
+   ``localCheckpoint``), then ``job_summary``,
    ``group_summary``, ``fleet_trend``...
 
 Results come back as Polars frames with the DuckDB frames' columns and types
@@ -462,6 +463,11 @@ class SparkTrace:
     verify: bool = True
     grid_ms: int = DAY_MS  # the attribution's regular cut (an hour once an hourly trend was asked for)
     ident: int = field(default_factory=lambda: next(_ids))
+    # how the metric's kept views are held: "checkpoint" (computed once when the trace is opened, in the executors'
+    # memory, their lineage cut: a later query plans over the stored rows, not over the chain of views below them) or
+    # "persist" (cached at their first use; each query still analyses the whole chain), which
+    # benchmarks/spark_views.py compares
+    keep: str = "checkpoint"
     _cached: list = field(default_factory=list, repr=False)
 
     @property
@@ -651,8 +657,8 @@ def register_exclusion_jobs(st: SparkTrace) -> None:
 def register_metric_views(st: SparkTrace) -> None:
     """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
     register_window(st.spark, st.trace.window, st.grid_ms)
-    # cached: the per-job and per-attempt views (small: a row a job or attempt, read by several queries), the
-    # per-instant attribution and the per-job metric; metric_spans (a row a span) is read once and not kept
+    # kept views (a row a job, attempt or job and component; the per-instant attribution): materialized once, as
+    # chosen by st.keep (see SparkTrace); metric_spans and the other intermediate views are read once, not kept
     for view, name, keep in (
         ("metric_jobs", "metric/metric_jobs", True),
         ("metric_attempts", "metric/metric_attempts", True),
@@ -674,7 +680,7 @@ def register_metric_views(st: SparkTrace) -> None:
             register_exclusion_jobs(st)
         df = st.spark.sql(spark_sql(name))
         if keep:
-            df = df.persist()
+            df = df.localCheckpoint(eager=True) if st.keep == "checkpoint" else df.persist()
             st._cached.append(df)
         df.createOrReplaceTempView(view)
         if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused
