@@ -214,7 +214,7 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
 
     The session time zone is UTC (the trace format's zone-less times are UTC).
     In local mode the shuffle uses few partitions (``spark.sql.shuffle.partitions``,
-    default 8; adaptive execution coalesces further) and the web UI is off.
+    default 8; adaptive execution coalesces further), the web UI is off and the driver listens on 127.0.0.1 only.
     ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster); through Spark Connect only the
     settings a session may change (the server's own are set where it starts), others are refused.
     """
@@ -250,7 +250,9 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
     _classic_in_the_way(master)
     builder = SparkSession.builder.master(master).appName("ettcore").config("spark.ui.showConsoleProgress", "false")
     if master.startswith("local"):
+        # Spark in this process: nothing to serve to other machines (the driver's ports on the loopback interface)
         builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
     for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
