@@ -202,15 +202,27 @@ def _classic_in_the_way(master: str) -> None:
     _SESSIONS.pop(ours[0]).stop()
 
 
+def _columns_for(connect: bool) -> None:
+    """Make pyspark build columns (``pyspark.sql.functions``, parameters bound in ``spark.sql``) for the kind of
+    session asked for.  pyspark decides by one process-wide mark (``SPARK_CONNECT_MODE_ENABLED``, set when a Connect
+    session is built) and a classic session refuses Connect columns, so a process that holds both kinds (the tests)
+    works with the one last asked for from here."""
+    if connect:
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    else:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+
 def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> "SparkSession":
     """A Spark session for the metric on ``master``: ``local[...]`` (Spark in this process), ``spark://host:7077`` (a
     standalone cluster), ``yarn``, ``k8s://...``, or ``sc://host:15002`` (a Spark Connect server, reached as a
     client: no Java needed here).
 
-    A session this function started for the same master is reused; one for another master never is.  One process
-    holds one classic (non-Connect) session: asking for another master stops the one this function started (a
-    session started elsewhere is left alone, and the request refused).  A ``spark://`` master or Connect server that
-    cannot be reached is refused at once, naming it.
+    A session this function started for the same master is reused; one for another master never is.  A process may
+    hold a classic session and Connect sessions at once; pyspark builds columns for the kind last asked for here.
+    One process holds one classic (non-Connect) session: asking for another master stops the one this function
+    started (a session started elsewhere is left alone, and the request refused).  A ``spark://`` master or Connect
+    server that cannot be reached is refused at once, naming it.
 
     The session time zone is UTC (the trace format's zone-less times are UTC).
     In local mode the shuffle uses few partitions (``spark.sql.shuffle.partitions``,
@@ -227,6 +239,7 @@ def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None
         )
         raise InputError(Problem("--engine", None, "engine", need))
     settings = {"spark.sql.session.timeZone": "UTC", **(conf or {})}
+    _columns_for(connect)
     running = _running(master)
     if running is not None:
         # the metric needs UTC; other settings are applied where Spark allows it at run time
@@ -315,22 +328,21 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
 
     ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
     the 1-based row within that file (``_metadata.row_index + 1``), as the
-    DuckDB loader numbers Parquet rows.
+    DuckDB loader numbers Parquet rows.  Written as SQL expressions, not ``pyspark.sql.functions``: those build
+    Spark Connect columns in a process that has opened a Connect session, which a classic session then refuses.
     """
-    from pyspark.sql import functions as F
-
     # a local path absolute: a Spark Connect server (or a cluster's driver) has a working folder of its own
     paths = [os.path.abspath(f) if isinstance(f, Path) else str(f) for f in files]
     refuse_glob_paths(paths)
     if kind == "parquet":
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
-        row = F.col("_metadata.row_index") + F.lit(1)
+        row = "_metadata.row_index + 1"
     elif kind == "csv":
         df = spark.read.options(header=True, inferSchema=False, escape='"', multiLine=True, mode="FAILFAST").csv(paths)
-        row = F.lit(None).cast("bigint")
+        row = "CAST(NULL AS BIGINT)"
     elif kind == "jsonl":
         df = spark.read.options(primitivesAsString=True, mode="FAILFAST").json(paths)
-        row = F.lit(None).cast("bigint")
+        row = "CAST(NULL AS BIGINT)"
     else:
         raise InputError(
             Problem(
@@ -341,7 +353,7 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
                 "export the tables to Parquet",
             )
         )
-    return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
+    return df.selectExpr("*", "_metadata.file_path AS _file", f"{row} AS _row")
 
 
 def spark_source(dtype: Any | None) -> str:
