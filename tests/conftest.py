@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import os
 import socket
+import sys
 import tempfile
 from pathlib import Path
 
@@ -141,30 +142,98 @@ def good_rows():
     return attempts, spans
 
 
-SPARK_TEST_MASTER = "local[2]"
+# Settings of the Spark tests' sessions: tiny data, so one shuffle partition, no adaptive re-planning and no
+# whole-stage code generation (it compiles slowly); through Spark Connect only those a session may set
+SPARK_TEST_SQL_CONF = {
+    "spark.sql.shuffle.partitions": "1",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.codegen.wholeStage": "false",
+}
+SPARK_TEST_CONF = {
+    **SPARK_TEST_SQL_CONF,
+    "spark.default.parallelism": "1",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+    # the driver's heap (Spark's default 1g): the store's mirror tests ran out of it in CI in local mode, after the
+    # other Spark modules had run in the same JVM (a launch setting: the first session of a test process sets it)
+    "spark.driver.memory": "2g",
+    # the application's driver on the loopback interface, as the cluster's own services (tools/spark/start.sh)
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.executor.extraJavaOptions": "-Djava.net.preferIPv4Stack=true",
+    "spark.pyspark.python": sys.executable,  # the executors' Python workers: this interpreter, not python3 on PATH
+}
+
+
+def _ports(folder: Path) -> dict[str, str]:
+    lines = (folder / "ports").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
 
 
 @pytest.fixture(scope="session")
-def spark_session():
-    """One small local Spark session for all the Spark tests of a worker (they skip themselves without Java or pyspark).
+def spark_cluster(tmp_path_factory):
+    """The project's Spark standalone cluster and Spark Connect server (``tools/spark/start.sh``): the one running for
+    ``$ETT_SPARK_DIR`` (CI starts it, as it starts Slurm), else one this test process starts in a folder of its own
+    and stops at its end.  The URLs of its ``ports`` file (``SPARK_MASTER_URL``, ``SPARK_CONNECT_URL``,
+    ``SPARK_MASTER_WEBUI``...).  Skips the Spark tests only where pyspark or Java is missing."""
+    import subprocess
 
-    Session-scoped: every Spark test runs on one xdist worker (the ``spark`` group), which starts Spark once.
-    """
     from ettcore.engines import spark as sp
 
-    s = sp.get_session(
-        SPARK_TEST_MASTER,
-        {
-            # tiny data: one partition, no adaptive re-planning, no whole-stage code generation (compiles slowly)
-            "spark.sql.shuffle.partitions": "1",
-            "spark.default.parallelism": "1",
-            "spark.sql.adaptive.enabled": "false",
-            "spark.sql.codegen.wholeStage": "false",
-            "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
-            # the driver's heap (Spark's default 1g): the store's mirror tests ran out of it in CI, after the other
-            # Spark modules had run in the same JVM (a launch setting: the first session of a test process sets it)
-            "spark.driver.memory": "3g",
-        },
-    )
+    if not sp.spark_available():
+        pytest.skip("pyspark or Java not installed")
+    root = Path(__file__).resolve().parent.parent
+    given = os.environ.get("ETT_SPARK_DIR")
+    if given and (Path(given) / "ports").is_file():
+        ports = _ports(Path(given))
+        sp.check_reachable(ports["SPARK_MASTER_URL"])
+        yield ports
+        return
+    folder = tmp_path_factory.mktemp("spark-cluster")
+    import pyspark
+
+    env = {**os.environ, "ETT_SPARK_DIR": str(folder), "SPARK_HOME": os.path.dirname(pyspark.__file__)}
+    env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
+    start = subprocess.run([root / "tools/spark/start.sh", "--fresh"], env=env, capture_output=True, text=True)
+    assert start.returncode == 0, start.stdout + start.stderr
+    try:
+        yield _ports(folder)
+    finally:
+        subprocess.run([root / "tools/spark/stop.sh", "--purge"], env=env, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def spark_session(spark_cluster):
+    """The Spark tests' classic session: an application on the cluster's ``spark://`` master (driver here, executors
+    on the two workers), for the whole test process."""
+    from ettcore.engines import spark as sp
+
+    s = sp.get_session(spark_cluster["SPARK_MASTER_URL"], SPARK_TEST_CONF)
     yield s
     s.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_session(spark_cluster):
+    """A Spark Connect session on the cluster's Connect server (``sc://``), for the whole test process."""
+    from ettcore.engines import spark as sp
+
+    s = sp.get_session(spark_cluster["SPARK_CONNECT_URL"], SPARK_TEST_SQL_CONF)
+    yield s
+    s.stop()
+
+
+def use_session(request, kind: str):
+    """The Spark tests' session of that kind (``spark``: on the ``spark://`` master; ``connect``: through ``sc://``),
+    asked for again through get_session, which makes pyspark build columns for that kind in this process (a test
+    before may have used the other)."""
+    from ettcore.engines import spark as sp
+
+    s = request.getfixturevalue("spark_session" if kind == "spark" else "connect_session")
+    return sp.get_session(sp.master_of(s))
+
+
+@pytest.fixture(scope="session")
+def spark_master(spark_session):
+    """The ``spark://`` master the Spark tests' classic session runs on (what ``--spark-master`` is given)."""
+    return spark_session.sparkContext.master

@@ -12,8 +12,9 @@ to it.  The effects checked:
 - ``--memory-limit``: 1KB runs DuckDB out of memory, said in one line; 2GB runs;
 - ``--temp-directory``: a file is refused, naming the flag; a folder runs;
 - ``--gpu-hour-price``, ``--currency``: the answer's money (the export: the cost series and their currency);
-- ``--engine spark`` with ``--spark-master`` (the Spark tests' ``local[2]``): the answer says it ran on Spark, on that
-  master (one run for both cells: Spark plans the metric's queries slowly, a minute or more a command on 2 cores).
+- ``--engine spark`` with ``--spark-master`` (the Spark tests' ``spark://`` master, the project's cluster of
+  ``tools/spark/start.sh``): the answer says it ran on Spark, on that master (one run for both cells: Spark plans the
+  metric's queries slowly, many seconds a command on 2 cores).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import SPARK_TEST_MASTER
 
 from ettcore import cli
 from ettcore.cli import measure_options
@@ -62,7 +62,7 @@ VALUES = {
     "gpu_hour_price": "2.5",
     "currency": "EUR",
 }
-MASTER = SPARK_TEST_MASTER  # the Spark tests' one session (conftest.spark_session: its heap and settings)
+REFUSED_MASTER = "spark://127.0.0.1:7077"  # what --spark-master is given where it is refused before any use
 spark_cell = [
     pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed"),
     pytest.mark.xdist_group("spark"),
@@ -142,9 +142,9 @@ def _expected(option: str, command: str, kind: str) -> str:
 
 @pytest.fixture
 def spark_if_needed(request, option):
-    """The Spark tests' session, started by their fixture (its heap and settings), for the cells that run Spark."""
-    if option == "engine":
-        request.getfixturevalue("spark_session")
+    """The master of the Spark tests' session (conftest.spark_session: on the project's cluster, its heap and
+    settings), for the cells that run Spark; None for the others."""
+    return request.getfixturevalue("spark_master") if option == "engine" else None
 
 
 @pytest.mark.parametrize("option, command, kind", list(_cells()))
@@ -154,13 +154,13 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     if kind == "trace" and option == "skip_invalid":
         where = inputs["bad"]
     if _expected(option, command, kind) == "R":  # the option alone
-        alone = {"engine": [flag, "spark"], "skip_invalid": [flag]}.get(option, [flag, value or MASTER])
+        alone = {"engine": [flag, "spark"], "skip_invalid": [flag]}.get(option, [flag, value or REFUSED_MASTER])
         rc, _, err = _run(capsys, command, where, *alone)
         _refused(rc, err, flag)
         return
     given = {  # the option with what it needs
-        "engine": [flag, "spark", "--spark-master", MASTER],
-        "spark_master": ["--engine", "spark", flag, MASTER],
+        "engine": [flag, "spark", "--spark-master", spark_if_needed],
+        "spark_master": ["--engine", "spark", flag, spark_if_needed],
         "skip_invalid": [flag],
         "currency": ["--gpu-hour-price", "2.5", flag, value],
     }.get(option, [flag, value])
@@ -179,10 +179,10 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     if export:
         _export_effect(option, out)
     else:
-        _json_effect(option, command, kind, json.loads(out))
+        _json_effect(option, command, kind, json.loads(out), spark_if_needed)
 
 
-def _json_effect(option: str, command: str, kind: str, doc: dict) -> None:
+def _json_effect(option: str, command: str, kind: str, doc: dict, master: str | None) -> None:
     if option == "mapping":
         assert "data_loading" in doc["mapping"]["components"]
     elif option == "as_of":
@@ -195,7 +195,7 @@ def _json_effect(option: str, command: str, kind: str, doc: dict) -> None:
     elif option == "skip_invalid" and command != "validate":
         assert doc["input"]["path"].endswith("bad")
     elif option in ("engine", "spark_master"):
-        assert doc["input"]["engine"] == "spark" and doc["input"]["spark_master"] == MASTER
+        assert doc["input"]["engine"] == "spark" and doc["input"]["spark_master"] == master
     elif option == "gpu_hour_price":
         assert doc["money"]["gpu_hour_price"] == 2.5
     elif option == "currency":
@@ -222,7 +222,7 @@ def _export_effect(option: str, text: str) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_spark_master_alone_is_refused(command, inputs, capsys):
-    rc, _, err = _run(capsys, command, inputs["trace"], "--spark-master", MASTER)
+    rc, _, err = _run(capsys, command, inputs["trace"], "--spark-master", REFUSED_MASTER)
     _refused(rc, err, "--spark-master")
 
 

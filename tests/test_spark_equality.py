@@ -1,8 +1,11 @@
 """The metric on Apache Spark gives the DuckDB metric's answers.
 
 The translation rules (no Spark needed) are tested first.  The equality tests
-need pyspark and Java; they are skipped without them.  They start one local
-Spark session for the module (``local[2]``, one shuffle partition) and compare
+need pyspark and Java; they are skipped without them.  They run on the project's
+Spark cluster (``tools/spark/start.sh``: a standalone master, two workers and a
+Spark Connect server; conftest's ``spark_cluster``), each test twice: as an
+application of the ``spark://`` master and through Spark Connect (``sc://``), one
+shuffle partition, asserting the master it ran on, and compare
 DuckDB's and Spark's per-job, fleet and trend frames on the bundled sample
 trace (CSV), on a generated fleet (a few hundred jobs of the ``fleet``
 scenario, Parquet; SYNTHETIC) and on a trace with an invalid job left out by
@@ -20,11 +23,11 @@ from polars.testing import assert_frame_equal
 
 sqlglot = pytest.importorskip("sqlglot")
 
-from conftest import write_csv_trace  # noqa: E402
+from conftest import use_session, write_csv_trace  # noqa: E402
 
 from ettcore import engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE, SCENARIO_DIR, SQL_DIR  # noqa: E402
-from ettcore.engines.spark import spark_available  # noqa: E402
+from ettcore.engines.spark import connect_available, spark_available  # noqa: E402
 from ettcore.engines.spark.transpile import duckdb_to_spark, spark_sql  # noqa: E402
 from ettcore.trace import load_trace  # noqa: E402
 
@@ -98,9 +101,21 @@ def assert_same(duck: pl.DataFrame, spark: pl.DataFrame) -> None:
     assert_frame_equal(duck, spark, check_exact=False, rel_tol=1e-9, abs_tol=1e-9)
 
 
-@pytest.fixture(scope="module")
-def session(spark_session):
-    return spark_session
+@pytest.fixture(params=["spark", "connect"], ids=["spark-master", "spark-connect"])
+def session(request):
+    """Each equality test runs on the project's cluster twice: as an application of its ``spark://`` master (the
+    classic session, driver here) and through its Spark Connect server (``sc://``, no JVM here)."""
+    return use_session(request, request.param)
+
+
+def session_master(session) -> str:
+    """The master the session's queries run on (through Spark Connect: the server's own, on the cluster), and what
+    ``--spark-master`` names for it."""
+    from ettcore.engines import spark as sp
+
+    ran_on = session.conf.get("spark.master")
+    assert ran_on.startswith("spark://127.0.0.1:"), ran_on  # the project's cluster, never a local session
+    return sp.master_of(session)
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +128,7 @@ def fleet_trace(tmp_path_factory):
 def compare(trace, session, by: str | None = None, every: str = "day") -> pl.DataFrame:
     from ettcore.engines import spark as sp
 
+    session_master(session)
     st = sp.open_trace(trace, session)
     jobs = metric.job_summary(trace)
     assert jobs.height > 0
@@ -185,7 +201,7 @@ def test_sub_millisecond_instants_round_alike_on_spark(session, tmp_path):
     ).write_parquet(pq / "spans.parquet")
     for folder in (csv, pq):
         duck = engines.job_summary(folder, engine="duckdb")
-        spark = engines.job_summary(folder, engine="spark", spark_master="local[2]")
+        spark = engines.job_summary(folder, engine="spark", spark_master=session_master(session))
         assert duck["wall_s"].to_list() == [3599.999], folder.name
         assert_same(duck, spark)
 
@@ -227,7 +243,7 @@ def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
     folder = write_csv_trace(tmp_path / "t", attempts + bad_attempts, spans, jobs=[["j1", "m", 8], ["j2", "m", 8]])
     assert load_trace(folder, skip_invalid=True).excluded_jobs == ["j2"]
     duck = engines.job_summary(folder, engine="duckdb", skip_invalid=True)
-    got = engines.job_summary(folder, engine="spark", spark_master="local[2]", skip_invalid=True)
+    got = engines.job_summary(folder, engine="spark", spark_master=session_master(session), skip_invalid=True)
     assert got["job_id"].to_list() == ["j1"]
     assert_same(duck, got)
 
@@ -281,3 +297,59 @@ def test_causes_same_on_spark(session):
     assert_same(
         metric.cause_summary(trace, by="model"), metric.cause_summary(st, by="model").sort("model", maintain_order=True)
     )
+
+
+# ----------------------------------------------------------------------------- the cluster and the sessions
+
+
+@pytest.mark.parametrize(
+    "master, part",
+    [
+        ("spark://127.0.0.1:1", "cannot reach the Spark master spark://127.0.0.1:1"),
+        ("sc://127.0.0.1:1", "cannot reach the Spark Connect server sc://127.0.0.1:1"),
+        ("spark://127.0.0.1:x", "'x' is not a port"),
+    ],
+)
+def test_a_cluster_that_cannot_be_reached_is_one_line(master, part, capsys):
+    """Before any Spark starts here: a master or Connect server that refuses connections is named, exit 2."""
+    from ettcore import cli
+
+    if not (spark_available() if master.startswith("spark") else connect_available()):
+        pytest.skip("pyspark (with its connect extra) or Java not installed")
+    assert cli.main(["summarize", str(SAMPLE_TRACE), "--engine", "spark", "--spark-master", master]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and part in err[0], err
+
+
+def test_master_endpoints():
+    from ettcore.engines.spark import master_endpoints
+
+    assert master_endpoints("spark://h1:7000,h2") == [("h1", 7000), ("h2", 7077)]
+    assert master_endpoints("sc://example.org/;token=x") == [("example.org", 15002)]
+    assert master_endpoints("sc://[::1]:15010") == [("::1", 15010)]
+    assert master_endpoints("local[2]") == master_endpoints("yarn") == []
+
+
+@needs_spark
+@spark_group
+def test_both_sessions_on_the_cluster_and_never_another_masters(spark_cluster, spark_session, connect_session):
+    """The master's own JSON (/json/) during the tests: two live workers, and both applications (the tests'
+    spark:// one and the Connect server's) with executors' cores; get_session gives each master its own session."""
+    import json
+    import urllib.request
+
+    from ettcore.engines import spark as sp
+
+    doc = json.load(urllib.request.urlopen(spark_cluster["SPARK_MASTER_WEBUI"] + "/json/", timeout=10))
+    print(json.dumps({k: doc[k] for k in ("url", "workers", "activeapps")}, indent=1))  # shown with pytest -s
+    workers = [w for w in doc["workers"] if w["state"] == "ALIVE"]
+    assert len(workers) == 2 and all(w["host"] == "127.0.0.1" for w in workers)
+    apps = {a["name"]: a for a in doc["activeapps"]}
+    assert apps["ettcore"]["cores"] > 0 and apps["ett Spark Connect server"]["cores"] > 0
+    assert doc["url"] == spark_cluster["SPARK_MASTER_URL"] == spark_session.sparkContext.master
+
+    assert sp.get_session(spark_cluster["SPARK_MASTER_URL"]) is spark_session
+    assert sp.get_session(spark_cluster["SPARK_CONNECT_URL"]) is connect_session
+    assert connect_session is not spark_session and sp.master_of(connect_session).startswith("sc://")
+    assert connect_session.conf.get("spark.master") == spark_cluster["SPARK_MASTER_URL"]
+    assert connect_session.range(5).selectExpr("sum(id)").collect()[0][0] == 10

@@ -7,9 +7,11 @@ Spark (:mod:`ettcore.engines.spark.load`).  Every comparison here is against Duc
 on the same files given as a local path: frames, problems (file basename, row,
 field, message), accounting and as-of.  The bundled sample is CSV, which is read
 from local paths only, so its values are written to a Parquet copy first (a URI to
-the CSV folder itself is refused, as tested).  The Spark tests share one local session
-(``local[2]``) and are skipped without pyspark and Java; the routing tests at the
-top need neither.
+the CSV folder itself is refused, as tested).  The Spark tests run on the project's
+cluster (``tools/spark/start.sh``; conftest's ``spark_cluster``), as an application of
+its ``spark://`` master; the sample and the partitioned trace also through its Spark
+Connect server (``sc://``).  They are skipped without pyspark and Java; the routing
+tests at the top need neither.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from polars.testing import assert_frame_equal
 
 pytest.importorskip("sqlglot")
 
-from conftest import SPARK_TEST_MASTER as MASTER  # noqa: E402
+
+from conftest import use_session  # noqa: E402
 
 from ettcore import cli, engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE  # noqa: E402
@@ -91,9 +94,16 @@ def test_uri_on_duckdb_says_use_spark(capsys):
 # ----------------------------------------------------------------------------- fixtures
 
 
-@pytest.fixture(scope="module")
-def session(spark_session):
-    return spark_session
+@pytest.fixture
+def session(request):
+    return use_session(request, "spark")
+
+
+@pytest.fixture(params=["spark", "connect"], ids=["spark-master", "spark-connect"])
+def either(request):
+    """The session of the Spark tests on the cluster's ``spark://`` master, then the one through its Spark Connect
+    server (``sc://``: files listed and read by DataFrames on the server, not by Hadoop's API here)."""
+    return use_session(request, request.param)
 
 
 def _sample_text_frames() -> dict[str, pl.DataFrame]:
@@ -182,7 +192,8 @@ def open_uri(session, path: Path, **kw):
 
 @needs_spark
 @spark_group
-def test_sample_by_uri_same_as_duckdb(session, sample_parquet):
+def test_sample_by_uri_same_as_duckdb(either, sample_parquet):
+    session = either
 
     duck = load_trace(SAMPLE_TRACE)  # DuckDB on the bundled CSV folder
     st = open_uri(session, sample_parquet)
@@ -209,8 +220,9 @@ MARK = "Zq9MARK"  # a marker no SQL text of the project contains
 
 @needs_spark
 @spark_group
-def test_partitioned_parquet_by_uri_same_as_duckdb(session, tmp_path, monkeypatch):
+def test_partitioned_parquet_by_uri_same_as_duckdb(either, tmp_path, monkeypatch):
     """Hive-partitioned part files with Parquet types; hostile job ids, label name and folder name stay data."""
+    session = either
 
     frames = _typed_sample()
     ids = {j: f"{j}'); DROP VIEW clean_spans; --{MARK}" for j in frames["jobs"]["job_id"]}
@@ -330,7 +342,8 @@ def test_uri_input_errors_are_clear(session, tmp_path, sample_parquet):
 
 @needs_spark
 @spark_group
-def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
+def test_cli_summarize_and_trend_by_uri(spark_master, sample_parquet, capsys):
+    MASTER = spark_master
     assert cli.main(["summarize", str(SAMPLE_TRACE), "--json"]) == 0
     duck = json.loads(capsys.readouterr().out)
     assert cli.main(["summarize", uri(sample_parquet), "--engine", "spark", "--spark-master", MASTER, "--json"]) == 0

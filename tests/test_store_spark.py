@@ -5,7 +5,8 @@ files a refresh and a pointer, CURRENT.json, replaced atomically once its folder
 Spark check the layout and the publishing: what each folder holds against the store's rows, that a publish costs what
 changed (earlier folders untouched), refusals, and publishes killed with SIGKILL at chosen and at random points (the
 pointer is then the previous one, and every folder it names is complete: read back with DuckDB's own Parquet reader).
-The Spark tests (one local session for the module; skipped without pyspark and Java) hold Spark on the mirror to the
+The Spark tests (on the project's cluster, each twice: as an application of its ``spark://`` master and through
+its Spark Connect server; skipped without pyspark and Java) hold Spark on the mirror to the
 DuckDB store's per-job, fleet, by-group and trend frames: on a store of the bundled Slurm campaign, and on a store
 built from batches of several sources (SYNTHETIC: the hand-made sample) with replaced jobs and a removed source; a
 half-written folder is ignored, and after the kills Spark reads the previous state, then the repaired one.
@@ -28,7 +29,7 @@ import pytest
 
 pytest.importorskip("sqlglot")
 
-from conftest import SPARK_TEST_MASTER as MASTER  # noqa: E402
+from conftest import use_session  # noqa: E402
 from test_spark_equality import assert_same  # noqa: E402
 
 from ettcore import cli, engines, metric, store  # noqa: E402
@@ -337,9 +338,16 @@ def test_a_killed_publish_leaves_the_previous_state_and_the_next_repairs_it(kill
 # open a mirror three times in all and ask each open only for the frames it is there to compare.
 
 
-@pytest.fixture(scope="module")
-def session(spark_session):
-    return spark_session
+@pytest.fixture(params=["spark", "connect"], ids=["spark-master", "spark-connect"])
+def session(request):
+    """The mirror tests run on the project's cluster twice: as an application of its ``spark://`` master, and through
+    its Spark Connect server (``sc://``: the mirror's pointer listed and read by DataFrames on the server)."""
+    from ettcore.engines import spark as sp
+
+    s = use_session(request, request.param)
+    assert s.conf.get("spark.master").startswith("spark://127.0.0.1:")  # what ran the queries: the cluster
+    assert sp.master_of(s).startswith("spark://" if request.param == "spark" else "sc://")
+    return s
 
 
 def _figures(t, by: str) -> dict[str, pl.DataFrame]:
@@ -357,8 +365,10 @@ def _assert_figures(duck: dict, spark: dict) -> None:
         assert_same(duck[k], spark[k])
 
 
-def _on_spark(where, **kw) -> object:
-    return engines.open_trace(str(where), engine="spark", spark_master=MASTER, **kw)
+def _on_spark(session, where, **kw) -> object:
+    from ettcore.engines import spark as sp
+
+    return engines.open_trace(str(where), engine="spark", spark_master=sp.master_of(session), **kw)
 
 
 @needs_spark
@@ -371,7 +381,10 @@ def test_slurm_campaign_store_same_on_spark(session, tmp_path):
 
     s, mirror = tmp_path / "fleet.duckdb", tmp_path / "mirror"
     assert cli.main(["ingest", str(s), str(DATA_DIR / "slurm-fleet" / "trace"), "--parquet", str(mirror)]) == 0
-    args = cli.build_parser().parse_args(["summarize", str(s), "--engine", "spark", "--spark-master", MASTER])
+    from ettcore.engines import spark as sp
+
+    master = sp.master_of(session)
+    args = cli.build_parser().parse_args(["summarize", str(s), "--engine", "spark", "--spark-master", master])
     spark, duck = open_measured(args), store.open_store(s)
     assert isinstance(spark, MirrorSparkTrace) and spark.trace.pointer["store"] == str(s.resolve())
     assert spark.trace.labels == duck.labels and spark.as_of_ms == duck.as_of_ms == 1796126806000
@@ -393,7 +406,7 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     for name in ("ingest-6", ".tmp-ingest-7-x"):
         shutil.copytree(mirror / "ingest-3", mirror / name)
         (mirror / name / "spans.parquet").write_bytes((mirror / name / "spans.parquet").read_bytes()[:100])
-    spark, duck = _on_spark("file://" + str(mirror.resolve())), store.open_store(s)
+    spark, duck = _on_spark(session, "file://" + str(mirror.resolve())), store.open_store(s)
     figures = _figures(spark, by="source")
     _assert_figures(_figures(duck, by="source"), figures)
     jobs = figures["jobs"]
@@ -410,7 +423,7 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     parquet_mirror.publish(other, changed)
     shutil.copy(mirror / "ingest-4" / "spans.parquet", changed / "ingest-1" / "spans.parquet")
     with pytest.raises(InputError, match="hold other rows than its CURRENT.json says"):
-        _on_spark(changed)
+        _on_spark(session, changed)
     # that open replaced the session's views (its 4 jobs); the first trace registers its own again (as when it is
     # used after another trace), its 8 jobs
     spark.register_inputs()
@@ -426,7 +439,7 @@ def test_after_a_killed_publish_spark_reads_the_previous_state(session, killed, 
     mirror = tmp_path / "mirror"
     shutil.copytree(killed["mirror"], mirror)
     when = {"as_of": "2026-01-06T02:00:00Z", "since": "2026-01-05T01:30:00Z"}
-    before, spark = store.open_store(killed["before"], **when), _on_spark(mirror, **when)
+    before, spark = store.open_store(killed["before"], **when), _on_spark(session, mirror, **when)
     assert before.recomputed and spark.not_started == before.not_started
     assert spark.trace.pointer["published_id"] == 1
     assert_same(metric.job_summary(before), metric.job_summary(spark))

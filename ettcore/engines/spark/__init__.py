@@ -22,7 +22,8 @@ How a trace gets onto Spark (``open_trace``):
 4. The metric queries of ``ettcore/sql/metric/`` are translated to Spark SQL
    (:mod:`ettcore.engines.spark.transpile`) and run unchanged in meaning, under the
    same view names: ``metric_jobs``, ``metric_attempts``, ``metric_spans``,
-   ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` cached), then ``job_summary``,
+   ``attributed_time`` and ``job_metrics`` (all but ``metric_spans`` computed once and kept, their lineage cut:
+   ``localCheckpoint``), then ``job_summary``,
    ``group_summary``, ``fleet_trend``...
 
 Results come back as Polars frames with the DuckDB frames' columns and types
@@ -95,46 +96,181 @@ def spark_available() -> bool:
     return java_available()
 
 
+def connect_available() -> bool:
+    """True when the Spark Connect client can run: pyspark with its ``connect`` extra (grpcio, zstandard...); no Java
+    is needed on this side, the server runs Spark."""
+    try:
+        import pyspark.sql.connect.session  # noqa: F401  (checks the client's packages as it is imported)
+    except Exception:  # ImportError, or pyspark's own error naming the missing package
+        return False
+    return True
+
+
+def is_connect(master: str) -> bool:
+    """True for a Spark Connect server's URL (``sc://host:port``): the session is a remote client, not a JVM here."""
+    return master.startswith("sc://")
+
+
+def master_endpoints(master: str) -> list[tuple[str, int]]:
+    """The (host, port) pairs a ``spark://`` master (several when it has standby masters: ``spark://h1:7077,h2:7077``)
+    or a Spark Connect URL (``sc://host:port/;param=value``; port 15002 when left out) is reached at; none for
+    other masters (``local[...]``, ``yarn``, ``k8s://...``), which Spark itself reaches."""
+    if master.startswith("spark://"):
+        hosts, default = master[len("spark://") :].split("/", 1)[0].split(","), 7077
+    elif is_connect(master):
+        hosts, default = [master[len("sc://") :].split("/", 1)[0]], 15002
+    else:
+        return []
+    out = []
+    for h in (h.strip() for h in hosts):
+        host, sep, port = h.rpartition(":") if not h.endswith("]") else (h, "", "")  # [::1] alone: no port
+        if not sep:
+            host, port = h, ""
+        if not port.isdigit() and port:
+            raise InputError(Problem("--spark-master", None, "spark_master", f"{master}: {port!r} is not a port"))
+        out.append((host.strip("[]"), int(port) if port else default))
+    return out
+
+
+def check_reachable(master: str, timeout_s: float = 10.0) -> None:
+    """Refuse, in one line naming it, a ``spark://`` master or Spark Connect server that does not accept a connection
+    (Spark would otherwise retry for a minute, then fail or wait without a word)."""
+    import socket
+
+    endpoints = master_endpoints(master)
+    why = ""
+    for host, port in endpoints:
+        try:
+            socket.create_connection((host, port), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            why = exc.strerror or str(exc) or type(exc).__name__
+    if endpoints:
+        kind = "Spark Connect server" if is_connect(master) else "Spark master"
+        raise InputError(Problem("--spark-master", None, "spark_master", f"cannot reach the {kind} {master}: {why}"))
+
+
+# The sessions get_session started, by the master asked for: a session is reused only for the same master.
+_SESSIONS: dict[str, "SparkSession"] = {}
+
+
+def master_of(spark: "SparkSession") -> str:
+    """The master ``spark`` was asked for in :func:`get_session` (what ``--spark-master`` names; through Spark Connect
+    the ``sc://`` URL), else the classic session's own."""
+    for master, s in _SESSIONS.items():
+        if s is spark:
+            return master
+    return spark.sparkContext.master
+
+
+def _running(master: str) -> "SparkSession | None":
+    """The session this process already holds for ``master``, if it still runs."""
+    spark = _SESSIONS.get(master)
+    if spark is None:
+        return None
+    if is_connect(master):
+        stopped = spark.is_stopped
+    else:
+        from pyspark import SparkContext
+
+        stopped = SparkContext._active_spark_context is None or spark.sparkContext._jsc is None
+    if stopped:
+        del _SESSIONS[master]
+        return None
+    return spark
+
+
+def _classic_in_the_way(master: str) -> None:
+    """One process holds one classic Spark session (one SparkContext): stop ours if it runs on another master; refuse
+    to stop one started elsewhere (its owner still uses it)."""
+    from pyspark import SparkContext
+
+    active = SparkContext._active_spark_context
+    if active is None or active.master == master:
+        return
+    ours = [m for m, s in _SESSIONS.items() if not is_connect(m) and s.sparkContext is active]
+    if not ours:
+        raise InputError(
+            Problem(
+                "--spark-master",
+                None,
+                "spark_master",
+                f"this process already runs a Spark session on {active.master}, started elsewhere; stop it "
+                f"(spark.stop()) to use {master}",
+            )
+        )
+    _SESSIONS.pop(ours[0]).stop()
+
+
+def _columns_for(connect: bool) -> None:
+    """Make pyspark build columns (``pyspark.sql.functions``, parameters bound in ``spark.sql``) for the kind of
+    session asked for.  pyspark decides by one process-wide mark (``SPARK_CONNECT_MODE_ENABLED``, set when a Connect
+    session is built) and a classic session refuses Connect columns, so a process that holds both kinds (the tests)
+    works with the one last asked for from here."""
+    if connect:
+        os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    else:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+
+
 def get_session(master: str = DEFAULT_MASTER, conf: dict[str, str] | None = None) -> "SparkSession":
-    """A Spark session for the metric (reused if one is already running in this process).
+    """A Spark session for the metric on ``master``: ``local[...]`` (Spark in this process), ``spark://host:7077`` (a
+    standalone cluster), ``yarn``, ``k8s://...``, or ``sc://host:15002`` (a Spark Connect server, reached as a
+    client: no Java needed here).
+
+    A session this function started for the same master is reused; one for another master never is.  A process may
+    hold a classic session and Connect sessions at once; pyspark builds columns for the kind last asked for here.
+    One process holds one classic (non-Connect) session: asking for another master stops the one this function
+    started (a session started elsewhere is left alone, and the request refused).  A ``spark://`` master or Connect
+    server that cannot be reached is refused at once, naming it.
 
     The session time zone is UTC (the trace format's zone-less times are UTC).
     In local mode the shuffle uses few partitions (``spark.sql.shuffle.partitions``,
-    default 8; adaptive execution coalesces further) and the web UI is off.
-    ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster).
+    default 8; adaptive execution coalesces further), the web UI is off and the driver listens on 127.0.0.1 only.
+    ``conf`` adds or overrides any Spark setting (e.g. executor memory on a cluster); through Spark Connect only the
+    settings a session may change (the server's own are set where it starts), others are refused.
     """
-    if not spark_available():
-        raise InputError(
-            Problem(
-                "--engine",
-                None,
-                "engine",
-                "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)",
-            )
+    connect = is_connect(master)
+    if not (connect_available() if connect else spark_available()):
+        need = (
+            "the Spark Connect client needs pyspark with its connect extra (pip install 'pyspark[connect]')"
+            if connect
+            else "the Spark engine needs pyspark (pip install pyspark) and Java 17+ (java on PATH or JAVA_HOME)"
         )
-    from pyspark.sql import SparkSession
-
-    running = SparkSession.getActiveSession()
-    if running is not None and running.sparkContext.master == master:
-        # a session started elsewhere: the metric needs UTC; other settings are applied where Spark allows it at run
-        # time
-        running.conf.set("spark.sql.session.timeZone", "UTC")
-        for k, v in (conf or {}).items():
+        raise InputError(Problem("--engine", None, "engine", need))
+    settings = {"spark.sql.session.timeZone": "UTC", **(conf or {})}
+    _columns_for(connect)
+    running = _running(master)
+    if running is not None:
+        # the metric needs UTC; other settings are applied where Spark allows it at run time
+        for k, v in settings.items():
             if running.conf.isModifiable(k):
                 running.conf.set(k, v)
         return running
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("ettcore")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    check_reachable(master)
+    from pyspark.sql import SparkSession
+
+    if connect:
+        spark = SparkSession.builder.remote(master).create()  # a session of its own, never another URL's
+        for k, v in settings.items():
+            if not spark.conf.isModifiable(k):
+                spark.stop()
+                why = "is the Spark Connect server's own setting: set it where the server starts"
+                raise InputError(Problem("spark_conf", None, k, f"{k} {why}"))
+            spark.conf.set(k, v)
+        _SESSIONS[master] = spark
+        return spark
+    _classic_in_the_way(master)
+    builder = SparkSession.builder.master(master).appName("ettcore").config("spark.ui.showConsoleProgress", "false")
     if master.startswith("local"):
+        # Spark in this process: nothing to serve to other machines (the driver's ports on the loopback interface)
         builder = builder.config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "8")
-    for k, v in (conf or {}).items():
+        builder = builder.config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+    for k, v in settings.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    _SESSIONS[master] = spark
     return spark
 
 
@@ -192,21 +328,21 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
 
     ``_file`` is Spark's ``_metadata.file_path`` (the file's URI) and ``_row``
     the 1-based row within that file (``_metadata.row_index + 1``), as the
-    DuckDB loader numbers Parquet rows.
+    DuckDB loader numbers Parquet rows.  Written as SQL expressions, not ``pyspark.sql.functions``: those build
+    Spark Connect columns in a process that has opened a Connect session, which a classic session then refuses.
     """
-    from pyspark.sql import functions as F
-
-    paths = [str(f) for f in files]
+    # a local path absolute: a Spark Connect server (or a cluster's driver) has a working folder of its own
+    paths = [os.path.abspath(f) if isinstance(f, Path) else str(f) for f in files]
     refuse_glob_paths(paths)
     if kind == "parquet":
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
-        row = F.col("_metadata.row_index") + F.lit(1)
+        row = "_metadata.row_index + 1"
     elif kind == "csv":
         df = spark.read.options(header=True, inferSchema=False, escape='"', multiLine=True, mode="FAILFAST").csv(paths)
-        row = F.lit(None).cast("bigint")
+        row = "CAST(NULL AS BIGINT)"
     elif kind == "jsonl":
         df = spark.read.options(primitivesAsString=True, mode="FAILFAST").json(paths)
-        row = F.lit(None).cast("bigint")
+        row = "CAST(NULL AS BIGINT)"
     else:
         raise InputError(
             Problem(
@@ -217,7 +353,7 @@ def read_raw(spark: "SparkSession", table: str, kind: str, files: list[Path] | l
                 "export the tables to Parquet",
             )
         )
-    return df.select("*", F.col("_metadata.file_path").alias("_file"), row.alias("_row"))
+    return df.selectExpr("*", "_metadata.file_path AS _file", f"{row} AS _row")
 
 
 def spark_source(dtype: Any | None) -> str:
@@ -341,6 +477,11 @@ class SparkTrace:
     verify: bool = True
     grid_ms: int = DAY_MS  # the attribution's regular cut (an hour once an hourly trend was asked for)
     ident: int = field(default_factory=lambda: next(_ids))
+    # how the metric's kept views are held: "checkpoint" (computed once when the trace is opened, in the executors'
+    # memory, their lineage cut: a later query plans over the stored rows, not over the chain of views below them) or
+    # "persist" (cached at their first use; each query still analyses the whole chain), which
+    # benchmarks/spark_views.py compares
+    keep: str = "checkpoint"
     _cached: list = field(default_factory=list, repr=False)
 
     @property
@@ -530,8 +671,8 @@ def register_exclusion_jobs(st: SparkTrace) -> None:
 def register_metric_views(st: SparkTrace) -> None:
     """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
     register_window(st.spark, st.trace.window, st.grid_ms)
-    # cached: the per-job and per-attempt views (small: a row a job or attempt, read by several queries), the
-    # per-instant attribution and the per-job metric; metric_spans (a row a span) is read once and not kept
+    # kept views (a row a job, attempt or job and component; the per-instant attribution): materialized once, as
+    # chosen by st.keep (see SparkTrace); metric_spans and the other intermediate views are read once, not kept
     for view, name, keep in (
         ("metric_jobs", "metric/metric_jobs", True),
         ("metric_attempts", "metric/metric_attempts", True),
@@ -553,7 +694,7 @@ def register_metric_views(st: SparkTrace) -> None:
             register_exclusion_jobs(st)
         df = st.spark.sql(spark_sql(name))
         if keep:
-            df = df.persist()
+            df = df.localCheckpoint(eager=True) if st.keep == "checkpoint" else df.persist()
             st._cached.append(df)
         df.createOrReplaceTempView(view)
         if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused

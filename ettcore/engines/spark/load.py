@@ -5,7 +5,8 @@ A trace named by a URI (``s3a://bucket/fleet``, ``hdfs://nn/traces/t1``,
 everything :func:`ettcore.trace.load_trace` does for a local path happens on
 Spark here, with the same rules and the same results:
 
-1. **Discovery** through Hadoop's FileSystem API in the JVM (no local file
+1. **Discovery** where Spark runs (:mod:`ettcore.engines.spark.files`: Hadoop's
+   FileSystem API in the driver's JVM, or DataFrames on a Spark Connect server; no local file
    calls): ``jobs`` (optional), ``attempts`` and ``spans``, each
    ``<table>.parquet`` or a folder ``<table>/`` of Parquet part files (nested
    folders such as ``day=2026-01-05/`` are read, their values are not columns, as
@@ -52,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ettcore.engines import spark as sp
+from ettcore.engines.spark import files as spark_files
+from ettcore.engines.spark.files import first_line
 from ettcore.engines.spark.transpile import spark_sql
 from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap, load_phase_map
@@ -87,7 +90,7 @@ _CONNECTORS = {
 }
 
 
-# ----------------------------------------------------------------------------- discovery (Hadoop FileSystem)
+# ----------------------------------------------------------------------------- discovery (ettcore.engines.spark.files)
 
 
 @dataclass
@@ -98,53 +101,26 @@ class UriSource:
     location: str  # the table's file or folder, named by errors about the whole table
 
 
-def _java_error(exc: Exception) -> str:
-    """The first line of the Java exception inside a py4j error (what a user can act on)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java) if java is not None else str(exc)
-    return next((line.strip() for line in text.splitlines() if line.strip()), type(exc).__name__)
-
-
-def _filesystem(spark: "SparkSession", uri: str) -> tuple[Any, Any]:
-    """(Hadoop FileSystem, qualified Path) of ``uri``; a missing connector is a InputError that says what to add."""
-    jvm = spark._jvm
+def _filesystem(spark: "SparkSession", uri: str) -> tuple[spark_files.Files, str]:
+    """(the session's way to list and read files, ``uri`` qualified); a missing connector is a InputError that says
+    what to add."""
+    fs = spark_files.files(spark)
     try:
-        path = jvm.org.apache.hadoop.fs.Path(uri)
-        fs = path.getFileSystem(spark._jsc.hadoopConfiguration())
-        return fs, fs.makeQualified(path)
+        return fs, fs.qualify(uri)
     except Exception as exc:  # py4j's Py4JJavaError, or IllegalArgumentException for a malformed URI
         if not type(exc).__module__.startswith(("py4j", "pyspark")):
             raise
         scheme = uri.split("://", 1)[0].lower()
         hint = ""
         if scheme in _CONNECTORS:
-            package = _CONNECTORS[scheme].format(v=jvm.org.apache.hadoop.util.VersionInfo.getVersion())
+            package = _CONNECTORS[scheme].format(v=fs.hadoop_version())
             hint = (
                 f"; add the Hadoop connector for {scheme}:// to Spark (e.g. spark.jars.packages={package}) and its "
                 "credentials"
             )
         raise InputError(
-            Problem(uri, None, None, f"Spark cannot open this URI: {_java_error(exc)[:300]}{hint}")
+            Problem(uri, None, None, f"Spark cannot open this URI: {first_line(exc)[:300]}{hint}")
         ) from None
-
-
-def _hidden(relative: str) -> bool:
-    return any(part.startswith((".", "_")) for part in relative.split("/") if part)
-
-
-def _parquet_files(fs: Any, folder: Any) -> list[str]:
-    """The ``.parquet`` files under ``folder`` (recursively), skipping hidden and ``_`` paths
-    like :func:`ettcore.trace.discover`."""
-    base = folder.toUri().getPath().rstrip("/") + "/"
-    files = []
-    it = fs.listFiles(folder, True)
-    while it.hasNext():
-        status = it.next()
-        p = status.getPath()
-        rel = p.toUri().getPath()[len(base) :] if p.toUri().getPath().startswith(base) else p.getName()
-        if status.isFile() and p.getName().endswith(".parquet") and not _hidden(rel):
-            files.append(p.toString())
-    return sorted(files)
 
 
 def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str | None]:
@@ -156,9 +132,10 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
     """
     fs, root = _filesystem(spark, uri)
     try:
-        if not fs.exists(root):
+        kind = fs.kind(root)
+        if kind is None:
             raise InputError(Problem(uri, None, None, "trace path does not exist"))
-        if not fs.isDirectory(root):
+        if kind != "dir":
             raise InputError(
                 Problem(
                     uri,
@@ -168,26 +145,26 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
                     "path only)",
                 )
             )
-        entries = {s.getPath().getName(): s for s in fs.listStatus(root)}
+        entries = fs.entries(root)
     except InputError:
         raise
     except Exception as exc:
         if not type(exc).__module__.startswith(("py4j", "pyspark")):
             raise
-        raise InputError(Problem(uri, None, None, f"Spark cannot list the trace: {_java_error(exc)[:300]}")) from None
+        raise InputError(Problem(uri, None, None, f"Spark cannot list the trace: {first_line(exc)[:300]}")) from None
 
     sources: list[UriSource] = []
     for table in TABLES:
-        found: list[tuple[str, str, Any]] = []  # (kind, name, status)
+        found: list[tuple[str, str]] = []  # (kind, path)
         for suffix in SUFFIXES:
-            st = entries.get(f"{table}{suffix}")
-            if st is not None and st.isFile():
-                found.append((suffix[1:], st.getPath().toString(), st))
-        st = entries.get(table)
-        if st is not None and st.isDirectory():
-            found.append(("folder", st.getPath().toString(), st))
+            e = entries.get(f"{table}{suffix}")
+            if e is not None and not e.is_dir:
+                found.append((suffix[1:], e.path))
+        e = entries.get(table)
+        if e is not None and e.is_dir:
+            found.append(("folder", e.path))
         if len(found) > 1:
-            names = ", ".join(name for _, name, _ in found)
+            names = ", ".join(name for _, name in found)
             raise InputError(Problem(uri, None, None, f"table '{table}' is given more than once: {names}"))
         if not found:
             if table in REQUIRED_TABLES:
@@ -200,7 +177,7 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
                     )
                 )
             continue
-        kind, name, status = found[0]
+        kind, name = found[0]
         if kind in ("csv", "jsonl"):
             raise InputError(
                 Problem(
@@ -216,30 +193,25 @@ def discover_uri(spark: "SparkSession", uri: str) -> tuple[list[UriSource], str 
             sources.append(UriSource(table, "parquet", [name], name))
             continue
         try:
-            files = _parquet_files(fs, status.getPath())
+            files = [f for f in fs.files_under(name) if f.endswith(".parquet")]
         except Exception as exc:
             if not type(exc).__module__.startswith(("py4j", "pyspark")):
                 raise
             raise InputError(
-                Problem(name, None, None, f"Spark cannot list the folder of table '{table}': {_java_error(exc)[:300]}")
+                Problem(name, None, None, f"Spark cannot list the folder of table '{table}': {first_line(exc)[:300]}")
             ) from None
         if not files:
             raise InputError(Problem(name, None, None, f"folder for table '{table}' holds no .parquet files"))
         sources.append(UriSource(table, "parquet", files, name))
     meta = entries.get("trace.json")
-    return sources, (meta.getPath().toString() if meta is not None and meta.isFile() else None)
+    return sources, (meta.path if meta is not None and not meta.is_dir else None)
 
 
 def read_metadata(spark: "SparkSession", uri: str) -> dict:
-    """``trace.json`` (or another JSON object file, such as a store mirror's pointer) read through Hadoop (bytes,
+    """``trace.json`` (or another JSON object file, such as a store mirror's pointer) read where Spark reads (bytes,
     decoded here), with the local loader's errors."""
-    jvm = spark._jvm
     fs, path = _filesystem(spark, uri)
-    stream = fs.open(path)
-    try:
-        data = bytes(jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-    finally:
-        stream.close()
+    data = fs.read(path)
     name = uri.rstrip("/").rsplit("/", 1)[-1]
     try:
         metadata = json.loads(data.decode("utf-8"))
@@ -264,7 +236,7 @@ def _read(spark: "SparkSession", src: UriSource) -> "DataFrame":
     except Exception as exc:
         if not type(exc).__module__.startswith(("py4j", "pyspark")):
             raise
-        why = _java_error(exc)
+        why = first_line(exc)
         if "CANNOT_MERGE_SCHEMAS" in why:  # DuckDB unifies differing plain types; Spark refuses them
             why = (
                 "its part files give a column different types (e.g. bigint in one, string in another); "

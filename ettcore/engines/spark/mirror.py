@@ -51,10 +51,11 @@ _KIND_TYPES = {"int": "bigint", "num": "double", "ts": "bigint", "str": "string"
 
 
 def is_mirror_uri(spark: "SparkSession", uri: str) -> bool:
-    """True when the folder at ``uri`` holds a mirror's pointer (through Hadoop's FileSystem API)."""
+    """True when the folder at ``uri`` holds a mirror's pointer (as Spark lists it:
+    :mod:`ettcore.engines.spark.files`)."""
     fs, root = spark_load._filesystem(spark, uri)
     try:
-        return bool(fs.isFile(spark._jvm.org.apache.hadoop.fs.Path(root, POINTER)))
+        return fs.kind(f"{root}/{POINTER}") == "file"
     except Exception as exc:  # py4j: a folder Spark cannot list is not told a mirror; the trace loader says why
         if not type(exc).__module__.startswith(("py4j", "pyspark")):
             raise
@@ -107,8 +108,8 @@ def read_pointer(spark: "SparkSession", uri: str) -> dict:
     """The mirror's pointer at ``uri``, checked (:func:`check_pointer`)."""
     root = uri.rstrip("/")
     fs, qualified = spark_load._filesystem(spark, root)
-    pointer = spark._jvm.org.apache.hadoop.fs.Path(qualified, POINTER)
-    if not fs.isFile(pointer):
+    pointer = f"{qualified}/{POINTER}"
+    if fs.kind(pointer) != "file":
         raise InputError(
             Problem(
                 uri,
@@ -117,13 +118,11 @@ def read_pointer(spark: "SparkSession", uri: str) -> dict:
                 f"not a Parquet mirror of a store (no {POINTER}); publish one with: ett store publish STORE DIR",
             )
         )
-    return check_pointer(spark_load.read_metadata(spark, pointer.toString()), f"{root}/{POINTER}")
+    return check_pointer(spark_load.read_metadata(spark, pointer), f"{root}/{POINTER}")
 
 
 def _read_table(spark: "SparkSession", root: str, doc: dict, table: str) -> "DataFrame":
     """Every named folder's rows of ``table``, with the pointer's columns in its order (one a file lacks is NULL)."""
-    from pyspark.sql import functions as F
-
     columns = list(doc["columns"][table].items())
     files = [f"{root}/{folder_name(n)}/{table}.parquet" for n in doc["folders"]]
     sp.refuse_glob_paths(files)
@@ -132,11 +131,12 @@ def _read_table(spark: "SparkSession", root: str, doc: dict, table: str) -> "Dat
         return spark.createDataFrame([], schema)
     df = spark.read.option("mergeSchema", "true").parquet(*files)
     have = {c.lower(): c for c in df.columns}
-    return df.select(
+    # SQL expressions, not pyspark.sql.functions (see ettcore.engines.spark.read_raw)
+    return df.selectExpr(
         *[
-            F.col(sp._q(have[c.lower()])).alias(c)
+            f"{sp._q(have[c.lower()])} AS {sp._q(c)}"
             if c.lower() in have
-            else F.lit(None).cast(spark_type(c, t, table)).alias(c)
+            else f"CAST(NULL AS {spark_type(c, t, table)}) AS {sp._q(c)}"
             for c, t in columns
         ]
     )
@@ -160,19 +160,17 @@ def current_rows(spark: "SparkSession", root: str, doc: dict) -> dict:
     """Per table, the current rows of the mirror at ``root``: each job's rows of its highest ingest id, less the
     sources removed after it (see the module docstring); and under ``versions`` each job's current ingest id (one row
     a job, kept in memory)."""
-    for table in ROW_TABLES:
-        _read_table(spark, root, doc, table).createOrReplaceTempView(f"ett_mirror_{table}")
+    rows = {table: _read_table(spark, root, doc, table) for table in ROW_TABLES}
+    for table, df in rows.items():
+        df.createOrReplaceTempView(f"ett_mirror_{table}")
     removals = [(str(r["source"]), int(r["id"])) for r in doc["removals"]]
     spark.createDataFrame(removals, "source string, removal_id bigint").createOrReplaceTempView("ett_mirror_removals")
-    versions = spark.sql(_VERSIONS).persist()
+    # computed now and kept (a checkpoint, not a query over the views' names: through Spark Connect a query names its
+    # views and reads whatever they are when it runs, and another mirror opened later replaces them)
+    versions = spark.sql(_VERSIONS).localCheckpoint(eager=True)
     versions.createOrReplaceTempView("ett_mirror_versions")
-    current = {
-        table: spark.sql(
-            f"SELECT t.* FROM ett_mirror_{table} AS t LEFT SEMI JOIN ett_mirror_versions AS v "
-            "ON v.source = t.source AND v.job_id = t.job_id AND v.ingest_id = t.ingest_id"
-        )
-        for table in ROW_TABLES
-    }
+    keys = ["source", "job_id", "ingest_id"]  # no NULL in any of them (the store's keys): equal as in ON a = b
+    current = {table: df.join(versions, on=keys, how="left_semi") for table, df in rows.items()}
     return {**current, "versions": versions}
 
 
@@ -232,7 +230,7 @@ def open_mirror(
     with sp.input_errors(uri):
         doc = read_pointer(spark, uri)
         _, root = spark_load._filesystem(spark, uri)
-        current = current_rows(spark, root.toString(), doc)
+        current = current_rows(spark, root, doc)
         qualified = len(doc["sources"]) > 1
         store_as_of = doc["as_of_ms"]
         labels = list(doc["labels"])  # the store's labels, as its own reader tells them
