@@ -28,6 +28,12 @@ def mapped(doc: str) -> tuple[list[str], list[str]]:
     return modules, folders
 
 
+def _left_behind(path: Path) -> bool:
+    """A folder holding only ``__pycache__``: what a removed subpackage leaves in a checkout that ran it (git has
+    no such folder)."""
+    return path.is_dir() and {p.name for p in path.iterdir()} == {"__pycache__"}
+
+
 def on_disk(package_dir: Path) -> tuple[set[str], set[str]]:
     """The package's subpackages and top-level modules, and its folders that are not packages (data)."""
     modules, folders = set(), set()
@@ -38,7 +44,7 @@ def on_disk(package_dir: Path) -> tuple[set[str], set[str]]:
             modules.add(f"ettcore.{path.stem}")
         elif path.is_dir() and (path / "__init__.py").is_file():
             modules.add(f"ettcore.{path.name}")
-        elif path.is_dir():
+        elif path.is_dir() and not _left_behind(path):
             folders.add(path.name)
     return modules, folders
 
@@ -80,7 +86,7 @@ def _copy(tmp_path: Path) -> tuple[Path, Path]:
     package = tmp_path / "ettcore"
     package.mkdir()
     for path in PACKAGE_DIR.iterdir():
-        if path.name == "__pycache__":
+        if path.name == "__pycache__" or _left_behind(path):
             continue
         if path.is_dir():
             (package / path.name).mkdir()
