@@ -137,6 +137,7 @@ def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], di
     for table in db.ROW_TABLES:
         if not differing[table]:
             continue
+        statements.run(con, "differing_jobs", table=table)
         stored = columns_of(db.columns(con, f"st.rows_{table}"), skip=_SKIP_HASH)
         # per column, the job's multiset of values (count and hash sum), on both sides, in one pass each
         got = statements.rows(
