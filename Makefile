@@ -48,10 +48,10 @@ bench: setup
 
 live-job: setup
 	$(BIN)/python -m pip install --quiet -e '.[torch]' 'torch==2.13.0+cpu'
-	$(BIN)/python -m ettcore.demo.live_job
+	$(BIN)/python -m tools.campaigns.live_job
 
 framework-run: setup frameworks
-	$(BIN)/python -m ettcore.demo.framework_run
+	$(BIN)/python -m tools.campaigns.framework_run
 
 # The real Slurm campaign (data/slurm-fleet): a fresh cluster of its own (tools/slurm, on free ports it picks), about
 # half an hour on 2 cores.
@@ -59,7 +59,7 @@ SLURM_FLEET_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-fleet
 SLURM_FLEET_ENV   := ETT_SLURM_DIR=$(SLURM_FLEET_STATE)
 slurm-fleet: setup frameworks
 	$(SLURM_FLEET_ENV) tools/slurm/start.sh --fresh
-	$(SLURM_FLEET_ENV) SLURM_CONF="$$($(SLURM_FLEET_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m ettcore.demo.slurm_fleet \
+	$(SLURM_FLEET_ENV) SLURM_CONF="$$($(SLURM_FLEET_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_fleet \
 	  --work $(SLURM_FLEET_STATE)-work; rc=$$?; $(SLURM_FLEET_ENV) tools/slurm/stop.sh; exit $$rc
 
 # The real multi-node campaign (data/slurm-multinode): a fresh cluster of three slurmd daemons on this machine
@@ -68,7 +68,7 @@ SLURM_MULTINODE_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-multinode
 SLURM_MULTINODE_ENV   := ETT_SLURM_DIR=$(SLURM_MULTINODE_STATE) ETT_SLURM_NODES=3
 slurm-multinode: setup
 	$(SLURM_MULTINODE_ENV) tools/slurm/start.sh --fresh
-	$(SLURM_MULTINODE_ENV) SLURM_CONF="$$($(SLURM_MULTINODE_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m ettcore.demo.slurm_multinode \
+	$(SLURM_MULTINODE_ENV) SLURM_CONF="$$($(SLURM_MULTINODE_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_multinode \
 	  --work $(SLURM_MULTINODE_STATE)-work; rc=$$?; $(SLURM_MULTINODE_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup

@@ -1,4 +1,4 @@
-"""A store's Parquet mirror costs what changed to publish (issue 28): a benchmark, not part of ``make test``.
+"""A store's Parquet mirror costs what changed to publish: a benchmark, not part of ``make test``.
 
 A SYNTHETIC fleet (the ``fleet`` scenario, ``--jobs`` jobs, default 20,000) is split as a fleet measured daily sees
 it: ``older`` holds its jobs but the last 3 % by first start, ``all`` every job, with 1 % of the older ones changed

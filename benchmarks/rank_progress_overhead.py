@@ -1,4 +1,4 @@
-"""Per-step cost of keeping each rank's last progress (issue 29), in CPU time, against a 10 ms step.
+"""Per-step cost of keeping each rank's last progress (for live hang detection), in CPU time, against a 10 ms step.
 
 Run:  .venv/bin/python benchmarks/rank_progress_overhead.py [--calls 200000] [--repeats 5]
 

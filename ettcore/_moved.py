@@ -26,7 +26,7 @@ MOVED_MODULES = {
     "ettcore.queries": "ettcore.trace.queries",
     "ettcore.timeline": "ettcore.metric.intervals",
     "ettcore.stalls": "ettcore.metric.stalls",
-    "ettcore.reference": "ettcore.metric.reference",
+    "ettcore.metric.lemon_check": "ettcore.planning.lemon_check",
     "ettcore.engines.spark_load": "ettcore.engines.spark.load",
     "ettcore.engines.transpile": "ettcore.engines.spark.transpile",
     "ettcore.startup": "ettcore.planning.startup",

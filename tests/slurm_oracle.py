@@ -202,7 +202,7 @@ def format_table(table: dict[str, tuple[int, int]]) -> str:
 
 
 def reference_input(trace_dir: Path) -> tuple[list[dict], list[dict], list[dict]]:
-    """The trace's tables as :mod:`ettcore.metric.reference` takes them (plain dicts, integer milliseconds),
+    """The trace's tables as :mod:`reference` (``tests/reference.py``) takes them (plain dicts, integer milliseconds),
     read by the loader."""
     from ettcore.trace import load_trace
 

@@ -1,4 +1,4 @@
-"""The shipped alerting rules (issue 29): ``tools/monitoring/rules/ett.rules.yml`` is what
+"""The shipped alerting rules: ``tools/monitoring/rules/ett.rules.yml`` is what
 ``ett export prometheus-rules`` makes with its defaults, ``promtool check rules`` accepts it, and every rule is
 unit-tested with the real ``promtool test rules``: series in, alert expected or not, hand-written.
 

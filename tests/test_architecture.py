@@ -25,9 +25,10 @@ needs_import_linter = pytest.mark.skipif(
 
 
 def _copy(tmp_path: Path) -> Path:
-    """The package and pyproject.toml copied into ``tmp_path`` (import-linter reads the copy, not the installed
-    tree)."""
-    shutil.copytree(PACKAGE_DIR, tmp_path / "ettcore", ignore=shutil.ignore_patterns("__pycache__"))
+    """The package, the checkout's tools (the campaigns, a root package of the contracts) and pyproject.toml copied
+    into ``tmp_path`` (import-linter reads the copy, not the installed tree)."""
+    for source, name in ((PACKAGE_DIR, "ettcore"), (PROJECT_ROOT / "tools", "tools")):
+        shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(PROJECT_ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     return tmp_path
 
@@ -39,29 +40,64 @@ def _lint(root: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _add_bad_import(root: Path, module: str, statement: str) -> None:
+    """Append a function holding ``statement`` (an import the contracts forbid) to ``module`` of the copy."""
+    path = root / module
+    path.write_text(path.read_text() + f"\n\ndef _bad():\n    {statement}\n")
+
+
 @needs_import_linter
 def test_the_contracts_hold_and_a_bad_import_breaks_them(tmp_path):
     root = _copy(tmp_path)
     ok = _lint(root)
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "0 broken" in ok.stdout
-    leaf = root / "ettcore" / "trace" / "writer.py"
-    bad_import = "\n\ndef _bad():\n    from ettcore.cli import main  # the bottom layer reaching the top\n"
-    leaf.write_text(leaf.read_text() + bad_import)
+    _add_bad_import(root, "ettcore/trace/writer.py", "from ettcore.cli import main  # the bottom reaching the top")
     bad = _lint(root)
     assert bad.returncode != 0
     assert "Layers: the CLI on top, the trace at the bottom BROKEN" in bad.stdout
     assert "ettcore.trace.writer -> ettcore.cli" in bad.stdout
 
 
+# (module of the copy, the forbidden import appended to it, lines lint-imports must print)
+FORBIDDEN_IMPORTS = {
+    "an importer measuring": (
+        "ettcore/importers/frames.py",
+        "from ettcore import metric",
+        ["Importers and integrations never import presentation, the CLI or the metric BROKEN"],
+    ),
+    # the layers allow it (the generator sits below the metric); the forbidden contract does not
+    "the metric importing the generator": (
+        "ettcore/metric/nodes.py",
+        "from ettcore.synthetic import lemons",
+        [
+            "Layers: the CLI on top, the trace at the bottom KEPT",
+            "The metric never imports the synthetic generator BROKEN",
+            "ettcore.metric.nodes -> ettcore.synthetic.lemons",
+        ],
+    ),
+    # the campaigns import the package, never the other way: an installed ettcore has no tools/ to import
+    "the package importing a campaign": (
+        "ettcore/bundled.py",
+        "from tools.campaigns import live_job",
+        [
+            "The package never imports the campaigns or any other tool of the checkout BROKEN",
+            "ettcore.bundled -> tools.campaigns.live_job",
+        ],
+    ),
+}
+
+
 @needs_import_linter
-def test_importers_importing_the_metric_break_their_contract(tmp_path):
+@pytest.mark.parametrize("case", sorted(FORBIDDEN_IMPORTS))
+def test_a_forbidden_import_breaks_its_contract(tmp_path, case):
+    module, statement, expected = FORBIDDEN_IMPORTS[case]
     root = _copy(tmp_path)
-    mod = root / "ettcore" / "importers" / "frames.py"
-    mod.write_text(mod.read_text() + "\n\ndef _bad():\n    from ettcore import metric  # an importer measuring\n")
+    _add_bad_import(root, module, statement)
     bad = _lint(root)
     assert bad.returncode != 0
-    assert "Importers and integrations never import presentation, the CLI or the metric BROKEN" in bad.stdout
+    missing = [line for line in expected if line not in bad.stdout]
+    assert missing == [], bad.stdout
 
 
 def test_no_package_module_reaches_into_tests():

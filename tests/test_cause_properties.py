@@ -1,5 +1,5 @@
 """NoF and lost time by interruption cause: the SQL (job_cause_time.sql, group_cause_time.sql, built on
-attributed_segments.sql) equals the plain-Python reference (ettcore.metric.reference.piece_causes) on random traces
+attributed_segments.sql) equals the plain-Python reference (tests/reference.py, piece_causes) on random traces
 whose interruptions carry random causes (or none: derived from the end reason), with and without a window."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import tempfile
 from pathlib import Path
 
 import polars as pl
+import reference as ref  # tests/reference.py, the plain-Python oracle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
-from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 
 CHOICES = (None, *ref.CAUSES)

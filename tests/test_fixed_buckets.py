@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+import reference as ref  # tests/reference.py, the plain-Python oracle
 import slurm_oracle  # tests/slurm_oracle.py
 
 from ettcore import metric
 from ettcore.config import DATA_DIR, SAMPLE_TRACE
-from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 
 SLURM_FLEET = DATA_DIR / "slurm-fleet" / "trace"

@@ -104,7 +104,7 @@ def test_dashboard_structure():
     # every ett metric a panel reads is one the export documents (a typo would show an empty panel forever)
     undocumented = sorted(m for m in used if not re.search(rf"`{m}[`{{]", documented))
     assert used and not undocumented, undocumented
-    # what issue 29 asks the dashboard to show
+    # what the dashboard must show: ETT%, lost time by component and cause, hung jobs
     exprs = " ".join(t["expr"] for p in panels(dash) for t in p["targets"])
     for needed in (
         "ett_fleet_effective_training_ratio",

@@ -1,4 +1,4 @@
-"""Interruption causes decided by the recorder converter, the goodput importer and the MLPerf importer (issue 30):
+"""Interruption causes decided by the recorder converter, the goodput importer and the MLPerf importer:
 hand-written run folders and entries, each attempt's expected cause written literally; a user's cause mapping on
 ``ett from-recorder`` and ``ett import goodput``; a bad end record is an input error naming file, row and field."""
 

@@ -283,7 +283,7 @@ def test_bad_entries_name_file_row_and_field(tmp_path):
     assert exc.value.problems[0].field == "job_start_time"
 
 
-# --- exports as Cloud Logging writes them (issue 16, items 4-8) ------------------------------------------
+# --- exports as Cloud Logging writes them ------------------------------------------
 
 
 def record(script) -> list[dict]:

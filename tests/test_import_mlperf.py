@@ -387,7 +387,7 @@ def test_systems_dir_option(tmp_path):
     )
 
 
-# --- logs as submitters write them (issue 16, items 9-13) ----------------------------------------------------
+# --- logs as submitters write them ----------------------------------------------------
 
 BERT = MLPERF / "v3.0/NVIDIA/dgxh100_n64_ngc23.04_pytorch/bert/result_0.txt"
 RESNET = MLPERF / "v3.0/NVIDIA/dgxh100_n96_ngc23.04_mxnet/resnet/result_0.txt"

@@ -1,4 +1,4 @@
-"""``ett ingest STORE SOURCE`` of every kind of source the project reads (issue 28).
+"""``ett ingest STORE SOURCE`` of every kind of source the project reads.
 
 Each kind ingested into a fresh store gives what ``ett import ...`` (or ``ett from-recorder``) and ``ett summarize``
 give on the same input with the same importer options: the same ``summarize`` text and JSON, but for the field

@@ -1,13 +1,13 @@
 """Hugging Face Trainer: real training with ``ETTCallback`` against ground truth kept apart from the callback.
 
-The job (``ettcore/demo/jobs/hf_job.py``: a config-built one-layer GPT-2, no
+The job (``tools/campaigns/jobs/hf_job.py``: a config-built one-layer GPT-2, no
 downloaded weights, offline) runs as three processes: try 0 crashes (an
 error at the start of the step after step 25), try 1 resumes from the last
 checkpoint (step 20) and is preempted (SIGTERM at the start of the step after
 step 45: the Trainer has no handler, the process dies by the signal), try 2
 resumes from step 40 and completes 60 steps.  Ground truth: the test's own
 clock around each process, and the script's own log of steps, saves and
-evaluations (``ettcore/demo/jobs/ground_truth.py`` states the definitions and the
+evaluations (``tools/campaigns/jobs/ground_truth.py`` states the definitions and the
 tolerances).
 
 Also: ``torch_compile=True`` makes the first step ``pt2_compile``, measured
@@ -30,8 +30,8 @@ pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
 
-from ettcore.demo.jobs import JOBS_DIR as JOBS  # noqa: E402
-from ettcore.demo.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
+from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
+from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
 
 SCRIPT = JOBS / "hf_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
@@ -39,7 +39,7 @@ PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 
 def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> None:
     r = restart_run(SCRIPT, tmp_path, PLAN, reasons=["failure", "preemption", "completed"])
-    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM (issue 30)
+    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM
     assert r.conv.attempts["cause"].to_list() == ["user_error", "preemption", None]
     assert [p.returncode for p in r.procs] == [1, -signal.SIGTERM, 0], [p.output[-2000:] for p in r.procs]
     assert "ett callback errors: 0" in r.procs[2].output
@@ -71,8 +71,8 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     import torch
     from transformers import Trainer, TrainingArguments
 
-    from ettcore.demo.jobs.hf_job import Tokens, tiny_gpt2
     from ettcore.integrations.huggingface import ETTCallback
+    from tools.campaigns.jobs.hf_job import Tokens, tiny_gpt2
 
     break_the_callback(monkeypatch)
     torch.set_num_threads(1)

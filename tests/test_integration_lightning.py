@@ -1,12 +1,12 @@
 """PyTorch Lightning: real fits with ``ETTCallback`` against ground truth kept apart from the callback.
 
-The job (``ettcore/demo/jobs/lightning_job.py``) runs as three processes, like a job
+The job (``tools/campaigns/jobs/lightning_job.py``) runs as three processes, like a job
 a scheduler restarts: try 0 crashes (an error in the step after step 25),
 try 1 resumes from the last checkpoint (step 20) and is preempted (SIGTERM in
 the step after step 45; Lightning stops after that step), try 2 resumes from
 step 40 and completes 60 steps.  Ground truth: the test's own clock around
 each process, and the script's own log of steps, saves and evaluations
-(``ettcore/demo/jobs/ground_truth.py`` states the definitions and the tolerances).
+(``tools/campaigns/jobs/ground_truth.py`` states the definitions and the tolerances).
 
 Also: a compiled module's first step is ``pt2_compile`` measured from
 TorchDynamo's own compile events, and an error inside the callback never
@@ -25,8 +25,8 @@ pytest.importorskip("lightning", reason="needs the lightning extra: pip install 
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
 
-from ettcore.demo.jobs import JOBS_DIR as JOBS  # noqa: E402
-from ettcore.demo.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
+from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
+from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
 
 SCRIPT = JOBS / "lightning_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
@@ -34,7 +34,7 @@ PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 
 def test_crash_preemption_and_resume_agree_with_ground_truth(tmp_path: Path) -> None:
     r = restart_run(SCRIPT, tmp_path, PLAN, reasons=["failure", "preemption", "completed"])
-    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM (issue 30)
+    # the cause of each end, from what the callback recorded: the injected RuntimeError, the SIGTERM
     assert r.conv.attempts["cause"].to_list() == ["user_error", "preemption", None]
     assert [p.returncode for p in r.procs] == [1, 0, 0], [p.output[-2000:] for p in r.procs]  # SIGTERMException exits 0
     assert "ett callback errors: 0" in r.procs[2].output  # the one try that reaches the end of its script
@@ -74,8 +74,8 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    from ettcore.demo.jobs.lightning_job import EventLog, Regressor
     from ettcore.integrations.lightning import ETTCallback
+    from tools.campaigns.jobs.lightning_job import EventLog, Regressor
 
     break_the_callback(monkeypatch)
     cb = ETTCallback(tmp_path / "run", job_id="broken")

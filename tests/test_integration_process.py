@@ -27,12 +27,12 @@ import pytest
 
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
-from ettcore.demo.jobs.ground_truth import wait_for_exit_watchers
 from ettcore.importers.recorder import collect, convert, read_records
 from ettcore.integrations import process
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.recorder import Recorder, RecorderWarning
 from ettcore.trace import load_trace
+from tools.campaigns.jobs.ground_truth import wait_for_exit_watchers
 
 T0 = 1_800_000_000.0
 
@@ -495,7 +495,7 @@ def test_an_explicit_finish_ends_the_attempt_while_the_process_goes_on(tmp_path:
 
 
 def test_other_ranks_record_only_their_progress(tmp_path: Path) -> None:
-    """A rank other than 0 writes no recorder file; it keeps its last progress (issue 29: live hang detection)."""
+    """A rank other than 0 writes no recorder file; it keeps its last progress (for live hang detection)."""
     a = process.Attempt(tmp_path / "run", "j", None, writer="t", framework="test")
     a.start(rank=1)
     a.timeline.train_begin(0)

@@ -1,13 +1,13 @@
 """torchrun: a two-worker job, one injected worker failure, ``--max-restarts 1``, recorded as two attempts.
 
-The job (``ettcore/demo/jobs/elastic_job.py``, plain PyTorch DDP on gloo) runs
+The job (``tools/campaigns/jobs/elastic_job.py``, plain PyTorch DDP on gloo) runs
 through ``python -m ettcore.integrations.torchrun`` (torchrun itself, with
 the agent's metrics and events recorded).  In the first round rank 1 raises
 an error after step 25; the agent stops the group and starts a new one,
 which resumes from the step-20 checkpoint and completes 60 steps.  Ground
 truth: the test's clock around the torchrun process, and the script's own log
 (rank 0's steps and saves, rank 1's failure, the moment rank 0's loop failed
-on the dead peer), see ``ettcore/demo/jobs/ground_truth.py`` for the definitions and
+on the dead peer), see ``tools/campaigns/jobs/ground_truth.py`` for the definitions and
 tolerances.
 
 ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``: with the rendezvous store shared
@@ -30,8 +30,9 @@ import pytest
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
 
-from ettcore.demo.jobs import JOBS_DIR as JOBS  # noqa: E402
-from ettcore.demo.jobs.ground_truth import (  # noqa: E402
+from ettcore.importers.recorder import convert  # noqa: E402
+from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
+from tools.campaigns.jobs.ground_truth import (  # noqa: E402
     child_env,
     compare,
     ground_truth,
@@ -41,7 +42,6 @@ from ettcore.demo.jobs.ground_truth import (  # noqa: E402
     trace_measures,
     wait_for_exit_watchers,
 )
-from ettcore.importers.recorder import convert  # noqa: E402
 
 
 def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp_path: Path) -> None:

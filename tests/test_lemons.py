@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ettcore.metric.lemon_check import TEST_SEEDS, TUNING_SEEDS, lemon_table
+from ettcore.planning.lemon_check import TEST_SEEDS, TUNING_SEEDS, lemon_table
 
 
 def test_recall_and_false_alarm_bounds():

@@ -1,7 +1,7 @@
-"""Live hang detection on real PyTorch jobs (issue 29): a 2-rank job under torchrun whose rank 1 stops, and a
+"""Live hang detection on real PyTorch jobs: a 2-rank job under torchrun whose rank 1 stops, and a
 one-process job that only slows down, both watched while they run.
 
-The job is ``ettcore/demo/jobs/hang_job.py`` (plain PyTorch, gloo, CPU; training data SYNTHETIC).  Ground truth is
+The job is ``tools/campaigns/jobs/hang_job.py`` (plain PyTorch, gloo, CPU; training data SYNTHETIC).  Ground truth is
 the job's own output (rank 0's ``step N T`` lines, the hanging rank's ``hung after step N``), never ettcore.  The
 command under test is ``ett stalls RUN_FOLDER --live --json`` on the live run folder, and the export of it.
 Needs the ``torch`` extra.
@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
 
 from ettcore.cli import main  # noqa: E402
-from ettcore.demo.jobs import JOBS_DIR  # noqa: E402
-from ettcore.demo.jobs.ground_truth import child_env  # noqa: E402
+from tools.campaigns.jobs import JOBS_DIR  # noqa: E402
+from tools.campaigns.jobs.ground_truth import child_env  # noqa: E402
 
 STEP_S = 0.05
 

@@ -2,7 +2,7 @@
 
 Ground truth comes from outside the recorder: the supervisor's own spawn/reap
 clock readings and exit statuses, and the training loop's step log (see
-:mod:`ettcore.demo.supervisor`).  Tolerances, and why:
+:mod:`tools.campaigns.supervisor`).  Tolerances, and why:
 
 - wall: 0.01 s (the trace stores milliseconds; both sides read one clock);
 - NoF: exact; the final data cursor: exact;
@@ -23,15 +23,19 @@ small run is checked where PyTorch is installed (marker ``torch``).
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from ettcore import metric
-from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions, paired
-from ettcore.demo.live_job import LIVE_JOB_DIR, load_live_job, measurements
+from ettcore import bundled, metric
 from ettcore.trace import load_trace
+from tools.campaigns.conditions import BASELINE, OPTIMIZED, RunConditions, paired
+from tools.campaigns.live_job import measurements
 
 
 def _median_step_s(gt: dict) -> float:
@@ -63,19 +67,20 @@ def _check_against_ground_truth(row: dict, gt: dict, cond: RunConditions, spans:
 
 
 def test_bundled_runs_agree_with_their_ground_truth() -> None:
-    live = load_live_job()
+    live = bundled.live_job()
     assert set(live.conditions) == {"baseline", "optimized"}
     summary = metric.job_summary(load_trace(live.trace_dir))
     spans = pl.read_parquet(live.trace_dir / "spans.parquet")
-    for variant, cond in live.conditions.items():
+    for variant, recorded in live.conditions.items():
+        cond = RunConditions.from_dict(recorded)
         row = summary.filter(pl.col("job_id") == cond.job_id).row(0, named=True)
         assert row["variant"] == variant
         _check_against_ground_truth(row, live.ground_truth[variant], cond, spans)
 
 
 def test_bundled_pair_differs_only_in_the_three_optimizations() -> None:
-    live = load_live_job()
-    b, o = live.conditions["baseline"].as_dict(), live.conditions["optimized"].as_dict()
+    live = bundled.live_job()
+    b, o = live.conditions["baseline"], live.conditions["optimized"]
     differs = {k for k in b if b[k] != o[k]}
     assert differs == {"job_id", "variant", "compile_cache", "async_checkpoint", "overlapped_init"}
     assert (b["compile_cache"], b["async_checkpoint"], b["overlapped_init"]) == ("none", False, False)
@@ -83,11 +88,11 @@ def test_bundled_pair_differs_only_in_the_three_optimizations() -> None:
 
 
 def test_bundled_trace_is_labelled_measured_and_its_numbers_are_reproducible() -> None:
-    meta = json.loads((LIVE_JOB_DIR / "trace" / "trace.json").read_text())
+    meta = json.loads((bundled.LIVE_JOB / "trace" / "trace.json").read_text())
     assert meta["measured"] is True and meta["synthetic"] is False
     assert "synthetic click data" in meta["training_data"]
-    stored = load_live_job().measurements
-    again = json.loads(json.dumps(measurements(LIVE_JOB_DIR / "trace")))  # same JSON round trip as runs.json
+    stored = bundled.live_job().measurements
+    again = json.loads(json.dumps(measurements(bundled.LIVE_JOB / "trace")))  # same JSON round trip as runs.json
     assert again == stored
     for variant in ("baseline", "optimized"):
         assert stored[variant]["nof"] == 2
@@ -104,6 +109,47 @@ def test_conditions_validate() -> None:
     assert RunConditions.from_dict(OPTIMIZED.as_dict()) == OPTIMIZED and BASELINE.compile_cache == "none"
 
 
+# ---------------------------------------------------------------- ett live-job (the checkout's campaign)
+
+
+def _ett(*args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "ettcore.cli", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_ett_live_job_runs_the_checkouts_campaign(tmp_path: Path) -> None:
+    """``ett live-job --rebuild --out COPY`` runs ``tools/campaigns/live_job.py`` with its options: it converts the
+    copy's recorder files into a trace again (its Parquet files removed first) and recomputes the bundled numbers."""
+    copy = tmp_path / "live-job"
+    shutil.copytree(bundled.LIVE_JOB, copy)
+    for table in (copy / "trace").glob("*.parquet"):
+        table.unlink()
+    out = _ett("live-job", "--rebuild", "--out", str(copy))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"re-converted {copy / 'recorder'} into {copy / 'trace'}")
+    assert sorted(p.name for p in (copy / "trace").glob("*.parquet")) == [
+        "attempts.parquet",
+        "jobs.parquet",
+        "spans.parquet",
+    ]
+    assert bundled.live_job(copy).measurements == bundled.live_job().measurements
+    help_text = _ett("live-job", "--help")
+    assert help_text.returncode == 0 and "--rebuild" in help_text.stdout and "--fail-at" in help_text.stdout
+
+
+def test_ett_live_job_without_a_checkout_says_so_in_one_line(tmp_path: Path) -> None:
+    out = _ett("live-job", "--steps", "5", ETT_PROJECT_ROOT=str(tmp_path))
+    assert out.returncode == 2 and out.stdout == ""
+    (line,) = out.stderr.splitlines()
+    assert line.startswith(f"ett: {tmp_path / 'tools' / 'campaigns' / 'live_job.py'}: ett live-job runs the live-job ")
+    assert "ETT_PROJECT_ROOT" in line
+
+
 # ---------------------------------------------------------------- a fresh live run (PyTorch)
 
 
@@ -111,8 +157,8 @@ def test_conditions_validate() -> None:
 @pytest.mark.slow
 def test_fresh_live_run_agrees_with_supervisor_ground_truth(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from ettcore.demo.supervisor import run_job
     from ettcore.importers.recorder import convert
+    from tools.campaigns.supervisor import run_job
 
     _, cond = paired(steps=160, checkpoint_every=40, fail_at_steps=(70, 130), negotiation_s=0.2, requeue_s=0.2)
     gt = run_job(cond, tmp_path / "work", tmp_path / "recorder")

@@ -2,7 +2,7 @@
 
 Random valid traces (``tests/trace_strategies.py``, SYNTHETIC) are written to
 a temporary folder, loaded with :func:`ettcore.trace.load_trace`, measured with
-:mod:`ettcore.metric`, and compared with :mod:`ettcore.metric.reference` to the
+:mod:`ettcore.metric`, and compared with :mod:`reference` (``tests/reference.py``) to the
 millisecond (both sides count whole milliseconds; tolerance 0.0005 s per job
 figure, so a one-millisecond disagreement fails) for every L1 field,
 every L2 cell (by component and by phase), busy time per phase, the fleet and
@@ -24,12 +24,12 @@ from typing import Any
 
 import polars as pl
 import pytest
+import reference as ref  # tests/reference.py, the plain-Python oracle
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from trace_strategies import TS_MODES, traces, write_trace_folder
 
 from ettcore import metric
-from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 from ettcore.trace.window import Exclusion
 

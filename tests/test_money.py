@@ -1,4 +1,4 @@
-"""Lost GPU-hours as money (issue 29): ``--gpu-hour-price PRICE|FILE`` and ``--currency`` in ``summarize``,
+"""Lost GPU-hours as money: ``--gpu-hour-price PRICE|FILE`` and ``--currency`` in ``summarize``,
 ``opportunities`` and the Prometheus export.
 
 Every expected number is worked out by hand from the two-job trace below (comments give the arithmetic).

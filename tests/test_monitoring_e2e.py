@@ -1,8 +1,8 @@
-"""Hang to alert, end to end, with no mock (issue 29): real PyTorch jobs under the recorder, ``ett`` refreshing the
+"""Hang to alert, end to end, with no mock: real PyTorch jobs under the recorder, ``ett`` refreshing the
 export into node_exporter's textfile folder, Prometheus scraping it and evaluating the project's rules, Alertmanager
 posting to a webhook receiver of the test's own.
 
-The jobs are ``ettcore/demo/jobs/hang_job.py`` (plain PyTorch, one process each, recorded by ``record_worker``;
+The jobs are ``tools/campaigns/jobs/hang_job.py`` (plain PyTorch, one process each, recorded by ``record_worker``;
 training data SYNTHETIC), in one run folder:
 
 - ``hung`` (team ``ads``) trains in steps of ``STEP_S``, then, when the test creates a file, stops advancing: it
@@ -63,8 +63,8 @@ pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[to
 
 from ettcore.cli import main  # noqa: E402
 from ettcore.config import REPORT_DIR  # noqa: E402
-from ettcore.demo.jobs import JOBS_DIR  # noqa: E402
-from ettcore.demo.jobs.ground_truth import child_env  # noqa: E402
+from tools.campaigns.jobs import JOBS_DIR  # noqa: E402
+from tools.campaigns.jobs.ground_truth import child_env  # noqa: E402
 
 STEP_S = 0.05
 SLOW_AFTER, SLOW_FACTOR = 100, 8  # steps of 0.4 s: eight times the job's own pace

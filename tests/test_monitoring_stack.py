@@ -1,4 +1,4 @@
-"""The real monitoring stack (issue 29): Debian's Prometheus, node_exporter and Alertmanager started by
+"""The real monitoring stack: Debian's Prometheus, node_exporter and Alertmanager started by
 ``tools/monitoring/start.sh`` (free ports, read back from its ``ports`` file), fed by ``ett export prometheus --out``
 refreshed into the textfile folder, read back through Prometheus' HTTP API, with an alert routed by Alertmanager to a
 webhook receiver of the test's own on 127.0.0.1.  No mock: every part is the real program.

@@ -28,6 +28,7 @@ import polars as pl
 import pytest
 from pytest import approx
 
+from ettcore import bundled
 from ettcore.config import DATA_DIR, NOTEBOOK_DIR
 from ettcore.present import report, scorecard
 
@@ -217,7 +218,7 @@ def check_live_job(card: dict) -> None:
     assert card["synthetic"] is False
     # Mega-Cache on the restarts against Table III's 87.6 % (a comparison of scale): the pooled reduction from the
     # live job's own measurements in runs.json (compile per attempt, cache loads), not from the trace
-    runs = json.loads((DATA_DIR / "live-job" / "runs.json").read_text(encoding="utf-8"))["measurements"]
+    runs = bundled.live_job().measurements
     base = [runs["baseline"]["compile_s_by_attempt"][a] for a in ("1", "2")]
     opt = [runs["optimized"]["compile_s_by_attempt"][a] for a in ("1", "2")] + runs["optimized"]["cache_load_s"]
     (c,) = card["checks"]
@@ -267,11 +268,10 @@ def check_framework_run(card: dict) -> None:
 
 def check_slurm_fleet(card: dict) -> None:
     """Measured on the bundled Slurm campaign: counts straight from sacct, ETT% from the plain-Python reference."""
+    import reference as ref  # tests/reference.py, the plain-Python oracle
     import slurm_oracle  # tests/slurm_oracle.py
 
-    from ettcore.metric import reference as ref
-
-    fleet_dir = DATA_DIR / "slurm-fleet"
+    fleet_dir = bundled.SLURM_FLEET
     h = _headlines(card)
     rows = slurm_oracle.read_sacct_text(fleet_dir / "sacct.txt")
     runs = [r for j in rows.values() for r in j.runs]
@@ -435,8 +435,9 @@ def _outputs(nb) -> list[tuple[str, list[dict]]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("stem", FLEET_STORE_RUNS)
 def test_fleet_notebook_on_a_store_shows_what_it_shows_on_the_trace(stem: str, tmp_path: Path) -> None:
+    import reference as ref  # tests/reference.py, the plain-Python oracle
+
     from ettcore import store
-    from ettcore.metric import reference as ref
     from ettcore.synthetic.traces import display_path, scenario_trace
 
     source = {

@@ -1,4 +1,4 @@
-"""``ett export prometheus`` (issue 17): checked by the real ``promtool check metrics``, naming rules included.
+"""``ett export prometheus``: checked by the real ``promtool check metrics``, naming rules included.
 
 ``promtool`` comes from Debian's ``prometheus`` package (``.ci/run`` installs it); without it these tests are
 skipped with a message naming it.  Each export is also read back with ``prometheus_client``'s text parser (an

@@ -1,5 +1,5 @@
-"""The export's fixes of issue 29: millisecond resolution, the ``_total`` counters whose ``increase()`` gives ETT%
-over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given,
+"""What the export guarantees dashboards: millisecond resolution, the ``_total`` counters whose ``increase()`` gives
+ETT% over a range, per-job series only for recent jobs, the pointer to a ``trace/`` folder inside the one given,
 atomic textfile writes under a fast refresh loop with a concurrent reader, and that refresh loop itself
 (``--every``).
 
@@ -212,7 +212,7 @@ def test_the_folder_above_a_trace_points_inside(tmp_path, capsys, argv):
 
 
 def test_the_bundled_slurm_fleet_folder_points_at_its_trace(capsys):
-    """The case issue 29 saw as a new user: ``ett export prometheus data/slurm-fleet`` (the folder above the trace)."""
+    """The case a new user meets first: ``ett export prometheus data/slurm-fleet`` (the folder above the trace)."""
     fleet = Path(__file__).parents[1] / "data" / "slurm-fleet"
     assert main(["export", "prometheus", str(fleet)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,4 +1,4 @@
-"""Trace files as spreadsheets and export tools write them (issue 16, items 1-3).
+"""Trace files as spreadsheets and export tools write them.
 
 A "CSV UTF-8" export starts with a byte-order mark; headers come capitalised;
 a column is missing or misnamed in a large table; one bad value repeats on

@@ -1,4 +1,4 @@
-"""The reference implementation (ettcore/metric/reference.py) against numbers worked out by hand.
+"""The reference implementation (tests/reference.py) against numbers worked out by hand.
 
 Expected values are typed from the spec's worked example (section 7) or derived
 by hand in the comments; none is computed by the code under test.  Times in the
@@ -10,8 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 import pytest
-
-from ettcore.metric import reference as ref
+import reference as ref  # tests/reference.py, the plain-Python oracle
 
 M = 60_000  # ms per minute
 BASE = 1_780_000_000_000  # 2026-05-28T20:26:40Z, an arbitrary base instant

@@ -703,7 +703,7 @@ def test_clock_labels_of_a_short_timeline_have_seconds():
     assert charts._time_axis(6 * 3_600_000, False, 1000, "s")["format"] == "%H:%M"
 
 
-# ----------------------------------------------------------------------------- seen in the browser (issues 28, 29)
+# ----------------------------------------------------------------------------- seen in the browser
 
 
 def test_an_empty_table_says_so_in_html_and_text():

@@ -1,4 +1,4 @@
-"""Lost money as the fleet reports show it (``ettcore.present.money``, issue 29).
+"""Lost money as the fleet reports show it (``ettcore.present.money``).
 
 The money figures are worked out by hand from the two-job trace of ``tests/test_money.py`` (comments give the
 arithmetic), at a price table by model: ``ranker`` 3 EUR a GPU-hour, anything else 1.

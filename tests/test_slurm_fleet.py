@@ -12,13 +12,13 @@ import polars as pl
 import pytest
 import slurm_oracle  # tests/slurm_oracle.py
 
-from ettcore.config import DATA_DIR
-from ettcore.demo.slurm_fleet import plan
+from ettcore import bundled
 from ettcore.importers.frames import write_import
 from ettcore.importers.recorder import collect
 from ettcore.importers.slurm import import_sacct
+from tools.campaigns.slurm_fleet import plan
 
-FLEET = DATA_DIR / "slurm-fleet"
+FLEET = bundled.SLURM_FLEET
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +96,7 @@ def test_the_campaign_did_what_the_issue_asks(imports):
 
 def test_crashed_jobs_resumed_from_their_checkpoint():
     """The training loop's own step log: after the crash at step 350, the next run that trained started at step 301."""
-    gt = json.loads((FLEET / "campaign.json").read_text())["ground_truth"]
+    gt = bundled.slurm_campaign(FLEET).ground_truth
     crashed = {k: v for k, v in gt.items() if v["crashed_at_steps"] == [350]}
     assert len(crashed) == 10
     for name, v in crashed.items():
@@ -108,11 +108,11 @@ def test_crashed_jobs_resumed_from_their_checkpoint():
 
 def test_readme_states_the_campaign():
     text = (FLEET / "README.md").read_text()
-    c = json.loads((FLEET / "campaign.json").read_text())
+    c = bundled.slurm_campaign(FLEET)
     rows = slurm_oracle.read_sacct_text(FLEET / "sacct.txt")
     n_rows = sum(len(j.rows) for j in rows.values())
-    assert c["slurm_version"].split()[-1] in text and f"{len(rows)} real PyTorch training jobs ({n_rows} runs)" in text
+    assert c.slurm_version.split()[-1] in text and f"{len(rows)} real PyTorch training jobs ({n_rows} runs)" in text
     states = [r["State"].split()[0] for j in rows.values() for r in j.rows]
     for s in set(states):
         assert f"{s} {states.count(s)}" in text, s
-    assert "$ETT_SLURM_DIR" in c["slurm_config"]["slurm.conf"] and "/tmp/" not in json.dumps(c["slurm_config"])
+    assert "$ETT_SLURM_DIR" in c.slurm_config["slurm.conf"] and "/tmp/" not in json.dumps(c.slurm_config)

@@ -33,12 +33,12 @@ import polars as pl
 import pytest
 from test_slurm_integration import STOP, _why_no_slurm  # tests/test_slurm_integration.py
 
-from ettcore import cli, store
-from ettcore.config import DATA_DIR, PROJECT_ROOT
+from ettcore import bundled, cli, store
+from ettcore.config import PROJECT_ROOT
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import SACCT_FORMAT, import_sacct
 
-MULTI = DATA_DIR / "slurm-multinode"
+MULTI = bundled.SLURM_MULTINODE
 START = PROJECT_ROOT / "tools" / "slurm" / "start.sh"
 
 
@@ -107,12 +107,12 @@ def test_ett_nodes_on_the_campaign(kept_in, tmp_path, capsys):
 
 def test_readme_states_the_campaign():
     readme = (MULTI / "README.md").read_text()
-    campaign = json.loads((MULTI / "campaign.json").read_text())
-    assert campaign["slurm_version"] in readme.replace("Slurm ", "slurm-wlm ")
+    campaign = bundled.slurm_campaign(MULTI)
+    assert campaign.slurm_version in readme.replace("Slurm ", "slurm-wlm ")
     assert "make slurm-multinode" in readme and "--rebuild" in readme
-    kinds = [e["event"] for e in campaign["events"]]
+    kinds = [e["event"] for e in campaign.events]
     assert kinds.index("node_crashed") < kinds.index("node_down") < kinds.index("node_resume")
-    crash = next(e for e in campaign["events"] if e["event"] == "node_crashed")
+    crash = next(e for e in campaign.events if e["event"] == "node_crashed")
     assert crash["node"] == "node3" and sorted(crash["running_jobs"]) == ["2", "3", "6", "7"]
 
 

@@ -1,4 +1,4 @@
-"""The metric on Apache Spark gives the DuckDB metric's answers (issue 7).
+"""The metric on Apache Spark gives the DuckDB metric's answers.
 
 The translation rules (no Spark needed) are tested first.  The equality tests
 need pyspark and Java; they are skipped without them.  They start one local
@@ -235,7 +235,7 @@ def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
 @needs_spark
 @spark_group
 def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
-    """--since/--until, exclusion windows (all jobs, a label, one job, overlapping) and rolling trends (issue 17)."""
+    """--since/--until, exclusion windows (all jobs, a label, one job, overlapping) and rolling trends."""
     from ettcore.engines import spark as sp
 
     ex = tmp_path / "ex.csv"

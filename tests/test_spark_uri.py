@@ -370,7 +370,7 @@ def test_cli_summarize_and_trend_by_uri(session, sample_parquet, capsys):
     assert "use --engine spark" in capsys.readouterr().err
 
 
-# --------------------------------------------------------------------------- (f) exports as tools write them (issue 16)
+# --------------------------------------------------------------------------- (f) exports as tools write them
 
 
 @needs_spark

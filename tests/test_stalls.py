@@ -1,7 +1,7 @@
-"""Stalls (issue 17): train spans whose data cursor stood still longer than a threshold; reporting only.
+"""Stalls: train spans whose data cursor stood still longer than a threshold; reporting only.
 
 The SQL (``ettcore.metric.stalls``) is compared with the plain-Python reference
-(:func:`ettcore.metric.reference.reference_stalls`) on random traces (SYNTHETIC; flat cursors and uneven paces are
+(:func:`reference.reference_stalls`) on random traces (SYNTHETIC; flat cursors and uneven paces are
 common there) with random windows and thresholds, and pinned on a hand-made job with one hang.  The metric's own figures
 must not change with the threshold.
 """
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+import reference as ref  # tests/reference.py, the plain-Python oracle
 from hypothesis import event, given
 from hypothesis import strategies as st
 from test_metric_properties import _ms, _settings, sql_window
@@ -23,7 +24,6 @@ from trace_strategies import train_spans, write_trace_folder
 from ettcore import metric
 from ettcore.cli import main
 from ettcore.errors import TraceError
-from ettcore.metric import reference as ref
 from ettcore.metric import stalls
 from ettcore.trace import load_trace
 

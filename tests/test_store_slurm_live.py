@@ -1,4 +1,4 @@
-"""Real Slurm polled into a fleet store: ``ett ingest STORE --slurm`` every few seconds while jobs run (issue 28).
+"""Real Slurm polled into a fleet store: ``ett ingest STORE --slurm`` every few seconds while jobs run.
 
 No mock and no recorded output: the cluster is the one ``.ci/run`` starts (``SLURM_CONF``), or one started here by
 ``tools/slurm/start.sh`` (``tests/test_slurm_integration.py``'s ``cluster``); where Slurm cannot run the test is

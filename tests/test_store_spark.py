@@ -1,4 +1,4 @@
-"""A fleet store read by Spark through its Parquet mirror gives the store's own figures (issue 28).
+"""A fleet store read by Spark through its Parquet mirror gives the store's own figures.
 
 The mirror (ettcore.store.parquet_mirror writes it, ettcore.engines.spark.mirror reads it) holds a folder of Parquet
 files a refresh and a pointer, CURRENT.json, replaced atomically once its folders are complete.  The tests without

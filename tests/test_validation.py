@@ -1,4 +1,4 @@
-"""Every kind of bad input gets a problem that names its file, row and field (trace spec + issue 2, point 6)."""
+"""Every kind of bad input gets a problem that names its file, row and field (the trace spec, docs/trace-format.md)."""
 
 from __future__ import annotations
 

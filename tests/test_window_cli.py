@@ -1,4 +1,4 @@
-"""Windows and exclusions through the ``ett`` command and the exclusion-file reader (issue 17).
+"""Windows and exclusions through the ``ett`` command and the exclusion-file reader.
 
 On the bundled sample trace (SYNTHETIC), whose job ``worked-example`` is the spec's worked example: the window
 clips each job instant by instant and keeps the job's own classification; ``summarize --json`` keeps its field

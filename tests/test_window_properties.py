@@ -1,10 +1,10 @@
-"""Property tests of measurement windows: ``--since``/``--until``, exclusion windows and rolling trends (issue 17).
+"""Property tests of measurement windows: ``--since``/``--until``, exclusion windows and rolling trends.
 
 Random valid traces (``tests/trace_strategies.py``, SYNTHETIC) with a random analysis window (either end open,
 often on a recorded boundary, sometimes outside the trace) and zero to three exclusion windows (overlapping each
 other or not, for all jobs, one job id, an unknown job id, or a label value) are measured by the SQL
 (:func:`ettcore.metric.set_window` on a loaded trace) and compared with the plain-Python reference
-(:mod:`ettcore.metric.reference`, which cuts each job's pieces at the window bounds and keeps those whose midpoint is
+(``tests/reference.py``, which cuts each job's pieces at the window bounds and keeps those whose midpoint is
 measured) to the millisecond: every per-job figure, every L2 cell, the fleet and group rows, the calendar trend and
 the rolling trend.  A second property cuts time into a random partition of windows and checks that the windows
 add up to the whole (per job, per L2 cell, for the fleet and per trend bucket), with the same exclusions.
@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+import reference as ref  # tests/reference.py, the plain-Python oracle
 from hypothesis import event, given
 from hypothesis import strategies as st
 from test_metric_properties import (
@@ -40,7 +41,6 @@ from test_metric_properties import (
 from trace_strategies import traces, write_trace_folder
 
 from ettcore import metric
-from ettcore.metric import reference as ref
 from ettcore.trace import load_trace
 
 HOUR = 3_600_000

@@ -2,7 +2,7 @@
 
 A generated trace is SYNTHETIC test data: a dict ``{"jobs": list | None,
 "attempts": list, "spans": list}`` of plain dicts with integer-millisecond
-UTC timestamps, the input format of :mod:`ettcore.metric.reference`.
+UTC timestamps, the input format of :mod:`reference` (``tests/reference.py``).
 
 What the strategies produce (each on purpose):
 

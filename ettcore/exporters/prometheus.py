@@ -474,7 +474,7 @@ def exposition(
     yield from live_families(trace, **live)
 
 
-# --------------------------------------------------------------------------- live hang detection (issue 29)
+# --------------------------------------------------------------------------- live hang detection
 
 
 def live_families(

@@ -3,7 +3,7 @@
 Every number is computed by the DuckDB queries in ``ettcore/sql/metric/`` (one
 query a file, named after what it returns) and returned as a Polars frame.
 The definitions are in ``docs/metric.md``; the plain-Python oracle the tests
-compare against is :mod:`ettcore.metric.reference`.
+compare against is ``tests/reference.py``.
 
 The views are built once per trace, in this order::
 

@@ -15,7 +15,7 @@ For each job running at the as-of time (its current attempt is ``running`` then;
 State (:data:`STATES`): ``starting`` when the current attempt has not advanced yet (start-up and restore are
 TTS/TTR, not judged here); ``hung`` when the progress age exceeds the threshold; ``slow`` when not hung and the recent
 step time exceeds :data:`SLOW_FACTOR` x the median step time; else ``advancing``.  The query is
-``ettcore/sql/metric/live_progress.sql``; :func:`ettcore.metric.reference.reference_live` is its plain-Python
+``ettcore/sql/metric/live_progress.sql``; ``reference_live`` of ``tests/reference.py`` is its plain-Python
 reference.
 
 Per rank: when the integrations kept each rank's last progress (``progress/<job>-rank-NNNNN.json`` in the run folder,

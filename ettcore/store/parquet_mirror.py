@@ -1,4 +1,4 @@
-"""Publishing a fleet store's Parquet mirror, which Spark reads (:mod:`ettcore.engines.spark.mirror`; issue 28).
+"""Publishing a fleet store's Parquet mirror, which Spark reads (:mod:`ettcore.engines.spark.mirror`).
 
 The mirror's layout and pointer are :mod:`ettcore.engines.mirror_format`'s: a folder ``ingest-<N>`` of Parquet files
 a refresh that inserted rows, and ``CURRENT.json``, the pointer to the last published state.  :func:`publish` is

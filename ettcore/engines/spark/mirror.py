@@ -1,4 +1,4 @@
-"""A fleet store's Parquet mirror read by Spark: the store's figures, beyond one machine (issue 28).
+"""A fleet store's Parquet mirror read by Spark: the store's figures, beyond one machine.
 
 The mirror's layout and pointer are :mod:`ettcore.engines.mirror_format`'s.  A reader takes the pointer
 (``CURRENT.json``) once and reads only the folders it names, so a folder written after it, or half written, is never

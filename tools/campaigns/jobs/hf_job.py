@@ -1,6 +1,6 @@
 """A tiny Hugging Face Trainer job with the ETT callback: one try of it per process (run by the tests).
 
-    python ettcore/demo/jobs/hf_job.py --run-dir R --work W --try N [--crash-at S] [--sigterm-at S] [--compile]
+    python tools/campaigns/jobs/hf_job.py --run-dir R --work W --try N [--crash-at S] [--sigterm-at S] [--compile]
 
 A GPT-2 language model built from a config (one layer, 32-wide, 64-token
 vocabulary: no weights are downloaded; run offline) on generated token
@@ -31,8 +31,8 @@ torch.set_num_threads(1)
 from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments  # noqa: E402
 from transformers.trainer_utils import get_last_checkpoint  # noqa: E402
 
-from ettcore.demo.jobs.ground_truth import EventLog, job_arguments  # noqa: E402
 from ettcore.integrations.huggingface import ETTCallback  # noqa: E402
+from tools.campaigns.jobs.ground_truth import EventLog, job_arguments  # noqa: E402
 
 STEP_PAD_S = 0.02
 

@@ -1,6 +1,7 @@
 """A tiny PyTorch Lightning job with the ETT callback: one try of it per process (run by the tests).
 
-    python ettcore/demo/jobs/lightning_job.py --run-dir R --work W --try N [--crash-at S] [--sigterm-at S] [--compile]
+    python tools/campaigns/jobs/lightning_job.py --run-dir R --work W --try N \\
+        [--crash-at S] [--sigterm-at S] [--compile]
 
 A small MLP on generated regression data, a step padded to about 20 ms with a
 sleep (so that a step is long against the framework's own per-step work and
@@ -29,8 +30,8 @@ import lightning as L  # noqa: E402
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from ettcore.demo.jobs.ground_truth import EventLog, job_arguments  # noqa: E402
 from ettcore.integrations.lightning import ETTCallback  # noqa: E402
+from tools.campaigns.jobs.ground_truth import EventLog, job_arguments  # noqa: E402
 
 STEP_PAD_S = 0.02
 

@@ -47,6 +47,8 @@ from typing import Any, Callable
 
 import polars as pl
 
+from tools.campaigns import checkout_on_path
+
 
 class EventLog:
     """The training script's own log (one unbuffered ``os.write`` a line)."""
@@ -112,7 +114,8 @@ def job_arguments(doc: str) -> argparse.Namespace:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
+    """The environment of a job's process: one thread, offline, unbuffered, this checkout importable."""
+    env = checkout_on_path(dict(os.environ))
     env.update(
         {
             "OMP_NUM_THREADS": "1",

@@ -2,10 +2,10 @@
 
 Regenerate (needs the ``lightning`` extra)::
 
-    .venv/bin/python -m ettcore.demo.framework_run
+    .venv/bin/python -m tools.campaigns.framework_run
 
 It runs the tiny Lightning job the integration tests run
-(``ettcore/demo/jobs/lightning_job.py``: the ETT callback is its only
+(``tools/campaigns/jobs/lightning_job.py``: the ETT callback is its only
 instrumentation) as three processes, like a job a scheduler restarts: the
 first crashes after step 25, the second resumes from the step-20 checkpoint
 and is preempted (SIGTERM) after step 45, the third resumes from step 40 and
@@ -17,9 +17,10 @@ completes 60 steps.  It keeps, in ``data/framework-run``:
   evaluations, and the test's clock around each process (``runs.json``):
   the ground truth, kept apart from the callback;
 - ``runs.json``  the processes, the ground truth computed from them
-  (``ettcore/demo/jobs/ground_truth.py``), the trace's values and the tolerances.
+  (``tools/campaigns/jobs/ground_truth.py``), the trace's values and the tolerances.
 
-:func:`load` and :func:`comparison` read it back without PyTorch.
+:func:`ettcore.bundled.framework_run` and :func:`ettcore.bundled.framework_run_comparison` read it back without
+PyTorch.
 """
 
 from __future__ import annotations
@@ -28,33 +29,29 @@ import argparse
 import json
 import shutil
 import tempfile
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from ettcore.atomic import atomic_path, write_text
-from ettcore.config import DATA_DIR
-from ettcore.demo.jobs import JOBS_DIR
-from ettcore.demo.jobs import ground_truth as gt
+from ettcore.bundled import FRAMEWORK_RUN
 from ettcore.vocabulary import VOCABULARY
+from tools.campaigns.jobs import JOBS_DIR
+from tools.campaigns.jobs import ground_truth as gt
 
-FRAMEWORK_RUN_DIR = DATA_DIR / "framework-run"
-COMMAND = ".venv/bin/python -m ettcore.demo.framework_run"
+COMMAND = ".venv/bin/python -m tools.campaigns.framework_run"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}
 # the end reason of each try of PLAN: the crash is a failure and the SIGTERM a preemption (the vocabulary's two
 # interruptions, in order), the last try completes
 REASONS = [*VOCABULARY.interruptions, *VOCABULARY.role("completion")]
 
 
-def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
+def run(out_dir: str | Path = FRAMEWORK_RUN) -> dict[str, Any]:
     """Run the three tries and replace ``out_dir``'s ``recorder/``, ``trace/``, ``events.csv`` and ``runs.json``."""
     from importlib import metadata
 
-    from ettcore.demo.live_job import _machine
     from ettcore.importers.recorder import convert
+    from tools.campaigns.live_job import _machine
 
     out_dir = Path(out_dir)
     started = datetime.now(timezone.utc)
@@ -97,90 +94,9 @@ def run(out_dir: str | Path = FRAMEWORK_RUN_DIR) -> dict[str, Any]:
     return result
 
 
-@dataclass(frozen=True)
-class FrameworkRun:
-    """The bundled run: where its trace is, its ground truth, and how they compared when it was made."""
-
-    trace_dir: Path
-    ground_truth: dict[str, Any]
-    processes: list[dict[str, Any]]
-    comparison: list[dict[str, Any]]
-    versions: dict[str, str]
-    machine: dict[str, Any]
-    generated_by: str
-
-
-def load(directory: str | Path = FRAMEWORK_RUN_DIR) -> FrameworkRun:
-    """Read the bundled run (no PyTorch needed)."""
-    directory = Path(directory)
-    data = json.loads((directory / "runs.json").read_text(encoding="utf-8"))
-    return FrameworkRun(
-        trace_dir=directory / "trace",
-        ground_truth=data["ground_truth"],
-        processes=data["processes"],
-        comparison=data["comparison"],
-        versions=data["versions"],
-        machine=data["machine"],
-        generated_by=data["generated_by"],
-    )
-
-
-def trace_values(trace_dir: str | Path) -> dict[str, Any]:
-    """What the trace says, through :func:`ettcore.metric.job_summary` and its spans (the comparison's trace side)."""
-    from ettcore import metric
-    from ettcore.trace.load import load_trace
-
-    trace_dir = Path(trace_dir)
-    row = metric.job_summary(load_trace(trace_dir)).row(0, named=True)
-    spans = pl.read_parquet(trace_dir / "spans.parquet").with_columns(
-        s=(pl.col("end") - pl.col("start")).dt.total_microseconds() / 1e6
-    )
-    train = spans.filter(pl.col("phase") == "train")
-    attempts = pl.read_parquet(trace_dir / "attempts.parquet").sort("attempt")
-    return {
-        "wall_s": row["wall_s"],
-        "NoF": row["nof"],
-        "end reasons": attempts["end_reason"].to_list(),
-        "final cursor (step)": train["cursor_end"].max(),
-        "productive_s": row["productive_s"],
-        "replay_s": float(train["s"].sum()) - row["productive_s"],
-        "ttr_total_s": row["ttr_total_s"],
-    }
-
-
-def comparison(directory: str | Path = FRAMEWORK_RUN_DIR) -> pl.DataFrame:
-    """Ground truth against the trace, one row a quantity: the trace side recomputed now from the bundled trace."""
-    fr = load(directory)
-    now = trace_values(fr.trace_dir)
-
-    def fmt(v: Any, exact: bool) -> str:
-        return f"{float(v):.0f}" if exact else f"{float(v):.3f}"
-
-    rows = []
-    for c in fr.comparison:
-        if c["quantity"] not in now:
-            continue
-        truth, trace = c["truth"], now[c["quantity"]]
-        numeric = isinstance(truth, (int, float)) and not isinstance(truth, bool)
-        exact = c["tolerance"] == 0
-        rows.append(
-            {
-                "quantity": c["quantity"],
-                "ground truth": fmt(truth, exact) if numeric else ", ".join(truth),
-                "trace": fmt(trace, exact) if numeric else ", ".join(trace),
-                "difference": f"{float(trace) - float(truth):+.3f}" if numeric and not exact else "",
-                "tolerance": "exact" if c["tolerance"] == 0 else f"{c['tolerance']:.3f}",
-                "within": (truth == trace)
-                if c["tolerance"] == 0
-                else abs(float(trace) - float(truth)) <= c["tolerance"],
-            }
-        )
-    return pl.DataFrame(rows)
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Regenerate data/framework-run (needs the lightning extra).")
-    ap.add_argument("--out", type=Path, default=FRAMEWORK_RUN_DIR)
+    ap.add_argument("--out", type=Path, default=FRAMEWORK_RUN)
     args = ap.parse_args(argv)
     result = run(args.out)
     print(f"wrote {args.out}: " + ", ".join(f"{c['quantity']} {c['trace']}" for c in result["comparison"]))

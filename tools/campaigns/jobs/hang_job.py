@@ -1,13 +1,13 @@
-"""A tiny PyTorch job that trains, then hangs (or slows down): for live hang detection's tests and demos (issue 29).
+"""A tiny PyTorch job that trains, then hangs (or slows down): for live hang detection's tests and demos.
 
 Under ``torchrun`` (through the project's wrapper, so the agent's attempts are recorded)::
 
     python -m ettcore.integrations.torchrun --run-dir RUN --job-id J -- --standalone --nproc-per-node 2 \\
-        ettcore/demo/jobs/hang_job.py --hang-after 20 --hang-rank 1
+        tools/campaigns/jobs/hang_job.py --hang-after 20 --hang-rank 1
 
 or as one process (no ``torchrun``, no process group; the job id from ``ETT_JOB_ID`` or the run folder's name)::
 
-    ETT_RUN_DIR=RUN ETT_JOB_ID=J python ettcore/demo/jobs/hang_job.py --slow-after 200 --slow-factor 6
+    ETT_RUN_DIR=RUN ETT_JOB_ID=J python tools/campaigns/jobs/hang_job.py --slow-after 200 --slow-factor 6
 
 Each rank trains its own copy of a linear model on synthetic data (training data SYNTHETIC), one step about
 ``--step-s`` seconds (padded with a sleep), and averages its gradients with the other ranks (``all_reduce``, gloo)

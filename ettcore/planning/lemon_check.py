@@ -1,6 +1,9 @@
 """Recall and false alarms of the lemon-node flag (:mod:`ettcore.metric.nodes`) on SYNTHETIC fleets with planted
 bad nodes (:mod:`ettcore.synthetic.lemons`).
 
+It lives in planning, above both the metric and the synthetic generator, so that the metric never depends on the
+generator; it says how far a fleet owner may trust the flag before acting on it.
+
 The flag's settings (``alpha = 0.01``, Bonferroni, the default causes) and the fleet's shape were chosen looking at
 seeds 0-4 (:data:`TUNING_SEEDS`); the table of the docs and the notebook is computed on :data:`EVAL_SEEDS`, the test
 bounds on :data:`TEST_SEEDS`, neither of which was looked at while choosing.

@@ -2,11 +2,11 @@
 
 Run (needs the ``torch`` extra; a few minutes on a 2-core CPU machine)::
 
-    .venv/bin/python -m ettcore.demo.live_job          # or: ett live-job
+    .venv/bin/python -m tools.campaigns.live_job          # or: ett live-job
 
-It runs the baseline and the optimized job (:mod:`ettcore.demo.conditions`)
+It runs the baseline and the optimized job (:mod:`tools.campaigns.conditions`)
 side by side (so both see the same load on a shared machine; ``--sequential``
-for one after the other) through :mod:`ettcore.demo.supervisor`, converts the
+for one after the other) through :mod:`tools.campaigns.supervisor`, converts the
 recorder files of both into one trace, and replaces the bundled results in
 ``data/live-job``:
 
@@ -15,7 +15,7 @@ recorder files of both into one trace, and replaces the bundled results in
 - ``runs.json``  per run: conditions, supervisor ground truth; the machine;
   the recorder's conversion notes; and :func:`measurements` of the trace.
 
-:func:`load_live_job` gives a notebook everything it needs without PyTorch.
+:func:`ettcore.bundled.live_job` reads the results back without PyTorch.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -38,12 +37,11 @@ from typing import Any
 import polars as pl
 
 from ettcore.atomic import atomic_path, write_text
-from ettcore.config import DATA_DIR
-from ettcore.demo.conditions import RunConditions, paired
+from ettcore.bundled import LIVE_JOB
 from ettcore.importers.recorder import convert
+from tools.campaigns.conditions import RunConditions, paired
 
-LIVE_JOB_DIR = DATA_DIR / "live-job"
-COMMAND = ".venv/bin/python -m ettcore.demo.live_job"
+COMMAND = ".venv/bin/python -m tools.campaigns.live_job"
 
 
 def _machine() -> dict[str, Any]:
@@ -149,7 +147,7 @@ def measurements(trace_dir: str | Path) -> dict[str, Any]:
 
 
 def run_pair(
-    out_dir: str | Path = LIVE_JOB_DIR,
+    out_dir: str | Path = LIVE_JOB,
     *,
     work: str | Path | None = None,
     keep_work: bool = False,
@@ -166,7 +164,7 @@ def run_pair(
     outlasts the optimized one it has the machine to itself, which favours the
     baseline.
     """
-    from ettcore.demo.supervisor import run_job
+    from tools.campaigns.supervisor import run_job
 
     out_dir = Path(out_dir)
     work_root = Path(work) if work else Path(tempfile.mkdtemp(prefix="ett-live-job-"))
@@ -198,7 +196,7 @@ def run_pair(
             "synthetic": False,
             "measured": True,
             "training_data": "synthetic click data (generated)",
-            "source": f"ettcore.demo.live_job, measured on this machine ({COMMAND})",
+            "source": f"tools.campaigns.live_job, measured on this machine ({COMMAND})",
             "machine": _machine(),
             "started_utc": started.isoformat(),
         }
@@ -225,7 +223,7 @@ def run_pair(
             shutil.rmtree(work_root, ignore_errors=True)
 
 
-def rebuild(out_dir: str | Path = LIVE_JOB_DIR) -> dict[str, Any]:
+def rebuild(out_dir: str | Path = LIVE_JOB) -> dict[str, Any]:
     """Re-convert the bundled recorder files into ``trace/`` and recompute the measurements (no PyTorch, no rerun).
 
     For when the conversion changes; the runs' conditions and ground truth are kept as measured.
@@ -239,34 +237,6 @@ def rebuild(out_dir: str | Path = LIVE_JOB_DIR) -> dict[str, Any]:
     result["measurements"] = measurements(out_dir / "trace")
     write_text(out_dir / "runs.json", json.dumps(result, indent=2, sort_keys=True) + "\n")
     return result
-
-
-@dataclass(frozen=True)
-class LiveJob:
-    """The bundled live-job results: where the trace is, and what the notebook needs beside it."""
-
-    trace_dir: Path
-    conditions: dict[str, RunConditions]
-    ground_truth: dict[str, dict[str, Any]]
-    measurements: dict[str, Any]
-    machine: dict[str, Any]
-    recorder_notes: list[str]
-    generated_by: str
-
-
-def load_live_job(directory: str | Path = LIVE_JOB_DIR) -> LiveJob:
-    """Read the bundled results (no PyTorch): run conditions, supervisor ground truth, measurements."""
-    directory = Path(directory)
-    data = json.loads((directory / "runs.json").read_text(encoding="utf-8"))
-    return LiveJob(
-        trace_dir=directory / "trace",
-        conditions={v: RunConditions.from_dict(r["conditions"]) for v, r in data["runs"].items()},
-        ground_truth={v: r["ground_truth"] for v, r in data["runs"].items()},
-        measurements=data["measurements"],
-        machine=data["machine"],
-        recorder_notes=data["recorder_notes"],
-        generated_by=data["generated_by"],
-    )
 
 
 def _cli(args: argparse.Namespace) -> int:
@@ -301,7 +271,7 @@ def _cli(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p.add_argument("--out", type=Path, default=LIVE_JOB_DIR, help="results folder (default: data/live-job)")
+    p.add_argument("--out", type=Path, default=LIVE_JOB, help="results folder (default: data/live-job)")
     p.add_argument(
         "--work", type=Path, default=None, help="work folder for checkpoints and caches (default: a temporary one)"
     )

@@ -1,14 +1,14 @@
 """One attempt of the live training job, instrumented with the recorder (needs PyTorch).
 
-Run as a process by :mod:`ettcore.demo.supervisor`::
+Run as a process by :mod:`tools.campaigns.supervisor`::
 
-    python -m ettcore.demo.attempt --conditions C.json --attempt N --work DIR --recorder DIR --spawn-t T
+    python -m tools.campaigns.attempt --conditions C.json --attempt N --work DIR --recorder DIR --spawn-t T
 
-and as a Slurm batch job's program (:mod:`ettcore.demo.slurm_fleet`), where the
+and as a Slurm batch job's program (:mod:`tools.campaigns.slurm_fleet`), where the
 job id and the attempt come from Slurm's environment (the recorder picks up
 ``SLURM_JOB_ID`` and ``SLURM_RESTART_COUNT``)::
 
-    python -m ettcore.demo.attempt --slurm --conditions C.json --work DIR --recorder DIR --spawn-t T
+    python -m tools.campaigns.attempt --slurm --conditions C.json --work DIR --recorder DIR --spawn-t T
 
 What it records (phases and stages of the trace spec):
 
@@ -62,9 +62,9 @@ import torch.distributed.checkpoint as dcp  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict  # noqa: E402
 
-from ettcore.demo.conditions import RunConditions  # noqa: E402
-from ettcore.demo.recsys import ClickData, ClickModel, ModelShape  # noqa: E402
 from ettcore.integrations.recorder import Recorder  # noqa: E402
+from tools.campaigns.conditions import RunConditions  # noqa: E402
+from tools.campaigns.recsys import ClickData, ClickModel, ModelShape  # noqa: E402
 
 T_IMPORTED = time.time()  # interpreter started and torch imported
 
@@ -257,7 +257,7 @@ def run(cond: RunConditions, attempt: int | None, work: Path, recorder_dir: Path
     )
     attempt = rec.attempt
     if under_slurm:  # no supervisor here to describe the job
-        from ettcore.demo.supervisor import MODEL_NAME
+        from tools.campaigns.supervisor import MODEL_NAME
 
         rec.job(model=MODEL_NAME, gpus=1, variant=cond.variant, device="cpu", plan_job=cond.job_id)
     rec.span("hardware_setup", spawn_t, max(T_IMPORTED, spawn_t), stage="process_launch")

@@ -1,7 +1,7 @@
 """Run a job's attempts as separate processes; induce failures; restart; keep ground truth (no PyTorch here).
 
 The supervisor plays the scheduler and the cluster: it spawns each attempt of
-:mod:`ettcore.demo.attempt` as a fresh Python process (own empty
+:mod:`tools.campaigns.attempt` as a fresh Python process (own empty
 ``TORCHINDUCTOR_CACHE_DIR``, so nothing compiled survives a restart unless
 the run's compile cache carries it), waits for it, records the attempt's
 start (spawn) and end (reap) with a :class:`~ettcore.integrations.recorder.Recorder`
@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ettcore.config import PACKAGE_DIR
-from ettcore.demo.conditions import RunConditions
 from ettcore.integrations.recorder import Recorder
+from tools.campaigns import checkout_on_path
+from tools.campaigns.conditions import RunConditions
 
 MODEL_NAME = "click-dlrm-small"
 
@@ -47,11 +47,8 @@ class AttemptCrashed(RuntimeError):
 
 
 def _child_env(cache_dir: Path, threads: int) -> dict[str, str]:
-    env = dict(os.environ)
+    env = checkout_on_path(dict(os.environ))
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(PACKAGE_DIR.parent)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-    )
     env["OMP_NUM_THREADS"] = str(threads)  # few intra-op threads: no spin-waiting when the cores are shared
     return env
 
@@ -94,7 +91,7 @@ def run_job(
         cmd = [
             python,
             "-m",
-            "ettcore.demo.attempt",
+            "tools.campaigns.attempt",
             "--conditions",
             str(work / "conditions.json"),
             "--attempt",

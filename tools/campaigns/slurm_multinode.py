@@ -3,8 +3,8 @@
 Run (needs the project's Slurm cluster with three nodes, ``ETT_SLURM_NODES=3 tools/slurm/start.sh``;
 ``make slurm-multinode`` starts a fresh one of its own, runs this and stops it)::
 
-    SLURM_CONF=... .venv/bin/python -m ettcore.demo.slurm_multinode          # about two minutes
-    .venv/bin/python -m ettcore.demo.slurm_multinode --rebuild   # re-import the bundled sacct export only
+    SLURM_CONF=... .venv/bin/python -m tools.campaigns.slurm_multinode          # about two minutes
+    .venv/bin/python -m tools.campaigns.slurm_multinode --rebuild   # re-import the bundled sacct export only
 
 What it does (:func:`plan` lists the jobs, :func:`run_campaign` submits them and
 injects the failure):
@@ -41,11 +41,10 @@ from pathlib import Path
 from typing import Any
 
 from ettcore.atomic import atomic_path
-from ettcore.config import DATA_DIR
-from ettcore.demo.slurm_fleet import _machine, _run, _slurm_config, _squeue, export
+from ettcore.bundled import SLURM_MULTINODE
 from ettcore.importers.slurm import export_commands
+from tools.campaigns.slurm_fleet import _machine, _run, _slurm_config, _squeue, export
 
-MULTINODE_DIR = DATA_DIR / "slurm-multinode"
 COMMAND = "make slurm-multinode"
 NODES = 3  # ETT_SLURM_NODES of the campaign's cluster
 FAILED_NODE = "node3"
@@ -158,7 +157,7 @@ def _wait(what: str, cond, timeout_s: float = 120.0) -> None:
         time.sleep(0.5)
 
 
-def run_campaign(out_dir: Path = MULTINODE_DIR, work: Path | None = None) -> dict[str, Any]:
+def run_campaign(out_dir: Path = SLURM_MULTINODE, work: Path | None = None) -> dict[str, Any]:
     """Submit :func:`plan`, fail and resume node3, wait, export, bundle into ``out_dir`` (replaced)."""
     conf = Path(os.environ.get("SLURM_CONF", ""))
     if not conf.is_file():
@@ -253,7 +252,7 @@ def run_campaign(out_dir: Path = MULTINODE_DIR, work: Path | None = None) -> dic
     return campaign
 
 
-def rebuild(out_dir: Path = MULTINODE_DIR) -> Path:
+def rebuild(out_dir: Path = SLURM_MULTINODE) -> Path:
     """Re-import ``sacct.txt`` into ``trace/`` (no Slurm)."""
     from ettcore.importers.frames import write_import
     from ettcore.importers.slurm import import_sacct
@@ -276,7 +275,7 @@ def rebuild(out_dir: Path = MULTINODE_DIR) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=MULTINODE_DIR, help="results folder (default: data/slurm-multinode)")
+    ap.add_argument("--out", type=Path, default=SLURM_MULTINODE, help="results folder (default: data/slurm-multinode)")
     ap.add_argument("--work", type=Path, default=None, help="work folder (job scripts, logs; default: a temporary one)")
     ap.add_argument("--rebuild", action="store_true", help="only re-import the bundled export (no Slurm)")
     args = ap.parse_args(argv)

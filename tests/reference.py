@@ -1,8 +1,8 @@
 """Plain-Python reference implementation of the ETT metric (trace spec, sections 3-6).
 
 This module is the *oracle* the property tests compare the DuckDB SQL
-implementation against.  It is written independently of the SQL and is
-deliberately slow and obvious: for each job it collects every time boundary
+implementation against; it lives beside them (``tests/``, imported as ``reference``), not in the package.  It is
+written independently of the SQL and is deliberately slow and obvious: for each job it collects every time boundary
 (attempt ends, span ends, replay splits, as-of time, calendar boundaries),
 cuts the job's wall time ``[T0, T1)`` into elementary intervals, and
 classifies each elementary interval by testing its midpoint against the

@@ -30,7 +30,7 @@ class RunConditions:
     archive lives (default: the job's work folder; a fleet shares one across the
     jobs of one model).
 
-    Under a scheduler (``python -m ettcore.demo.attempt --slurm``) the scheduler
+    Under a scheduler (``python -m tools.campaigns.attempt --slurm``) the scheduler
     restarts attempts, so failures are given by step instead: ``crash_at_steps``,
     each a step at which the attempt exits with status ``crash_exit`` the first
     time any attempt of the job reaches it (a marker in the work folder

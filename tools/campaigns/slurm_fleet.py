@@ -3,8 +3,8 @@
 Run (needs the ``torch`` extra and the project's Slurm cluster, ``tools/slurm/start.sh``;
 ``make slurm-fleet`` does both, on a fresh cluster of its own)::
 
-    SLURM_CONF=... .venv/bin/python -m ettcore.demo.slurm_fleet          # about an hour on 2 cores
-    .venv/bin/python -m ettcore.demo.slurm_fleet --rebuild   # re-import the bundled sacct + recorder files only
+    SLURM_CONF=... .venv/bin/python -m tools.campaigns.slurm_fleet          # about an hour on 2 cores
+    .venv/bin/python -m tools.campaigns.slurm_fleet --rebuild   # re-import the bundled sacct + recorder files only
 
 What it does (:func:`plan` lists the jobs, :func:`run_campaign` submits them and
 injects the events):
@@ -26,7 +26,7 @@ injects the events):
   and writes ``campaign.json`` (plan, injected events with times, machine, Slurm
   version, configuration) into ``data/slurm-fleet``.
 
-Every training job is :mod:`ettcore.demo.attempt` (``--slurm``), the live job's
+Every training job is :mod:`tools.campaigns.attempt` (``--slurm``), the live job's
 instrumented PyTorch loop, with one intra-op thread.
 """
 
@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from ettcore.atomic import atomic_path
-from ettcore.config import DATA_DIR, PROJECT_ROOT
-from ettcore.demo.conditions import BASELINE, OPTIMIZED, RunConditions
+from ettcore.bundled import SLURM_FLEET
 from ettcore.importers.slurm import export_commands
+from tools.campaigns import CHECKOUT
+from tools.campaigns.conditions import BASELINE, OPTIMIZED, RunConditions
 
-FLEET_DIR = DATA_DIR / "slurm-fleet"
 COMMAND = "make slurm-fleet"
 REQUEUE_EXIT = 42  # tools/slurm/start.sh's default RequeueExit
 
@@ -151,11 +151,11 @@ def _script(p: JobPlan, work: Path, recorder: Path, python: str) -> str:
     lines += [
         "SPAWN_T=$(date +%s.%N)",
         "export OMP_NUM_THREADS=1",
-        f'export PYTHONPATH="{PROJECT_ROOT}${{PYTHONPATH:+:$PYTHONPATH}}"',
+        f'export PYTHONPATH="{CHECKOUT}${{PYTHONPATH:+:$PYTHONPATH}}"',
         f'export TORCHINDUCTOR_CACHE_DIR="{job_work}/inductor-$SLURM_JOB_ID-${{SLURM_RESTART_COUNT:-0}}"',
         'mkdir -p "$TORCHINDUCTOR_CACHE_DIR"',
         f'echo "run ${{SLURM_RESTART_COUNT:-0}} of $SLURM_JOB_ID ({name}) on $SLURMD_NODENAME at $SPAWN_T"',
-        f'exec {python} -m ettcore.demo.attempt --slurm --conditions "{cond}" --work "{job_work}" '
+        f'exec {python} -m tools.campaigns.attempt --slurm --conditions "{cond}" --work "{job_work}" '
         f'--recorder "{recorder}" --spawn-t "$SPAWN_T"',
     ]
     return "\n".join(lines) + "\n"
@@ -197,7 +197,7 @@ def _all_ended(parsable: str) -> bool:
 
 def _machine() -> dict[str, Any]:
     """The live job's machine description, with the CPU model."""
-    from ettcore.demo.live_job import _machine as live_job_machine
+    from tools.campaigns.live_job import _machine as live_job_machine
 
     m = live_job_machine()
     try:
@@ -226,7 +226,11 @@ def _slurm_config(conf: Path) -> dict[str, str]:
 
 
 def run_campaign(
-    out_dir: Path = FLEET_DIR, work: Path | None = None, *, python: str = sys.executable, deadline_s: float = 4 * 3600.0
+    out_dir: Path = SLURM_FLEET,
+    work: Path | None = None,
+    *,
+    python: str = sys.executable,
+    deadline_s: float = 4 * 3600.0,
 ) -> dict[str, Any]:
     """Submit :func:`plan`, inject the events, wait, export, bundle into ``out_dir`` (replaced)."""
     conf = Path(os.environ.get("SLURM_CONF", ""))
@@ -350,7 +354,7 @@ def export(raw: Path, start: str, *, settle_s: float = 10.0, timeout_s: float = 
 
 def ground_truth(work: Path) -> dict[str, Any]:
     """Per planned job and attempt, from the training loop's own step logs: first and last step, steps run."""
-    from ettcore.demo.supervisor import read_step_log
+    from tools.campaigns.supervisor import read_step_log
 
     out: dict[str, Any] = {}
     for job_dir in sorted((work / "jobs").iterdir()):
@@ -379,7 +383,7 @@ def bundle(work: Path, out_dir: Path, campaign: dict[str, Any]) -> None:
     rebuild(out_dir)
 
 
-def rebuild(out_dir: Path = FLEET_DIR) -> Path:
+def rebuild(out_dir: Path = SLURM_FLEET) -> Path:
     """Re-import ``sacct.txt`` with ``recorder/`` into ``trace/`` (no Slurm, no PyTorch)."""
     from ettcore.importers.frames import write_import
     from ettcore.importers.slurm import import_sacct
@@ -400,38 +404,6 @@ def rebuild(out_dir: Path = FLEET_DIR) -> Path:
     return write_import(out_dir / "trace", frames, report)
 
 
-@dataclass(frozen=True)
-class Campaign:
-    """The bundled campaign (no Slurm, no PyTorch): where its files are, and what was run and injected."""
-
-    trace_dir: Path
-    sacct: Path
-    slurm_version: str
-    started_utc: str
-    elapsed_s: float
-    machine: dict[str, Any]
-    plan: list[dict[str, Any]]
-    events: list[dict[str, Any]]
-    ground_truth: dict[str, Any]
-
-
-def load_campaign(directory: str | Path = FLEET_DIR) -> Campaign:
-    """Read ``campaign.json`` of a bundled campaign."""
-    directory = Path(directory)
-    c = json.loads((directory / "campaign.json").read_text(encoding="utf-8"))
-    return Campaign(
-        trace_dir=directory / "trace",
-        sacct=directory / "sacct.txt",
-        slurm_version=c["slurm_version"],
-        started_utc=c["started_utc"],
-        elapsed_s=c["elapsed_s"],
-        machine=c["machine"],
-        plan=c["plan"],
-        events=c["events"],
-        ground_truth=c["ground_truth"],
-    )
-
-
 def _cli(args: argparse.Namespace) -> int:
     if args.rebuild:
         out = rebuild(args.out)
@@ -449,7 +421,7 @@ def _cli(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=FLEET_DIR, help="results folder (default: data/slurm-fleet)")
+    ap.add_argument("--out", type=Path, default=SLURM_FLEET, help="results folder (default: data/slurm-fleet)")
     ap.add_argument(
         "--work", type=Path, default=None, help="work folder (checkpoints, logs; default: a temporary one, kept)"
     )

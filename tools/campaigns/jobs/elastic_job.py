@@ -1,6 +1,6 @@
 """A tiny two-worker DDP job for ``torchrun`` (run by the tests through ``python -m ettcore.integrations.torchrun``).
 
-    ... -- --standalone --nproc-per-node 2 --max-restarts 1 ettcore/demo/jobs/elastic_job.py --work W [--fail-at S]
+    ... -- --standalone --nproc-per-node 2 --max-restarts 1 tools/campaigns/jobs/elastic_job.py --work W [--fail-at S]
 
 Plain PyTorch (gloo, CPU): a linear model wrapped in DistributedDataParallel,
 a step padded to about 20 ms with a sleep, rank 0 saving a checkpoint every
@@ -27,8 +27,8 @@ import torch.distributed as dist  # noqa: E402
 
 torch.set_num_threads(1)
 
-from ettcore.demo.jobs.ground_truth import EventLog  # noqa: E402
 from ettcore.integrations.torchrun import record_worker  # noqa: E402
+from tools.campaigns.jobs.ground_truth import EventLog  # noqa: E402
 
 STEP_PAD_S = 0.02
 
