@@ -32,7 +32,9 @@ layers.
 
 Data beside the code, not imported as modules:
 
-- ``ettcore/sql/``       the metric's SQL (``sql/metric/``) and the data checks (``sql/checks/``), one query a file
+- ``ettcore/sql/``       the metric's SQL (``sql/metric/``), the data checks (``sql/checks/``), the loader's
+  default as-of and row accounting (``sql/load/``, both engines) and the store's statements and the span store's
+  typed read (``sql/store/``), one query or statement a file
 - ``ettcore/defaults/``  the vocabulary's YAML files (phases, causes, end reasons, tables), the one list of each
 - ``ettcore/schemas/``   the JSON Schemas of every ``ett ... --json`` answer
 

@@ -447,8 +447,9 @@ def sql_fragments(v: Vocabulary) -> dict[str, str]:
 
 def sql_lists(v: Vocabulary) -> dict[str, tuple[str, ...]]:
     """The lists a query file repeats a text over as ``{{each LIST: TEXT}}``: ``nof`` (``nof_failure``,
-    ``nof_preemption``: one count column an interrupting end reason)."""
-    return {"nof": v.nof_columns}
+    ``nof_preemption``: one count column an interrupting end reason) and ``tables`` (the trace's tables, ``jobs``,
+    ``attempts``, ``spans``: the fleet store keeps each one's rows and digest)."""
+    return {"nof": v.nof_columns, "tables": v.tables}
 
 
 #: The vocabulary of ``ettcore/defaults`` (or ``$ETT_DEFAULTS_DIR``): what every layer reads.

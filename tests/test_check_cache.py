@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from ettcore import metric
+from ettcore.config import SQL_DIR
 from ettcore.errors import TraceError
 from ettcore.trace import check_cache, checks, load_trace
 
@@ -213,6 +214,28 @@ def test_the_key_is_the_content(tmp_path):
     assert ka != check_cache.key([("jobs", b)], rows)
     assert ka != check_cache.key([("jobs", a)], [(1, "train", "training", "other")])
     assert check_cache.key([("jobs", tmp_path / "missing.csv")], rows) is None
+
+
+@pytest.mark.parametrize(
+    "edited,misses",
+    [
+        ("checks/spans_bad_values.sql", True),
+        ("load/row_accounting.sql", True),  # a verdict keeps the accounting and the latest instant
+        ("load/default_as_of.sql", True),
+        ("store/span_store.sql", True),  # the span store's screen decides which span checks run
+        ("store/train_overlap_suspects.sql", True),
+        ("store/job_digests.sql", False),  # the fleet store's statements, beside the span store's, check nothing
+        ("metric/job_summary.sql", False),
+    ],
+)
+def test_the_code_key_covers_the_sql_that_checks_and_nothing_else(edited, misses, tmp_path, monkeypatch):
+    copy = tmp_path / "sql"
+    shutil.copytree(SQL_DIR, copy)
+    monkeypatch.setattr(check_cache, "SQL_DIR", copy)
+    before = check_cache._code_digest()
+    with (copy / edited).open("a", encoding="utf-8") as f:
+        f.write("\n-- edited\n")
+    assert (check_cache._code_digest() != before) is misses
 
 
 def rewrite_around_the_read(monkeypatch, f: Path, *, before: bool) -> None:

@@ -72,11 +72,16 @@ def test_uri_detection(text, expected):
     assert engines.is_uri(text) is expected
 
 
-@pytest.mark.parametrize("name", check_names())
+@pytest.mark.parametrize(
+    "name",
+    [f"checks/{n}" for n in check_names()] + ["load/default_as_of", "load/row_accounting", "load/typed_row_counts"],
+)
 def test_every_check_translates_to_valid_spark_sql(name):
+    """The checks, the default as-of and the row accounting (with findings and without): each a file both engines
+    run."""
     import sqlglot
 
-    out = spark_sql(f"checks/{name}")
+    out = spark_sql(name)
     sqlglot.parse_one(out, read="spark")
     assert "::" not in out and "recursive :=" not in out.lower()
 

@@ -19,8 +19,9 @@ import duckdb
 
 from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap
+from ettcore.store import statements
+from ettcore.store.statements import Column
 from ettcore.trace.instants import DAY_MS, HOUR_MS
-from ettcore.trace.load import quote_ident
 from ettcore.vocabulary import VOCABULARY
 
 FORMAT = "ett-store"
@@ -176,18 +177,19 @@ def opened(path: Path, read_only: bool = True) -> Iterator[tuple[duckdb.DuckDBPy
 
 
 def has_table(con: duckdb.DuckDBPyConnection, table: str, db: str = "st") -> bool:
-    return bool(
-        con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE database_name = $d AND table_name = $t", {"d": db, "t": table}
-        ).fetchall()[0][0]
-    )
+    return bool(statements.value(con, "table_exists", {"database": db, "table": table}))
+
+
+def hash_probe(con: duckdb.DuckDBPyConnection) -> str:
+    """This DuckDB's hash() of :data:`HASH_PROBE`, as the metadata keeps it."""
+    return str(statements.value(con, "hash_probe", {"probe": HASH_PROBE}))
 
 
 def meta(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
     """The store's metadata; a store of another format version, or written by a DuckDB that hashes otherwise, is
     refused."""
     try:
-        rows = con.execute("SELECT key, value FROM st.ett_store").fetchall()
+        rows = statements.rows(con, "metadata")
     except duckdb.Error as exc:
         raise InputError(
             Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
@@ -205,8 +207,7 @@ def meta(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
                 "(ingest the sources into a new store)",
             )
         )
-    probe = str(con.execute("SELECT hash($p)", {"p": HASH_PROBE}).fetchall()[0][0])
-    if m.get("hash_probe") != probe:
+    if m.get("hash_probe") != hash_probe(con):
         raise InputError(
             Problem(
                 str(path),
@@ -231,70 +232,54 @@ def grid_of(grid: str | None) -> int:
 def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = GRID_MS) -> None:
     """The metadata tables of a new store (the rows and results tables take the loader's and the metric's columns
     on the first ingest)."""
-    con.execute("CREATE TABLE st.ett_store (key VARCHAR PRIMARY KEY, value VARCHAR)")
-    con.executemany(
-        "INSERT INTO st.ett_store VALUES (?, ?)",
-        [
-            ("format", FORMAT),
-            ("version", str(VERSION)),
-            ("grid_ms", str(grid_ms)),
-            ("phases", json.dumps(phase_map.rows())),
-            ("as_of_ms", ""),
-            ("synthetic", "false"),
-            ("description", ""),
-            ("hash_probe", str(con.execute("SELECT hash($p)", {"p": HASH_PROBE}).fetchall()[0][0])),
-        ],
-    )
-    con.execute(
-        "CREATE TABLE st.ett_ingests (ingest_id BIGINT, source VARCHAR, ingested_at TIMESTAMP, snapshot_ms BIGINT, "
-        "explicit_as_of BOOLEAN, as_of_ms BIGINT, inputs VARCHAR, jobs_read BIGINT, new BIGINT, changed BIGINT, "
-        "unchanged BIGINT, running_remeasured BIGINT, skipped_jobs BIGINT, seconds DOUBLE)"
-    )
-    con.execute("CREATE TABLE st.ett_removals (ingest_id BIGINT, source VARCHAR, removed_at TIMESTAMP, jobs BIGINT)")
-    con.execute("CREATE TABLE st.ett_notes (ingest_id BIGINT, source VARCHAR, job_id VARCHAR, note VARCHAR)")
-    con.execute(
-        "CREATE TABLE st.ett_skipped (ingest_id BIGINT, source VARCHAR, job_id VARCHAR, file VARCHAR, "
-        "row BIGINT, field VARCHAR, message VARCHAR)"
-    )
-    # the label columns (of jobs) each source brought: a column no remaining source has goes with a removal
-    con.execute("CREATE TABLE st.ett_labels (source VARCHAR, label VARCHAR)")
-    # one row a stored job: where its current version came from, its rows' count and content hash per table (what
-    # a refresh compares an incoming job with), its latest instant and whether an attempt of it is still open
-    con.execute(
-        "CREATE TABLE st.ett_jobs (source VARCHAR, job_id VARCHAR, job_key UBIGINT, ingest_id BIGINT, "
-        "n_jobs BIGINT, h_jobs HUGEINT, n_attempts BIGINT, h_attempts HUGEINT, n_spans BIGINT, h_spans HUGEINT, "
-        "latest_ms BIGINT, open BOOLEAN)"
-    )
+    statements.run(con, "create_ett_store")
+    pairs = {
+        "format": FORMAT,
+        "version": str(VERSION),
+        "grid_ms": str(grid_ms),
+        "phases": json.dumps(phase_map.rows()),
+        "as_of_ms": "",
+        "synthetic": "false",
+        "description": "",
+        "hash_probe": hash_probe(con),
+    }
+    statements.run(con, "insert_metadata", {"keys": list(pairs), "values": list(pairs.values())})
+    for definition in (
+        "create_ett_ingests",
+        "create_ett_removals",
+        "create_ett_notes",
+        "create_ett_skipped",
+        "create_ett_labels",
+        "create_ett_jobs",
+    ):
+        statements.run(con, definition)
 
 
 def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     """The next id of the one sequence ingests and removals share: one more than the largest of either."""
-    return con.execute(
-        "SELECT greatest((SELECT coalesce(max(ingest_id), 0) FROM st.ett_ingests), "
-        "(SELECT coalesce(max(ingest_id), 0) FROM st.ett_removals)) + 1"
-    ).fetchall()[0][0]
+    return statements.value(con, "next_ingest_id")
 
 
 def columns(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, str]:
     return {r[0]: r[1] for r in con.execute(f"DESCRIBE {relation}").fetchall()}
 
 
-def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: str, lead: str = "") -> bool:
-    """Create ``st.<target>`` like ``source_relation`` (after the columns ``lead``, e.g. ``source`` and
-    ``ingest_id``), or add the columns it lacks: the store keeps whatever typed columns the loader produces.  True
-    when an existing table's columns changed."""
+def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: str) -> bool:
+    """Create ``st.<target>`` like ``source_relation`` (after the columns ``source`` and ``ingest_id``), or add the
+    columns it lacks: the store keeps whatever typed columns the loader produces.  True when an existing table's
+    columns changed."""
     if not has_table(con, target):
-        con.execute(f"CREATE TABLE st.{target} AS SELECT {lead}* FROM {source_relation} LIMIT 0")
+        statements.run(con, "create_store_table", target=target, relation=source_relation)
         return False
     have = {c.lower(): (c, t) for c, t in columns(con, f"st.{target}").items()}
     changed = False
     for col, dtype in columns(con, source_relation).items():
         if col.lower() not in have:
-            con.execute(f"ALTER TABLE st.{target} ADD COLUMN {quote_ident(col)} {dtype}")
+            statements.run(con, "add_column", target=target, column=[Column(col, dtype)])
             changed = True
         elif have[col.lower()][1] in _NULL_TYPES and dtype not in _NULL_TYPES:
             # a column no row had a value for (e.g. gpus of a trace without a jobs table) takes the first real type
-            con.execute(f"ALTER TABLE st.{target} ALTER COLUMN {quote_ident(have[col.lower()][0])} TYPE {dtype}")
+            statements.run(con, "retype_column", target=target, column=[Column(have[col.lower()][0], dtype)])
             changed = True
     return changed
 
@@ -302,19 +287,12 @@ def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: s
 def as_of_ms(con: duckdb.DuckDBPyConnection, given: int | None = None) -> int | None:
     """The store's analysis time: the latest instant of its jobs (as a trace's default as-of), or a later snapshot
     time given to an ingest (``given``, or an earlier ingest's of a source not removed since)."""
-    row = con.execute(
-        "SELECT greatest((SELECT max(latest_ms) FROM st.ett_jobs), (SELECT max(i.snapshot_ms) FROM st.ett_ingests AS i "
-        "WHERE i.explicit_as_of AND NOT EXISTS (SELECT 1 FROM st.ett_removals AS r WHERE r.source = i.source "
-        "AND r.ingest_id > i.ingest_id)), $g::BIGINT)",
-        {"g": given},
-    ).fetchall()[0][0]
+    row = statements.value(con, "store_as_of", {"given": given})
     return None if row is None else int(row)
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: Any) -> None:
-    con.execute(
-        "UPDATE st.ett_store SET value = $v WHERE key = $k", {"k": key, "v": "" if value is None else str(value)}
-    )
+    statements.run(con, "update_metadata", {"key": key, "value": "" if value is None else str(value)})
 
 
 @contextmanager

@@ -24,11 +24,11 @@ import duckdb
 
 from ettcore.errors import InputError, Problem
 from ettcore.phases import UNATTRIBUTED, PhaseMap
-from ettcore.store import db
+from ettcore.store import db, statements
 from ettcore.store.read import register_phases
 from ettcore.store.refresh import delete_jobs, remeasure_open
 from ettcore.store.results import sum_tables
-from ettcore.trace.load import quote_ident
+from ettcore.store.statements import Column
 
 
 @dataclass
@@ -70,13 +70,10 @@ def remove_source(store: str | Path, source: str) -> Removal:
         with db.transaction(con):
             meta = db.meta(con, path)
             db.step("attached")
-            con.execute(
-                "CREATE TEMP TABLE ett_gone AS SELECT source, job_id, job_key FROM st.ett_jobs WHERE source = $s",
-                {"s": source},
-            )
-            jobs = con.execute("SELECT count(*) FROM ett_gone").fetchall()[0][0]
+            statements.run(con, "removed_jobs", {"source": source})
+            jobs = statements.value(con, "row_count", relation="ett_gone")
             if not jobs:
-                have = [r[0] for r in con.execute("SELECT DISTINCT source FROM st.ett_jobs ORDER BY 1").fetchall()]
+                have = [r[0] for r in statements.rows(con, "sources_of", relation="st.ett_jobs")]
                 raise InputError(
                     Problem(
                         str(path),
@@ -90,18 +87,24 @@ def remove_source(store: str | Path, source: str) -> Removal:
             register_phases(con, rows)
             sum_tables(con)
             delete_jobs(con, "ett_gone", int(meta["grid_ms"]), collected=False)
-            con.execute("DELETE FROM st.ett_jobs WHERE source = $s", {"s": source})
+            statements.run(con, "delete_stored_jobs", {"source": source})
             _drop_labels(con, source)
-            con.execute(
-                "INSERT INTO st.ett_removals VALUES ($i, $s, $at, $n)",
-                {"i": ingest_id, "s": source, "at": datetime.now(timezone.utc).replace(tzinfo=None), "n": jobs},
+            statements.run(
+                con,
+                "insert_removal",
+                {
+                    "ingest_id": ingest_id,
+                    "source": source,
+                    "removed_at": datetime.now(timezone.utc).replace(tzinfo=None),
+                    "jobs": jobs,
+                },
             )
             db.step("removed")
             old_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
             as_of_ms = db.as_of_ms(con)
             running = 0
             if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, _phase_map(rows), as_of_ms, int(meta["grid_ms"]))
+                running = remeasure_open(con, path, _phase_map(rows), as_of_ms, int(meta["grid_ms"]), "ett_gone")
             db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")
@@ -115,22 +118,15 @@ def remove_source(store: str | Path, source: str) -> Removal:
 def _drop_labels(con: duckdb.DuckDBPyConnection, source: str) -> None:
     """The label columns only ``source`` brought leave the rows and the per-job results (a store built without the
     source never had them)."""
-    gone = [
-        r[0]
-        for r in con.execute(
-            "SELECT label FROM st.ett_labels WHERE source = $s EXCEPT SELECT label FROM st.ett_labels "
-            "WHERE source <> $s",
-            {"s": source},
-        ).fetchall()
-    ]
-    con.execute("DELETE FROM st.ett_labels WHERE source = $s", {"s": source})
+    gone = [r[0] for r in statements.rows(con, "labels_only_of", {"source": source})]
+    statements.run(con, "delete_labels", {"source": source})
     for table in ("rows_jobs", *db.LABELLED):
         if not db.has_table(con, table):
             continue
-        have = {c.lower(): c for c in db.columns(con, f"st.{table}")}
+        have = {c.lower(): (c, t) for c, t in db.columns(con, f"st.{table}").items()}
         for label in gone:
             if label.lower() in have:
-                con.execute(f"ALTER TABLE st.{table} DROP COLUMN {quote_ident(have[label.lower()])}")
+                statements.run(con, "drop_column", target=table, column=[Column(*have[label.lower()])])
 
 
 @dataclass

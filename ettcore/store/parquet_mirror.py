@@ -42,9 +42,9 @@ from ettcore.engines.mirror_format import (
     read_local_pointer,
 )
 from ettcore.errors import InputError, Problem
-from ettcore.store import db
+from ettcore.store import db, statements
 from ettcore.store.read import labels
-from ettcore.trace.load import quote_ident
+from ettcore.store.statements import Column
 
 MIRROR_KEY = "parquet_mirror"  # ett_store: the folder of the store's Parquet mirror
 ID_KEY = "parquet_mirror_id"  # ett_store: the id a mirror's pointer repeats (which store it mirrors)
@@ -74,12 +74,8 @@ class Published:
 
 def _committed(con: duckdb.DuckDBPyConnection) -> tuple[list[int], list[tuple[int, str]]]:
     """The store's committed refreshes (ids) and source removals (id, source), each in id order."""
-    ingests = [r[0] for r in con.execute("SELECT ingest_id FROM st.ett_ingests ORDER BY 1").fetchall()]
-    removals = (
-        con.execute("SELECT ingest_id, source FROM st.ett_removals ORDER BY 1").fetchall()
-        if db.has_table(con, "ett_removals")
-        else []
-    )
+    ingests = [r[0] for r in statements.rows(con, "ingest_ids")]
+    removals = statements.rows(con, "removals") if db.has_table(con, "ett_removals") else []
     return ingests, [(int(i), str(s)) for i, s in removals]
 
 
@@ -128,12 +124,9 @@ def remember(store_path: str | Path, folder: str | Path | None) -> None:
     with db.opened(Path(store_path), read_only=False) as (con, meta):
         con.execute("BEGIN TRANSACTION")
         if folder is not None:
-            con.execute(
-                "INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)",
-                {"k": MIRROR_KEY, "v": str(Path(folder).resolve())},
-            )
+            statements.run(con, "upsert_metadata", {"key": MIRROR_KEY, "value": str(Path(folder).resolve())})
         if not meta.get(ID_KEY):
-            con.execute("INSERT OR REPLACE INTO st.ett_store VALUES ($k, $v)", {"k": ID_KEY, "v": uuid.uuid4().hex})
+            statements.run(con, "upsert_metadata", {"key": ID_KEY, "value": uuid.uuid4().hex})
         con.execute("COMMIT")
 
 
@@ -198,20 +191,15 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple[str, str]]:
-    return [(r[0], r[1]) for r in con.execute(f"DESCRIBE st.rows_{table}").fetchall()]
-
-
 def _write_folder(con: duckdb.DuckDBPyConnection, target: Path, ingest_id: int, columns: dict) -> None:
     """The rows ingest ``ingest_id`` inserted (and the store still holds), a Parquet file a table, into the folder
     ``target``: written under a temporary name, synced, renamed."""
     with atomic.atomic_path(target, directory=True) as tmp:
         for table in ROW_TABLES:
-            cols = ", ".join(quote_ident(c) for c, t in columns[table] if t not in _NULL_TYPES)
+            cols = [Column(c, t) for c, t in columns[table] if t not in _NULL_TYPES]
             out = tmp / f"{table}.parquet"
-            con.sql(f"SELECT {cols} FROM st.rows_{table} WHERE ingest_id = $i", params={"i": ingest_id}).write_parquet(
-                str(out)
-            )
+            query = statements.text("rows_of_ingest", table=table, columns=cols)
+            con.sql(query, params={"ingest_id": ingest_id}).write_parquet(str(out))
             _fsync(out)
     _fsync(target.parent)
 
@@ -299,17 +287,15 @@ def _export(
         )
     if pointer is not None and previous == last:
         return None, [], 0
-    columns = {t: _columns(con, t) for t in ROW_TABLES}
+    columns = {t: list(db.columns(con, f"st.rows_{t}").items()) for t in ROW_TABLES}
     counts: dict[int, int] = {}
     for table in ROW_TABLES:  # the rows of each refresh not published yet (the ids are a stored column: zone maps)
-        for n, k in con.execute(
-            f"SELECT ingest_id, count(*) FROM st.rows_{table} WHERE ingest_id > $p GROUP BY 1", {"p": previous}
-        ).fetchall():
+        for n, k in statements.rows(con, "unpublished_row_counts", {"published_id": previous}, table=table):
             counts[n] = counts.get(n, 0) + k
     written = sorted(n for n in counts if counts[n])
     for n in written:
         _write_folder(con, target / folder_name(n), n, columns)
-    sources = [r[0] for r in con.execute("SELECT DISTINCT source FROM st.rows_attempts ORDER BY 1").fetchall()]
+    sources = [r[0] for r in statements.rows(con, "sources_of", relation="st.rows_attempts")]
     doc = {
         "format": FORMAT,
         "version": VERSION,
@@ -324,7 +310,7 @@ def _export(
         "sources": sources,
         "removals": [{"id": i, "source": s} for i, s in removals],
         "folders": sorted({*(pointer["folders"] if pointer else []), *written}),
-        "rows": {t: con.execute(f"SELECT count(*) FROM st.rows_{t}").fetchall()[0][0] for t in ROW_TABLES},
+        "rows": {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in ROW_TABLES},
         "columns": {t: dict(columns[t]) for t in ROW_TABLES},
         "labels": labels(con, "st.rows_jobs"),
     }

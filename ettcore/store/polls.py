@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ettcore.store import statements
 from ettcore.store.db import columns, has_table, opened
+from ettcore.store.statements import columns_of
 from ettcore.trace.instants import iso
 
 POLL_INPUTS = "sacct --slurm"
@@ -29,11 +31,8 @@ def last_poll_ms(path: str | Path, source: str) -> int | None:
     if not Path(path).exists():  # before the store's first ingest
         return None
     with opened(Path(path)) as (con, _meta):
-        row = con.execute(
-            "SELECT max(snapshot_ms) FROM st.ett_ingests WHERE source = $s AND starts_with(inputs, $p)",
-            {"s": source, "p": POLL_INPUTS},
-        ).fetchall()
-    return None if row[0][0] is None else int(row[0][0])
+        got = statements.value(con, "last_poll", {"source": source, "poll_inputs": POLL_INPUTS})
+    return None if got is None else int(got)
 
 
 def open_jobs(path: str | Path, source: str) -> list[str]:
@@ -43,11 +42,7 @@ def open_jobs(path: str | Path, source: str) -> list[str]:
     with opened(Path(path)) as (con, _meta):
         if not has_table(con, "rows_attempts"):
             return []
-        raw = "j.slurm_job_id" if "slurm_job_id" in columns(con, "st.rows_jobs") else "NULL"
-        rows = con.execute(
-            f"SELECT DISTINCT coalesce(CAST({raw} AS VARCHAR), a.job_id) AS id FROM st.rows_attempts AS a "
-            "LEFT JOIN st.rows_jobs AS j ON j.source = a.source AND j.job_id = a.job_id "
-            "WHERE a.source = $s AND a.end_ms IS NULL ORDER BY id",
-            {"s": source},
-        ).fetchall()
+        # the jobs table's slurm_job_id where the store has that column (else NULL: the job id)
+        slurm_id = columns_of({"slurm_job_id": "VARCHAR"}, present=columns(con, "st.rows_jobs"))
+        rows = statements.rows(con, "open_slurm_jobs", {"source": source}, slurm_job_id=slurm_id)
     return [r[0] for r in rows]

@@ -12,7 +12,7 @@ import duckdb
 from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.phases import load_phase_map
-from ettcore.store import db
+from ettcore.store import db, statements
 from ettcore.store.results import row_views, set_params
 from ettcore.trace import load as load_mod
 from ettcore.trace import span_store
@@ -64,12 +64,9 @@ def _aligned(w: Window, grid: int) -> bool:
 
 
 def register_phases(con: duckdb.DuckDBPyConnection, rows: list) -> None:
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_phases (phase_id BIGINT, phase VARCHAR, component VARCHAR, owner VARCHAR)"
-    )
-    con.executemany("INSERT INTO ett_phases VALUES (?, ?, ?, ?)", [tuple(r) for r in rows])
-    con.execute("ALTER TABLE ett_phases ADD COLUMN is_train BOOLEAN")
-    con.execute("UPDATE ett_phases SET is_train = phase = 'train'")
+    """``ett_phases`` (and the causes) from a phase map's rows (``PhaseMap.rows()``: id, phase, component, owner)."""
+    ids, phases, components, owners = (list(c) for c in zip(*rows))
+    statements.run(con, "phases", {"phase_ids": ids, "phases": phases, "components": components, "owners": owners})
     load_mod.register_causes(con)
 
 
@@ -108,7 +105,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     grid = int(meta["grid_ms"])
     if not db.has_table(con, "res_job_metrics"):
         raise InputError(Problem(str(path), None, None, "the store holds no jobs yet (ett ingest STORE SOURCE)"))
-    sources = [r[0] for r in con.execute("SELECT DISTINCT source FROM st.ett_jobs ORDER BY 1").fetchall()]
+    sources = [r[0] for r in statements.rows(con, "sources_of", relation="st.ett_jobs")]
     qualified = len(sources) > 1
     why = []
     if [list(r) for r in phase_map.rows()] != stored_phases:
@@ -125,7 +122,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     a = as_of_ms if explicit else store_as_of
     set_params(con, a, explicit=explicit and as_of_ms != store_as_of)
     register_window(con, window)
-    counts = {t: con.execute(f"SELECT count(*) FROM st.rows_{t}").fetchall()[0][0] for t in db.ROW_TABLES}
+    counts = {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in db.ROW_TABLES}
     trace = StoreTrace(
         path=path,
         con=con,
@@ -142,7 +139,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
         sources_n=len(sources),
     )
     if explicit and as_of_ms != store_as_of:
-        trace.not_started = _not_started(con)
+        trace.not_started = dict(zip(("attempts", "spans", "jobs"), statements.rows(con, "not_started")[0]))
     if why:
         trace.recomputed = "; ".join(why)
         if qualified:  # clean_jobs carries each job's source (row_views), as the stored results do
@@ -152,32 +149,10 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     return trace
 
 
-def _not_started(con: duckdb.DuckDBPyConnection) -> dict:
-    out = {
-        t: con.execute(f"SELECT count(*) FROM clean_{t} AS r, ett_params AS p WHERE r.start_ms >= p.cut_ms").fetchall()[
-            0
-        ][0]
-        for t in ("attempts", "spans")
-    }
-    out["jobs"] = con.execute(
-        "SELECT count(*) FROM (SELECT job_id FROM clean_attempts GROUP BY job_id "
-        "HAVING min(start_ms) >= (SELECT cut_ms FROM ett_params))"
-    ).fetchall()[0][0]
-    return out
-
-
-def _open_spans(con: duckdb.DuckDBPyConnection, qualified: bool) -> str:
+def _open_spans(con: duckdb.DuckDBPyConnection) -> str:
     """SQL of metric_spans.sql over the stored spans of the jobs with an open attempt (those running at the store's
-    analysis time), read only from the row groups of the ingests that stored those jobs (a running job is replaced
-    by every refresh that sees it, so its rows are among the latest)."""
-    jid = "s.source || '/' || s.job_id" if qualified else "s.job_id"
-    con.execute(
-        f"CREATE OR REPLACE TEMP VIEW ett_open_keyed AS SELECT hash({jid}) AS job_key, s.attempt, p.phase_id, "
-        "p.is_train, s.start_ms, s.end_ms, s.cursor_start, s.cursor_end FROM st.rows_spans AS s "
-        "JOIN ett_phases AS p ON p.phase = s.phase "
-        "SEMI JOIN st.ett_jobs AS k ON k.source = s.source AND k.job_id = s.job_id AND k.open "
-        "WHERE s.ingest_id IN (SELECT ingest_id FROM st.ett_jobs WHERE open)"
-    )
+    analysis time: ``open_job_spans.sql``)."""
+    statements.run(con, "open_job_spans")
     # the metric's own query, read from those rows instead of every job's (keyed_spans)
     return sql("metric/metric_spans").replace("keyed_spans", "ett_open_keyed")
 
@@ -189,72 +164,46 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
     con = trace.con
     grid = int(trace.store_meta["grid_ms"])
     if qualified:
-        con.execute(
-            "CREATE TEMP TABLE ett_rekey AS SELECT source, job_key, hash(source || '/' || job_id) AS read_key "
-            "FROM st.ett_jobs"
-        )
+        statements.run(con, "rekeyed_jobs")
 
-    def keyed(target: str) -> str:
-        if not qualified:
-            return f"SELECT * EXCLUDE (source, ingest_id) FROM st.{target}"
-        if target in db.KEYED_BY_ID:
-            return (
-                "SELECT r.source || '/' || r.job_id AS job_id, * EXCLUDE (source, ingest_id, job_id) "
-                f"FROM st.{target} AS r"
-            )
-        return (
-            f"SELECT k.read_key AS job_key, * EXCLUDE (source, ingest_id, job_key, read_key) "
-            f"FROM st.{target} AS r JOIN ett_rekey AS k USING (source, job_key)"
-        )
+    def keyed(result: str) -> str:
+        """The metric's table of the stored rows of ``result``, as read on this store."""
+        if result in db.KEYED_BY_ID:
+            return statements.text("stored_results_by_id", result=result)
+        return statements.text("stored_results_rekeyed" if qualified else "stored_results", result=result)
 
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid})
+    statements.run(con, "grid", {"grid_ms": grid})
     # views, not tables: a command reads only what it needs (a trend reads the stored slots alone)
+    statements.run(con, "stored_metric_jobs_with_sources" if qualified else "stored_metric_jobs")
     if qualified:
-        con.execute(
-            "CREATE TEMP VIEW metric_jobs AS SELECT hash(r.source || '/' || r.job_id) AS job_key, "
-            "r.source || '/' || r.job_id AS job_id, * EXCLUDE (source, ingest_id, job_key, job_id), "
-            "r.source AS source FROM st.res_metric_jobs AS r"
-        )
         trace.labels = [*trace.labels, "source"]
-    else:
-        con.execute("CREATE TEMP VIEW metric_jobs AS SELECT * EXCLUDE (source, ingest_id) FROM st.res_metric_jobs")
-    con.execute(f"CREATE TEMP VIEW metric_attempts AS {keyed('res_metric_attempts')}")
-    con.execute(f"CREATE TEMP VIEW attributed_time AS {keyed('res_attributed')}")
+    statements.create_as(con, "VIEW", "metric_attempts", keyed("res_metric_attempts"))
+    statements.create_as(con, "VIEW", "attributed_time", keyed("res_attributed"))
     window_mod.check_labels(window, metric.group_columns(trace))
     window_mod.match_jobs(con, window, quote_ident)
-    con.execute(f"CREATE OR REPLACE TEMP TABLE unmeasured_time AS {sql('metric/unmeasured_time')}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW analysis_cuts AS {sql('metric/analysis_cuts')}")
+    statements.create_as(con, "TABLE", "unmeasured_time", sql("metric/unmeasured_time"))
+    statements.create_as(con, "VIEW", "analysis_cuts", sql("metric/analysis_cuts"))
     span_store.register_keyed(con, excluded=False)
     trace.spans_keyed = True
-    con.execute(f"CREATE OR REPLACE TEMP VIEW metric_spans AS {sql('metric/metric_spans')}")
     # the attribution's segments over the stored rows, as a view: only a timeline reads them (the current spells of
     # the Prometheus export, the gantt), for the jobs it names; the figures come from the stored attributed_time
-    con.execute(f"CREATE OR REPLACE TEMP VIEW attributed_segments AS {sql('metric/attributed_segments')}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW measured_time AS {sql('metric/measured_time')}")
-    con.execute(f"CREATE OR REPLACE TEMP VIEW measured_interruptions AS {sql('metric/measured_interruptions')}")
+    for view in ("metric_spans", "attributed_segments", "measured_time", "measured_interruptions"):
+        statements.create_as(con, "VIEW", view, sql("metric/" + view))
     trace.attribution = Attribution(batches=1, grid_ms=grid)
-    trace.stored_views = {"job_pace": keyed("res_job_pace"), "live_spans": _open_spans(con, qualified)}
+    trace.stored_views = {"job_pace": keyed("res_job_pace"), "live_spans": _open_spans(con)}
     if not window.whole:  # a window's figures: the metric's queries over the stored cells (job_summary.sql, ...)
         for view in ("fleet_slots", "interruption_slots"):
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+            statements.create_as(con, "VIEW", view, sql("metric/" + view))
         return
-    for view, target in (("fleet_slots", "res_fleet_slots"), ("interruption_slots", "res_interruption_slots")):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT * FROM st.{target}")
+    for view, result in (("fleet_slots", "res_fleet_slots"), ("interruption_slots", "res_interruption_slots")):
+        statements.create_as(con, "VIEW", view, statements.text("stored_sums", target=result))
     # materialized on first need (ettcore.metric.job_metrics), in job id order as job_summary.sql writes it
-    if qualified:
-        per_job = (
-            "SELECT r.source || '/' || r.job_id AS job_id, * EXCLUDE (source, ingest_id, job_id), r.source AS source "
-            "FROM st.res_job_metrics AS r ORDER BY 1"
-        )
-    else:
-        per_job = "SELECT * EXCLUDE (source, ingest_id) FROM st.res_job_metrics ORDER BY job_id"
     trace.stored_views.update(
         {
-            "job_metrics": per_job,
+            "job_metrics": statements.text("stored_job_metrics_with_sources" if qualified else "stored_job_metrics"),
             "job_component_time": keyed("res_job_components"),
             "job_cause_time": keyed("res_job_causes"),
-            # in train_stalls.sql's order (a stored table keeps its rows in the order they were written)
-            "train_stalls": f'SELECT * FROM ({keyed("res_train_stalls")}) ORDER BY job_id, "start"',
+            "train_stalls": statements.text("stored_train_stalls"),
         }
     )
 
@@ -262,8 +211,5 @@ def _stored_results(trace: StoreTrace, qualified: bool, window: Window) -> None:
 def skipped_problems(trace: StoreTrace) -> list[Problem]:
     """The problems of the jobs the store's ingests left out (``ett ingest --skip-invalid``) and does not hold now:
     each names the source's file, row and field, as ``ett validate`` of that source did (``ett validate STORE``)."""
-    rows = trace.con.execute(
-        "SELECT DISTINCT k.file, k.row, k.field, k.message, k.job_id FROM st.ett_skipped AS k "
-        "ANTI JOIN st.ett_jobs AS j ON j.source = k.source AND j.job_id = k.job_id ORDER BY ALL"
-    ).fetchall()
+    rows = statements.rows(trace.con, "skipped_problems")
     return [Problem(f, r, fld, m, job_id=j) for f, r, fld, m, j in rows]

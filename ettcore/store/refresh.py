@@ -31,7 +31,7 @@ from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.metric import stalls
 from ettcore.phases import PhaseMap
-from ettcore.store import db
+from ettcore.store import db, statements
 from ettcore.store.read import is_store, labels
 from ettcore.store.results import (
     add_sums,
@@ -42,8 +42,10 @@ from ettcore.store.results import (
     sum_tables,
     write_results,
 )
+from ettcore.store.statements import Column, columns_of
 from ettcore.trace import span_store
-from ettcore.trace.load import Trace, leave_out, load_trace, parse_as_of, quote_ident, relation_kind
+from ettcore.trace.load import Trace, leave_out, load_trace, parse_as_of, relation_kind
+from ettcore.trace.queries import sql
 from ettcore.trace.window import Window
 from ettcore.trace.window import register as register_window
 
@@ -67,7 +69,6 @@ class Refresh:
 
 
 _SKIP_HASH = ("source", "ingest_id", "_file", "_row")  # where a row came from is not its content
-_LEAD = "''::VARCHAR AS source, 0::BIGINT AS ingest_id, "
 
 
 def _incoming_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -79,148 +80,88 @@ def _incoming_views(con: duckdb.DuckDBPyConnection) -> None:
     it."""
     clean = {c.lower() for c in db.columns(con, "clean_attempts")}
     read = db.columns(con, "raw_attempts") if "nodes" not in clean and relation_kind(con, "raw_attempts") else {}
-    nodes = next((c for c in read if c.lower() == "nodes"), None)
+    nodes = [Column(c, t) for c, t in read.items() if c.lower() == "nodes"][:1]
     for table in db.ROW_TABLES:
-        kept = set(db.columns(con, f"st.rows_{table}")) if db.has_table(con, f"rows_{table}") else set()
-        raw = [c for c in db.columns(con, f"clean_{table}") if table != "jobs" and c.endswith("_raw") and c not in kept]
-        drop = f" EXCLUDE ({', '.join(quote_ident(c) for c in raw)})" if raw else ""
+        have = set(db.columns(con, f"st.rows_{table}")) if db.has_table(con, f"rows_{table}") else set()
+        schema = db.columns(con, f"clean_{table}")
+        raw = [c for c in schema if table != "jobs" and c.endswith("_raw") and c not in have]
+        kept = columns_of(schema, skip=raw)
         if table == "attempts" and nodes:
             # an attempt's nodes (the optional ``nodes`` column, a host list: ettcore.metric.nodes) are not typed by
             # the loader, which leaves them in the rows as read; the store keeps them beside the typed columns
-            con.execute(
-                f"CREATE OR REPLACE TEMP VIEW ett_in_attempts AS SELECT c.*{drop}, r.{quote_ident(nodes)}::VARCHAR "
-                "AS nodes FROM clean_attempts AS c LEFT JOIN raw_attempts AS r ON r._file = c._file AND r._row = c._row"
-            )
+            statements.run(con, "incoming_attempts_with_nodes", kept=kept, nodes=nodes)
         else:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW ett_in_{table} AS SELECT *{drop} FROM clean_{table}")
+            statements.run(con, "incoming_rows", table=table, kept=kept)
 
 
-def _row_hash(con: duckdb.DuckDBPyConnection, table: str, relation: str) -> str:
-    """SQL of one row's content hash over the stored columns of ``rows_<table>`` (in their order, each cast to the
-    stored type; a column ``relation`` lacks counts as NULL)."""
-    stored = db.columns(con, f"st.rows_{table}")
-    present = {c.lower() for c in db.columns(con, relation)}
-    parts = [
-        f"CAST({quote_ident(c) if c.lower() in present else 'NULL'} AS {t})"
-        for c, t in stored.items()
-        if c not in _SKIP_HASH
-    ]
-    return f"hash({', '.join(parts)})"
+def hashed_columns(con: duckdb.DuckDBPyConnection, table: str, relation: str) -> list[Column]:
+    """The columns a row of ``table`` is hashed over in a digest (``job_digests.sql``): the store's columns of
+    ``rows_<table>``, in their order, less where the row came from (source, ingest_id, ``_file``, ``_row``); those
+    ``relation`` (the rows at hand) lacks are marked absent (read as NULL)."""
+    return columns_of(db.columns(con, f"st.rows_{table}"), db.columns(con, relation), skip=_SKIP_HASH)
 
 
-def _digests(con: duckdb.DuckDBPyConnection, prefix: str, where: str = "", params: dict | None = None) -> str:
-    """SQL of one row a job of the relations ``<prefix><table>`` (clean_ or st.rows_): its rows' count and hash sum
-    per table, its latest instant and whether an attempt is open (``where`` narrows each table)."""
-    per = {}
-    for t in db.ROW_TABLES:
-        extra = ""
-        if t == "attempts":
-            extra = ", max(greatest(start_ms, coalesce(end_ms, start_ms))) AS latest_a, bool_or(end_ms IS NULL) AS open"
-        elif t == "spans":
-            extra = ", max(greatest(start_ms, end_ms)) AS latest_s"
-        per[t] = (
-            f"SELECT job_id, count(*) AS n_{t}, sum({_row_hash(con, t, prefix + t)}::HUGEINT) AS h_{t}{extra} "
-            f"FROM {prefix}{t} {where} GROUP BY job_id"
-        )
-    return (
-        f"WITH j AS ({per['jobs']}), a AS ({per['attempts']}), s AS ({per['spans']}), "
-        "ids AS (SELECT job_id FROM j UNION SELECT job_id FROM a UNION SELECT job_id FROM s) "
-        "SELECT ids.job_id, hash(ids.job_id) AS job_key, coalesce(n_jobs, 0) AS n_jobs, coalesce(h_jobs, 0) AS h_jobs, "
-        "coalesce(n_attempts, 0) AS n_attempts, coalesce(h_attempts, 0) AS h_attempts, "
-        "coalesce(n_spans, 0) AS n_spans, coalesce(h_spans, 0) AS h_spans, "
-        "greatest(latest_a, latest_s) AS latest_ms, coalesce(open, false) AS open "
-        "FROM ids LEFT JOIN j USING (job_id) LEFT JOIN a USING (job_id) LEFT JOIN s USING (job_id)"
+def _digests(con: duckdb.DuckDBPyConnection, into: str, prefix: str, key: list[Column]) -> None:
+    """``into``: one row a job (by ``key``) of the relations ``<prefix><table>`` (ett_in_ or st.rows_), its digest,
+    latest instant and whether an attempt is open (``job_digests.sql``)."""
+    relations = {t: f"{prefix}{t}" for t in db.ROW_TABLES}
+    statements.run(
+        con,
+        "job_digests",
+        into=into,
+        key=key,
+        **relations,
+        **{f"{t}_columns": hashed_columns(con, t, r) for t, r in relations.items()},
     )
 
 
 def _rehash(con: duckdb.DuckDBPyConnection) -> None:
     """Every stored job's digest again from its stored rows (after the stored columns changed: a digest covers
     them all)."""
-    sources = [r[0] for r in con.execute("SELECT DISTINCT source FROM st.ett_jobs").fetchall()]
-    for s in sources:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE ett_rehash AS {_digests(con, 'st.rows_', 'WHERE source = $s')}", {"s": s}
-        )
-        con.execute(
-            "UPDATE st.ett_jobs AS k SET n_jobs = r.n_jobs, h_jobs = r.h_jobs, n_attempts = r.n_attempts, "
-            "h_attempts = r.h_attempts, n_spans = r.n_spans, h_spans = r.h_spans FROM ett_rehash AS r "
-            "WHERE k.source = $s AND k.job_id = r.job_id",
-            {"s": s},
-        )
+    _digests(con, "ett_rehash", "st.rows_", [Column("source", "VARCHAR"), Column("job_id", "VARCHAR")])
+    statements.run(con, "update_job_digests")
     con.execute("DROP TABLE IF EXISTS ett_rehash")
 
 
 def _compare(con: duckdb.DuckDBPyConnection, source: str) -> tuple[list[str], dict[str, list[str]]]:
     """(new job ids, changed job id -> the fields that differ): the incoming digests (``ett_in``) against the
     stored ones; the fields of a changed job from its rows, in the tables whose digest differs."""
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_cmp AS SELECT i.job_id, k.job_id IS NULL AS is_new, "
-        + ", ".join(f"(i.n_{t}, i.h_{t}) IS DISTINCT FROM (k.n_{t}, k.h_{t}) AS d_{t}" for t in db.ROW_TABLES)
-        + " FROM ett_in AS i LEFT JOIN (SELECT * FROM st.ett_jobs WHERE source = $s) AS k USING (job_id)",
-        {"s": source},
-    )
-    new = [r[0] for r in con.execute("SELECT job_id FROM ett_cmp WHERE is_new ORDER BY job_id").fetchall()]
-    diff: dict[str, set[str]] = {
-        r[0]: set()
-        for r in con.execute(
-            "SELECT job_id FROM ett_cmp WHERE NOT is_new AND (d_jobs OR d_attempts OR d_spans) ORDER BY job_id"
-        ).fetchall()
-    }
+    statements.run(con, "compared_jobs", {"source": source})
+    new = [r[0] for r in statements.rows(con, "new_jobs")]
+    diff: dict[str, set[str]] = {r[0]: set() for r in statements.rows(con, "changed_jobs")}
     # the changed jobs (with the ingest that stored them) and their stored rows, read once: the fields that differ
     # come from them, and they are deleted by row id
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_gone AS SELECT k.source, k.job_id, k.job_key, k.ingest_id "
-        "FROM st.ett_jobs AS k SEMI JOIN ett_cmp AS c ON c.job_id = k.job_id AND NOT c.is_new "
-        "AND (c.d_jobs OR c.d_attempts OR c.d_spans) WHERE k.source = $s",
-        {"s": source},
-    )
+    statements.run(con, "replaced_stored_jobs", {"source": source})
     collect_rows(con, "ett_gone")
+    differing = dict(zip(db.ROW_TABLES, statements.rows(con, "differing_tables")[0]))
     for table in db.ROW_TABLES:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE ett_diff AS SELECT job_id FROM ett_cmp WHERE NOT is_new AND d_{table}"
-        )
-        if not con.execute("SELECT count(*) FROM ett_diff").fetchall()[0][0]:
+        if not differing[table]:
             continue
-        stored = db.columns(con, f"st.rows_{table}")
-        incoming = {c.lower() for c in db.columns(con, f"ett_in_{table}")}
-        stored_rows = f"(SELECT r.* FROM st.rows_{table} AS r SEMI JOIN ett_old_{table} AS o ON o.ett_rowid = r.rowid)"
-        cols = [c for c in stored if c not in _SKIP_HASH]
+        statements.run(con, "differing_jobs", table=table)
+        stored = columns_of(db.columns(con, f"st.rows_{table}"), skip=_SKIP_HASH)
         # per column, the job's multiset of values (count and hash sum), on both sides, in one pass each
-        sums = ", ".join(f"sum(hash({{{i}}})::HUGEINT) AS c{i}" for i in range(len(cols)))
-
-        def side(relation: str, have: set[str], where: str = "") -> str:
-            vals = [f"CAST({quote_ident(c) if c.lower() in have else 'NULL'} AS {stored[c]})" for c in cols]
-            return (
-                f"SELECT job_id, count(*) AS n, {sums.format(*vals)} FROM {relation} "
-                f"SEMI JOIN ett_diff USING (job_id) {where} GROUP BY job_id"
-            )
-
-        rows = con.execute(
-            f"WITH a AS ({side(f'ett_in_{table}', incoming)}), "
-            f"b AS ({side(stored_rows, {c.lower() for c in stored})}) "
-            "SELECT coalesce(a.job_id, b.job_id), a.n IS DISTINCT FROM b.n, "
-            + ", ".join(f"a.c{i} IS DISTINCT FROM b.c{i}" for i in range(len(cols)))
-            + " FROM a FULL JOIN b USING (job_id)"
-        ).fetchall()
-        for job, count_differs, *col_differs in rows:
+        got = statements.rows(
+            con,
+            "field_differences",
+            table=table,
+            stored=stored,
+            incoming=hashed_columns(con, table, f"ett_in_{table}"),
+        )
+        for job, count_differs, *col_differs in got:
             if count_differs:
                 diff[job].add(f"{table} rows")
             else:
-                diff[job].update(f"{table}.{c}" for c, d in zip(cols, col_differs) if d)
+                diff[job].update(f"{table}.{c.name}" for c, d in zip(stored, col_differs) if d)
     return new, {j: sorted(f) for j, f in sorted(diff.items())}
 
 
 def collect_rows(con: duckdb.DuckDBPyConnection, keys: str) -> None:
     """``ett_old_<table>``: the row ids (``ett_rowid``) of the stored rows of the jobs of ``keys`` (source, job_id,
     job_key, ingest_id), found once (reading only the key columns: their other columns are read for the jobs whose
-    fields are named, by row id), narrowed to the row groups of the ingests that stored those jobs (a table's rows
-    lie in ingest order, so a running job replaced yesterday is found among yesterday's rows)."""
+    fields are named, by row id), narrowed to the row groups of the ingests that stored those jobs
+    (``stored_row_ids.sql``)."""
     for table in db.ROW_TABLES:
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE ett_old_{table} AS SELECT r.rowid AS ett_rowid FROM st.rows_{table} AS r "
-            f"SEMI JOIN {keys} AS k ON k.source = r.source AND k.job_id = r.job_id "
-            f"WHERE r.ingest_id IN (SELECT DISTINCT ingest_id FROM {keys})"
-        )
+        statements.run(con, "stored_row_ids", table=table, keys=keys)
 
 
 def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int, collected: bool = True) -> None:
@@ -230,12 +171,9 @@ def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int, collect
     delete_results(con, keys, grid_ms)
     for table in db.ROW_TABLES:
         if collected:
-            con.execute(f"DELETE FROM st.rows_{table} WHERE rowid IN (SELECT ett_rowid FROM ett_old_{table})")
+            statements.run(con, "delete_rows_by_id", table=table)
         else:
-            con.execute(
-                f"DELETE FROM st.rows_{table} AS r WHERE EXISTS (SELECT 1 FROM {keys} AS k "
-                "WHERE k.source = r.source AND k.job_id = r.job_id)"
-            )
+            statements.run(con, "delete_rows_of_jobs", table=table, keys=keys)
 
 
 def _measure(trace: Trace, source: str, ingest_id: int | None, grid_ms: int) -> None:
@@ -245,11 +183,11 @@ def _measure(trace: Trace, source: str, ingest_id: int | None, grid_ms: int) -> 
     trace.attribution = None
     metric.prepare(trace, grid_ms=grid_ms)
     metric.job_metrics(trace)
-    stalls.prepare(trace, None)
     # the paces, read twice (res_job_pace and, through train_pace, the stalls): computed once (each is a pass over
-    # every span, 2.9 s at 42 M spans)
-    trace.con.execute("CREATE OR REPLACE TEMP TABLE ett_job_pace AS SELECT * FROM job_pace")
-    trace.con.execute("CREATE OR REPLACE TEMP VIEW job_pace AS SELECT * FROM ett_job_pace")
+    # every span, 2.9 s at 42 M spans), and the stalls read them from there
+    statements.create_as(trace.con, "TABLE", "ett_job_pace", sql("metric/job_pace"))
+    trace.stored_views = {**trace.stored_views, "job_pace": statements.text("computed_job_pace")}
+    stalls.prepare(trace, None)
     write_results(trace.con, source, ingest_id)
     add_sums(trace.con)
 
@@ -259,15 +197,12 @@ def _attribute_stored(
 ) -> None:
     """The metric on the stored rows of the jobs of ``ett_attr`` (source, job_id, job_key), per source, at the
     store's analysis time; their results and sums written (their old ones are already gone)."""
-    sources = [r[0] for r in con.execute("SELECT DISTINCT source FROM ett_attr ORDER BY 1").fetchall()]
-    for source in sources:
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE ett_attr_one AS SELECT * FROM ett_attr WHERE source = $s", {"s": source}
-        )
+    for (source,) in statements.rows(con, "sources_of", relation="ett_attr"):
+        statements.run(con, "jobs_of_source", {"source": source}, into="ett_attr_one", keys="ett_attr")
         row_views(con, qualified=False, restrict="ett_attr_one")
         set_params(con, as_of_ms)
         register_window(con, Window())
-        n = con.execute("SELECT count(*) FROM clean_spans").fetchall()[0][0]
+        n = statements.value(con, "row_count", relation="clean_spans")
         trace = Trace(
             path=path,
             con=con,
@@ -286,16 +221,13 @@ def remeasure_open(
     phase_map: PhaseMap,
     as_of_ms: int | None,
     grid_ms: int,
-    replaced: str | None = None,
+    replaced: str,
 ) -> int:
-    """After the analysis time moved: the stored jobs with an open attempt (less those of ``replaced``: source,
-    job_id, just attributed) measured again up to it, from their stored rows; returns how many."""
-    skip = f"ANTI JOIN {replaced} AS x ON x.source = k.source AND x.job_id = k.job_id " if replaced else ""
-    con.execute(
-        f"CREATE OR REPLACE TEMP TABLE ett_attr AS SELECT k.source, k.job_id, k.job_key FROM st.ett_jobs AS k {skip}"
-        "WHERE k.open"
-    )
-    running = con.execute("SELECT count(*) FROM ett_attr").fetchall()[0][0]
+    """After the analysis time moved: the stored jobs with an open attempt (less those of the temporary table
+    ``replaced``: source, job_id, just attributed or removed) measured again up to it, from their stored rows;
+    returns how many."""
+    statements.run(con, "open_jobs_to_measure", replaced=replaced)
+    running = statements.value(con, "row_count", relation="ett_attr")
     if running:
         delete_results(con, "ett_attr", grid_ms)
         _attribute_stored(con, path, phase_map, as_of_ms, grid_ms)
@@ -305,11 +237,7 @@ def remeasure_open(
 def _check_keys(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> None:
     """Two job ids of a source with one job key (the 64-bit hash the metric joins on) are refused: the jobs just
     inserted (``ett_replace``) against every stored job of the source."""
-    dup = con.execute(
-        "SELECT least(k.job_id, r.job_id), greatest(k.job_id, r.job_id) FROM st.ett_jobs AS k "
-        "JOIN ett_replace AS r ON k.job_key = r.job_key AND k.job_id <> r.job_id WHERE k.source = $s LIMIT 1",
-        {"s": source},
-    ).fetchall()
+    dup = statements.rows(con, "job_key_collision", {"source": source})
     if dup:
         raise InputError(
             Problem(
@@ -369,47 +297,25 @@ def ingest_trace(
             _incoming_views(con)
             reshaped = False
             for table in db.ROW_TABLES:
-                reshaped |= db.merge_schema(con, f"rows_{table}", f"ett_in_{table}", _LEAD)
+                reshaped |= db.merge_schema(con, f"rows_{table}", f"ett_in_{table}")
             if reshaped:
                 _rehash(con)
-            con.execute(
-                "INSERT INTO st.ett_labels SELECT $s, unnest($l::VARCHAR[]) "
-                "EXCEPT SELECT source, label FROM st.ett_labels",
-                {"s": source, "l": list(trace.labels)},
-            )
-            con.execute(f"CREATE OR REPLACE TEMP TABLE ett_in AS {_digests(con, 'ett_in_')}")
+            statements.run(con, "insert_labels", {"source": source, "labels": list(trace.labels)})
+            _digests(con, "ett_in", "ett_in_", [Column("job_id", "VARCHAR")])
             new, changed = _compare(con, source)
-            jobs_read = con.execute("SELECT count(*) FROM ett_in").fetchall()[0][0]
-            con.execute(
-                "CREATE OR REPLACE TEMP TABLE ett_replace AS SELECT $s AS source, job_id, hash(job_id) AS job_key "
-                "FROM ett_cmp WHERE is_new OR d_jobs OR d_attempts OR d_spans",
-                {"s": source},
-            )
+            jobs_read = statements.value(con, "row_count", relation="ett_in")
+            statements.run(con, "replaced_jobs", {"source": source})
             db.step("compared")
             sum_tables(con)
             delete_jobs(con, "ett_gone", grid_ms)
-            con.execute(
-                "DELETE FROM st.ett_jobs AS k WHERE k.source = $s AND k.job_id IN (SELECT job_id FROM ett_gone)",
-                {"s": source},
-            )
+            statements.run(con, "delete_stored_jobs", {"source": source})
             db.step("deleted")
             if len(new) + len(changed) < jobs_read:  # the unchanged jobs are left out of the views from here on
-                con.execute(
-                    "CREATE OR REPLACE TEMP TABLE ett_same AS SELECT job_id FROM ett_in "
-                    "ANTI JOIN ett_replace USING (job_id)"
-                )
+                statements.run(con, "unchanged_jobs")
                 leave_out(trace, "ett_same")
             for table in db.ROW_TABLES:
-                con.execute(
-                    f"INSERT INTO st.rows_{table} BY NAME SELECT $s AS source, $i::BIGINT AS ingest_id, t.* "
-                    f"FROM ett_in_{table} AS t",
-                    {"s": source, "i": ingest_id},
-                )
-            con.execute(
-                "INSERT INTO st.ett_jobs BY NAME SELECT $s AS source, $i::BIGINT AS ingest_id, i.* FROM ett_in AS i "
-                "SEMI JOIN ett_replace USING (job_id)",
-                {"s": source, "i": ingest_id},
-            )
+                statements.run(con, "insert_rows", {"source": source, "ingest_id": ingest_id}, table=table)
+            statements.run(con, "insert_jobs", {"source": source, "ingest_id": ingest_id})
             _check_keys(con, path, source)
             db.step("inserted")
             old_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
@@ -426,19 +332,20 @@ def ingest_trace(
             db.step("summed")
             notes = [f"job {j!r} replaced as a whole: {', '.join(f)} differ" for j, f in changed.items()]
             if notes:  # bound lists, one statement (executemany is a statement a row)
-                con.execute(
-                    "INSERT INTO st.ett_notes SELECT $i, $s, unnest($jobs::VARCHAR[]), unnest($notes::VARCHAR[])",
-                    {"i": ingest_id, "s": source, "jobs": list(changed), "notes": notes},
+                statements.run(
+                    con,
+                    "insert_notes",
+                    {"ingest_id": ingest_id, "source": source, "jobs": list(changed), "notes": notes},
                 )
             left_out = set(skipped_ids)
             skipped = [p for p in trace.problems if p.job_id in left_out]
             if skipped:
-                con.execute(
-                    "INSERT INTO st.ett_skipped SELECT $i, $s, unnest($jobs::VARCHAR[]), unnest($files::VARCHAR[]), "
-                    "unnest($rows::BIGINT[]), unnest($fields::VARCHAR[]), unnest($messages::VARCHAR[])",
+                statements.run(
+                    con,
+                    "insert_skipped",
                     {
-                        "i": ingest_id,
-                        "s": source,
+                        "ingest_id": ingest_id,
+                        "source": source,
                         "jobs": [p.job_id for p in skipped],
                         "files": [p.file for p in skipped],
                         "rows": [p.row for p in skipped],
@@ -451,24 +358,24 @@ def ingest_trace(
                 db.set_meta(con, "synthetic", "true")
                 db.set_meta(con, "description", str(trace.metadata.get("description", "generated data, not measured")))
             seconds = time.monotonic() - t_start
-            con.execute(
-                "INSERT INTO st.ett_ingests VALUES ($i, $s, $at, $snap, $explicit, $as_of, $inputs, $read, $new, "
-                "$changed, $same, $running, $skipped, $secs)",
+            statements.run(
+                con,
+                "insert_ingest",
                 {
-                    "i": ingest_id,
-                    "s": source,
-                    "at": datetime.now(timezone.utc).replace(tzinfo=None),
-                    "snap": snapshot_ms if snapshot_ms is not None else trace.as_of_ms,
-                    "explicit": snapshot_ms is not None,
-                    "as_of": as_of_ms,
+                    "ingest_id": ingest_id,
+                    "source": source,
+                    "ingested_at": datetime.now(timezone.utc).replace(tzinfo=None),
+                    "snapshot_ms": snapshot_ms if snapshot_ms is not None else trace.as_of_ms,
+                    "explicit_as_of": snapshot_ms is not None,
+                    "as_of_ms": as_of_ms,
                     "inputs": inputs,
-                    "read": jobs_read,
+                    "jobs_read": jobs_read,
                     "new": len(new),
                     "changed": len(changed) + running,
-                    "same": jobs_read - len(new) - len(changed),
-                    "running": running,
-                    "skipped": len(skipped_ids),
-                    "secs": seconds,
+                    "unchanged": jobs_read - len(new) - len(changed),
+                    "running_remeasured": running,
+                    "skipped_jobs": len(skipped_ids),
+                    "seconds": seconds,
                 },
             )
             db.step("recorded")
@@ -498,35 +405,14 @@ def delete_results(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> N
     (their stored cells, the largest result table, read once: for the sums, then deleted by row id)."""
     if not db.has_table(con, "res_attributed"):
         return
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_old_attributed AS SELECT r.rowid AS ett_rowid, r.* FROM st.res_attributed "
-        f"AS r {_of_jobs(keys, 'job_key')}"
-    )
+    statements.run(con, "stored_cells", keys=keys)
     old_sums(con, keys, grid_ms)
-    con.execute("DELETE FROM st.res_attributed WHERE rowid IN (SELECT ett_rowid FROM ett_old_attributed)")
+    statements.run(con, "delete_cells")
     for target in db.RESULT_TABLES:
         if target == "res_attributed" or not db.has_table(con, target):
             continue
-        if target in db.KEYED_BY_ID:
-            con.execute(
-                f"DELETE FROM st.{target} AS r WHERE EXISTS (SELECT 1 FROM {keys} AS k "
-                "WHERE k.source = r.source AND k.job_id = r.job_id)"
-            )
-        else:
-            con.execute(
-                f"DELETE FROM st.{target} WHERE rowid IN (SELECT r.rowid FROM st.{target} AS r "
-                f"{_of_jobs(keys, 'job_key')})"
-            )
-
-
-def _of_jobs(keys: str, key: str) -> str:
-    """SQL narrowing a store table ``r`` to the jobs of the temporary table ``keys`` (source, ``key``): first by the
-    integer ``key`` alone, a filter DuckDB applies in the scan before reading another column, then by source too.
-    Joined on both at once, every row's source text is read (0.4-0.6 s for 0.2 s among 13 M attributed cells)."""
-    return (
-        f"SEMI JOIN (SELECT DISTINCT {key} FROM {keys}) AS k1 ON k1.{key} = r.{key} "
-        f"SEMI JOIN {keys} AS k ON k.source = r.source AND k.{key} = r.{key}"
-    )
+        by = "delete_results_by_id" if target in db.KEYED_BY_ID else "delete_results_by_key"
+        statements.run(con, by, result=target, keys=keys)
 
 
 def ingest_path(

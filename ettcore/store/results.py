@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import duckdb
 
-from ettcore.store import db
+from ettcore.store import db, statements
+from ettcore.store.statements import columns_of
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window
 from ettcore.trace.window import register as register_window
 
-_LEAD = "''::VARCHAR AS source, 0::BIGINT AS ingest_id, "
 # the metric's temporary tables and views one attribution makes: dropped before the next one on the same connection
 METRIC_VIEWS = (
     "metric_jobs",
@@ -41,25 +41,21 @@ METRIC_VIEWS = (
 )
 
 
+def temporary_kind(con: duckdb.DuckDBPyConnection, name: str) -> str | None:
+    """``'VIEW'`` or ``'TABLE'`` where the connection has a temporary view or table ``name``, else None."""
+    return statements.value(con, "temporary_relation_kind", {"name": name})
+
+
 def drop_any(con: duckdb.DuckDBPyConnection, name: str) -> None:
     """Drop the temporary table or view ``name``, whichever it is."""
-    kind = con.execute(
-        "SELECT 'VIEW' FROM duckdb_views() WHERE view_name = $n AND temporary UNION ALL SELECT 'TABLE' "
-        "FROM duckdb_tables() WHERE table_name = $n AND temporary",
-        {"n": name},
-    ).fetchall()
+    kind = temporary_kind(con, name)
     if kind:
-        con.execute(f"DROP {kind[0][0]} temp.main.{name}")
+        con.execute(f"DROP {kind} temp.main.{name}")
 
 
 def drop_metric_views(con: duckdb.DuckDBPyConnection) -> None:
     """Drop the metric's temporary tables and views (:data:`METRIC_VIEWS`) that exist (one look at the catalog)."""
-    present = con.execute(
-        "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE temporary AND list_contains($n, view_name) UNION ALL "
-        "SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE temporary AND list_contains($n, table_name)",
-        {"n": list(METRIC_VIEWS)},
-    ).fetchall()
-    for name, kind in present:
+    for name, kind in statements.rows(con, "temporary_relations_named", {"names": list(METRIC_VIEWS)}):
         con.execute(f"DROP {kind} temp.main.{name}")
 
 
@@ -67,61 +63,39 @@ def set_params(con: duckdb.DuckDBPyConnection, as_of_ms: int | None, explicit: b
     """``ett_params``: the analysis time; the cut on starts is one ms later unless the as-of was given explicitly
     (the loader's rule)."""
     cut = as_of_ms if explicit else (None if as_of_ms is None else as_of_ms + 1)
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_params AS SELECT $a::BIGINT AS as_of_ms, $c::BIGINT AS cut_ms",
-        {"a": as_of_ms, "c": cut},
-    )
+    statements.run(con, "analysis_params", {"as_of_ms": as_of_ms, "cut_ms": cut})
 
 
 def row_views(con: duckdb.DuckDBPyConnection, qualified: bool, restrict: str | None) -> None:
     """``clean_<table>`` and the ``span_store`` view over the store's rows: every source, or (``restrict``) the jobs
-    of the temporary table ``restrict`` (source, job_id).  ``qualified``: job ids as ``source/job_id`` (several
-    sources)."""
+    of the temporary table ``restrict`` (source, job_id; one source).  ``qualified``: job ids as ``source/job_id``
+    (several sources; every source, then)."""
+    statements.run(con, "job_id_with_source" if qualified else "job_id_within_source")
     for table in db.ROW_TABLES:
         drop_any(con, f"clean_{table}")
-        jid = "r.source || '/' || r.job_id" if qualified else "r.job_id"
-        semi = f"SEMI JOIN {restrict} AS k ON k.source = r.source AND k.job_id = r.job_id " if restrict else ""
         if qualified and table == "jobs":
-            # several sources: every stored job has a jobs row carrying its source as a label (a job whose source
-            # gave no jobs table gets NULLs, which metric_jobs.sql reads as a missing row), so a figure attributed
-            # again from the rows groups by source as the stored results do
-            con.execute(
-                "CREATE TEMP VIEW clean_jobs AS SELECT e.source || '/' || e.job_id AS job_id, "
-                "r.* EXCLUDE (source, ingest_id, job_id), e.source AS source FROM st.ett_jobs AS e "
-                "LEFT JOIN st.rows_jobs AS r ON r.source = e.source AND r.job_id = e.job_id"
-                + (f" SEMI JOIN {restrict} AS k ON k.source = e.source AND k.job_id = e.job_id" if restrict else "")
-            )
-            continue
-        con.execute(
-            f"CREATE TEMP VIEW clean_{table} AS SELECT {jid} AS job_id, * EXCLUDE (source, ingest_id, job_id) "
-            f"FROM st.rows_{table} AS r {semi}"
-        )
+            statements.run(con, "stored_jobs_with_sources")
+        elif restrict:
+            statements.run(con, "stored_rows_of_jobs", table=table, keys=restrict)
+        else:
+            statements.run(con, "stored_rows", table=table)
     drop_any(con, "span_store")
-    con.execute(
-        "CREATE TEMP VIEW span_store AS SELECT hash(s.job_id) AS job_key, s.attempt, CAST(p.phase_id AS SMALLINT) "
-        "AS phase_id, s.start_ms, s.end_ms, s.cursor_start, s.cursor_end, false AS suspect FROM clean_spans AS s "
-        "JOIN ett_phases AS p ON p.phase = s.phase"
-    )
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_excluded_jobs (job_id VARCHAR)")
+    statements.run(con, "stored_span_store")
+    statements.run(con, "no_excluded_jobs")
 
 
 def write_results(con: duckdb.DuckDBPyConnection, source: str, ingest_id: int | None) -> None:
     """Insert the metric's per-job tables (as one attribution left them) into the result tables, with the source
     and ``ingest_id`` (the ingest that inserted the jobs' rows; None: the jobs' stored rows keep theirs, looked up)."""
     for target, table in db.RESULT_TABLES.items():
-        db.merge_schema(con, target, table, _LEAD)
+        db.merge_schema(con, target, table)
         if ingest_id is not None:
-            con.execute(
-                f"INSERT INTO st.{target} BY NAME SELECT $s AS source, $i::BIGINT AS ingest_id, * FROM {table}",
-                {"s": source, "i": ingest_id},
+            statements.run(
+                con, "insert_results", {"source": source, "ingest_id": ingest_id}, result=target, table=table
             )
             continue
-        on = "k.job_id = t.job_id" if target in db.KEYED_BY_ID else "k.job_key = t.job_key"
-        con.execute(
-            f"INSERT INTO st.{target} BY NAME SELECT $s AS source, k.ingest_id, t.* FROM {table} AS t "
-            f"JOIN (SELECT * FROM st.ett_jobs WHERE source = $s) AS k ON {on}",
-            {"s": source},
-        )
+        key = "job_id" if target in db.KEYED_BY_ID else "job_key"
+        statements.run(con, "insert_remeasured_results", {"source": source}, result=target, table=table, key=key)
 
 
 # ----------------------------------------------------------------------------- the fleet's sums
@@ -138,45 +112,37 @@ def sum_tables(con: duckdb.DuckDBPyConnection, apply: bool = False) -> None:
         if not apply:
             drop_any(con, delta)
             continue
-        if not con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = $t AND temporary", {"t": delta}
-        ).fetchall()[0][0]:
+        if temporary_kind(con, delta) != "TABLE":
             continue  # nothing attributed, nothing subtracted
-        types = db.columns(con, delta)
-        values = [c for c in types if c not in keys]
-        have = db.has_table(con, target)
-        rows = (
-            f"SELECT * FROM st.{target} UNION ALL BY NAME SELECT * FROM {delta}" if have else f"SELECT * FROM {delta}"
-        )
-        summed = ", ".join(f"CAST(sum({c}) AS {types[c]}) AS {c}" for c in values)
-        nonzero = " OR ".join(f"sum({c}) <> 0" for c in values)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE ett_summed AS SELECT {', '.join(keys)}, {summed} FROM ({rows}) "
-            f"GROUP BY ALL HAVING {nonzero} ORDER BY ALL"
-        )
-        if have:
-            con.execute(f"DELETE FROM st.{target}")
-            con.execute(f"INSERT INTO st.{target} BY NAME SELECT * FROM ett_summed")
-        else:
-            con.execute(f"CREATE TABLE st.{target} AS SELECT * FROM ett_summed")
+        parts = _slot_columns(con, delta, keys)
+        if not db.has_table(con, target):
+            statements.run(con, "create_sums", target=target, changes=delta, **parts)
+        statements.run(con, "summed_slots", target=target, changes=delta, **parts)
+        statements.run(con, "delete_sums", target=target)
+        statements.run(con, "insert_sums", target=target)
         drop_any(con, delta)
         drop_any(con, "ett_summed")
+
+
+def _slot_columns(con: duckdb.DuckDBPyConnection, relation: str, keys: tuple[str, ...]) -> dict:
+    """The key columns and the value columns (every other) of a slot view or of its changes, as the statements'
+    ``keys`` and ``values`` lists."""
+    schema = db.columns(con, relation)
+    return {
+        "keys": columns_of({k: schema[k] for k in keys}),
+        "values": columns_of(schema, skip=keys),
+    }
 
 
 def _add(con: duckdb.DuckDBPyConnection, sign: int) -> None:
     """Add (``sign`` 1) or subtract (-1) the rows of the metric's slot views, as they are now, to the changes."""
     for target, (view, keys) in db.SUM_TABLES.items():
         delta = _delta(target)
-        values = [c for c in db.columns(con, view) if c not in keys]
-        cols = ", ".join([*keys, *(f"{sign} * {c} AS {c}" for c in values)])
-        exists = con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE table_name = $t AND temporary", {"t": delta}
-        ).fetchall()[0][0]
-        if exists:
-            con.execute(f"INSERT INTO {delta} BY NAME SELECT {cols} FROM {view}")
-        else:
-            con.execute(f"CREATE TEMP TABLE {delta} AS SELECT * FROM {view} LIMIT 0")
-            con.execute(f"INSERT INTO {delta} BY NAME SELECT {cols} FROM {view}")
+        if temporary_kind(con, delta) != "TABLE":
+            statements.run(con, "slot_changes", changes=delta, view=view)
+        statements.run(
+            con, "add_slot_changes", {"sign": sign}, changes=delta, view=view, **_slot_columns(con, view, keys)
+        )
 
 
 def add_sums(con: duckdb.DuckDBPyConnection) -> None:
@@ -189,13 +155,9 @@ def old_sums(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> None:
     slot queries on views of their stored results (per source: job keys are unique within one)."""
     if not db.has_table(con, "res_metric_jobs"):
         return
-    sources = [r[0] for r in con.execute(f"SELECT DISTINCT source FROM {keys} ORDER BY 1").fetchall()]
-    for source in sources:
+    for (source,) in statements.rows(con, "sources_of", relation=keys):
         drop_metric_views(con)
-        con.execute(
-            f"CREATE OR REPLACE TEMP TABLE ett_keys_one AS SELECT source, job_key FROM {keys} WHERE source = $s",
-            {"s": source},
-        )
+        statements.run(con, "jobs_of_source", {"source": source}, into="ett_keys_one", keys=keys)
         stored_views(con, "ett_keys_one", grid_ms)
         _add(con, -1)
         drop_metric_views(con)
@@ -207,17 +169,11 @@ def stored_views(con: duckdb.DuckDBPyConnection, restrict: str, grid_ms: int) ->
     ``ett_old_attributed``), the whole window's ``unmeasured_time``
     (none) and, from the metric's queries, ``measured_time``, ``measured_interruptions``, ``fleet_slots`` and
     ``interruption_slots``: the slots of those jobs as the stored attribution gives them."""
-    for view, target, drop in (
-        ("metric_jobs", "st.res_metric_jobs", ""),
-        ("metric_attempts", "st.res_metric_attempts", ""),
-        ("attributed_time", "ett_old_attributed", "ett_rowid, "),  # collected by the caller (refresh.delete_results)
-    ):
-        con.execute(
-            f"CREATE TEMP VIEW {view} AS SELECT r.* EXCLUDE ({drop}source, ingest_id) FROM {target} AS r "
-            f"SEMI JOIN {restrict} AS k ON k.source = r.source AND k.job_key = r.job_key"
-        )
+    for view, result in (("metric_jobs", "res_metric_jobs"), ("metric_attempts", "res_metric_attempts")):
+        statements.run(con, "stored_results_of_jobs", view=view, result=result, keys=restrict)
+    statements.run(con, "stored_cells_of_jobs", keys=restrict)  # collected by the caller (refresh.delete_results)
     register_window(con, Window())
-    con.execute("CREATE OR REPLACE TEMP TABLE ett_grid AS SELECT $g::BIGINT AS grid_ms", {"g": grid_ms})
-    con.execute(f"CREATE TEMP TABLE unmeasured_time AS {sql('metric/unmeasured_time')} LIMIT 0")
+    statements.run(con, "grid", {"grid_ms": grid_ms})
+    statements.create_as(con, "TABLE", "unmeasured_time", f"{sql('metric/unmeasured_time')} LIMIT 0")
     for view in ("measured_time", "measured_interruptions", "fleet_slots", "interruption_slots"):
-        con.execute(f"CREATE TEMP VIEW {view} AS {sql('metric/' + view)}")
+        statements.create_as(con, "VIEW", view, sql("metric/" + view))

@@ -8,8 +8,10 @@ The key is the trace's content, never its names or dates: a BLAKE2b digest of ev
 and the modules that build them) and of the vocabulary (``ettcore/defaults``: the end reasons and causes the checks
 accept).  A file touched without change still hits; a file rewritten with other bytes
 (even of the same size and modification time), a part file replaced, added or removed, another mapping or another
-version of the checks misses, and the trace is checked again.  Hashing reads the files once, in threads, at disk
-speed (a fraction of one DuckDB read of the same files, which also decodes them).
+version of the checks misses, and the trace is checked again.  The code's SQL is the checks' (``sql/checks``), the
+loader's (``sql/load``: the default as-of and the row accounting, which a verdict keeps) and the span store's
+(:data:`SPAN_STORE_SQL`), not the fleet store's statements beside it, which no check reads.  Hashing reads the files
+once, in threads, at disk speed (a fraction of one DuckDB read of the same files, which also decodes them).
 
 The verdicts live in ``$ETT_CACHE_DIR`` (default ``$XDG_CACHE_HOME/ett/checked``, else ``~/.cache/ett/checked``), one
 small JSON file a key; ``ETT_CHECK_CACHE=0`` turns the cache off.  An unreadable or foreign file there is a miss.
@@ -30,7 +32,7 @@ from ettcore.config import PACKAGE_DIR, SQL_DIR
 from ettcore.vocabulary import VOCABULARY
 
 FORMAT = 1  # bump when the stored verdict changes meaning
-# the checking code, as paths under the package folder (the checks' SQL is added by _code_digest)
+# the checking code, as paths under the package folder (its SQL is added by _code_digest)
 _CODE = (
     "trace/load.py",
     "trace/instants.py",
@@ -40,6 +42,8 @@ _CODE = (
     "vocabulary.py",
     "trace/span_store.py",
 )
+# the span store's typed read and screen (ettcore.trace.span_store), in sql/store beside the fleet store's statements
+SPAN_STORE_SQL = ("store/span_store.sql", "store/train_overlap_suspects.sql")
 _CHUNK = 1 << 22
 
 
@@ -66,8 +70,13 @@ def _code_digest() -> str:
     h = hashlib.blake2b(digest_size=20)
     for name in _CODE:
         h.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes() + b"\0")
-    for f in sorted([*(SQL_DIR / "checks").glob("*.sql"), *(SQL_DIR / "store").glob("*.sql")]):
-        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    files = [
+        *(SQL_DIR / "checks").glob("*.sql"),
+        *(SQL_DIR / "load").glob("*.sql"),
+        *(SQL_DIR / n for n in SPAN_STORE_SQL),
+    ]
+    for f in sorted(files):
+        h.update(str(f.relative_to(SQL_DIR)).encode() + b"\0" + f.read_bytes() + b"\0")
     h.update(b"vocabulary\0" + VOCABULARY.digest.encode())  # the checks' lists (end reasons, causes) come from it
     return h.hexdigest()
 

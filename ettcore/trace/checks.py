@@ -83,40 +83,33 @@ def clean_views(con: duckdb.DuckDBPyConnection, anti: bool) -> None:
 
 
 def accounting(con: duckdb.DuckDBPyConnection, problems: list[Problem]) -> dict:
-    """Per table: rows read, used, rejected, and rejected rows by reason.
+    """Per table: rows read, used, rejected, and rejected rows by reason (:func:`accounting_of`), by
+    :func:`accounting_query`, which Spark runs too."""
+    return accounting_of(con.execute(sql(accounting_query(problems))).fetchall())
 
-    A row is rejected when it has a finding itself (reason: its first check's
-    message kind) or belongs to a job excluded for a finding elsewhere
-    (reason: ``job excluded``).  ``read == used + rejected`` always.
+
+def accounting_query(problems: list[Problem]) -> str:
+    """The query file of the row accounting: ``load/row_accounting`` (each row judged) when the checks found something,
+    else ``load/typed_row_counts`` (every row used: counted without reading a column)."""
+    return "load/row_accounting" if problems else "load/typed_row_counts"
+
+
+def accounting_of(rows: list[tuple]) -> dict:
+    """Per table: rows read, used, rejected, and rejected rows by reason (in the order of their names), from the
+    rows of ``row_accounting.sql`` (table, reason or None for the rows used, count).
+
+    A row is rejected when it has a finding itself (reason: its first check's name) or belongs to a job excluded for
+    a finding elsewhere (reason: ``job excluded``).  ``read == used + rejected`` always.
     """
-    out: dict[str, dict] = {}
-    for table in VOCABULARY.tables:
-        read = con.execute(f"SELECT count(*) FROM typed_{table}").fetchall()[0][0]
-        if not problems:  # no finding: every row is used (a missing job_id is itself a finding)
-            out[table] = {"read": read, "used": read, "rejected": 0, "rejected_by_reason": {}}
-            continue
-        used = con.execute(f"SELECT count(*) FROM clean_{table}").fetchall()[0][0]
-        reasons = con.execute(
-            f"""
-            WITH own AS (
-                SELECT _file, _row, min("check") AS reason
-                FROM ett_findings WHERE table_name = $t GROUP BY _file, _row
-            ),
-            rejected AS (
-                SELECT coalesce(own.reason, 'job excluded') AS reason
-                FROM typed_{table} AS t
-                LEFT JOIN own ON own._file = t._file AND own._row = t._row
-                LEFT JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id  -- distinct job ids: no row is repeated
-                WHERE t.job_id IS NULL OR own.reason IS NOT NULL OR x.job_id IS NOT NULL
-            )
-            SELECT reason, count(*) AS n FROM rejected GROUP BY reason ORDER BY reason
-            """,
-            {"t": table},
-        ).fetchall()
-        out[table] = {
-            "read": read,
-            "used": used,
-            "rejected": read - used,
-            "rejected_by_reason": {r: n for r, n in reasons},
-        }
+    out: dict[str, dict] = {
+        t: {"read": 0, "used": 0, "rejected": 0, "rejected_by_reason": {}} for t in VOCABULARY.tables
+    }
+    for table, reason, n in sorted(rows, key=lambda r: (r[0], r[1] or "")):
+        acc = out[table]
+        acc["read"] += n
+        if reason is None:
+            acc["used"] += n
+        else:
+            acc["rejected"] += n
+            acc["rejected_by_reason"][reason] = n
     return out

@@ -51,6 +51,7 @@ from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
 from ettcore.trace import typing as rules
 from ettcore.trace.instants import parse_instant
+from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
 from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY
@@ -677,11 +678,9 @@ def register_causes(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The trace's latest instant: the latest start or end of a clean attempt or span (``keyed_spans``: the store's)."""
-    row = con.execute(
-        "SELECT greatest((SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_attempts),"
-        " (SELECT max(greatest(start_ms, end_ms)) FROM keyed_spans))"
-    ).fetchall()[0]
+    """The trace's latest instant: the latest start or end of a clean attempt or span (``keyed_spans``: the span
+    store's), by ``sql/load/default_as_of.sql``, which Spark runs too."""
+    row = con.execute(sql("load/default_as_of")).fetchone()
     return None if row is None or row[0] is None else int(row[0])
 
 

@@ -58,6 +58,7 @@ from ettcore.engines.spark.files import first_line
 from ettcore.engines.spark.transpile import spark_sql
 from ettcore.errors import InputError, Problem
 from ettcore.phases import PhaseMap, load_phase_map
+from ettcore.trace.checks import accounting_of, accounting_query
 from ettcore.trace.load import (
     REQUIRED_TABLES,
     SUFFIXES,
@@ -296,11 +297,6 @@ def run_checks(spark: "SparkSession", has_jobs: bool) -> list[Problem]:
     ]
 
 
-_DEFAULT_AS_OF = """
-SELECT greatest((SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_attempts),
-                (SELECT max(greatest(start_ms, coalesce(end_ms, start_ms))) FROM clean_spans)) AS as_of_ms
-"""
-
 _NOT_STARTED = """
 SELECT (SELECT count(*) FROM clean_attempts AS t CROSS JOIN ett_params AS p WHERE t.start_ms >= p.cut_ms) AS attempts,
        (SELECT count(*) FROM clean_spans AS t CROSS JOIN ett_params AS p WHERE t.start_ms >= p.cut_ms) AS spans,
@@ -309,41 +305,10 @@ SELECT (SELECT count(*) FROM clean_attempts AS t CROSS JOIN ett_params AS p WHER
 """
 
 
-def _accounting_query() -> str:
-    """Per table and reason (NULL: used), the count of typed rows;
-    reasons as :func:`ettcore.trace.checks.accounting` gives them."""
-    parts = []
-    for table in TABLES:
-        parts.append(
-            f"""
-            SELECT '{table}' AS table_name, reason, count(*) AS n FROM (
-                SELECT CASE WHEN t.job_id IS NULL OR own.reason IS NOT NULL OR x.job_id IS NOT NULL
-                            THEN coalesce(own.reason, 'job excluded') END AS reason
-                FROM typed_{table} AS t
-                LEFT JOIN (SELECT _file, _row, min(`check`) AS reason FROM ett_findings
-                           WHERE table_name = '{table}' GROUP BY _file, _row) AS own
-                       ON own._file = t._file AND own._row = t._row
-                LEFT JOIN ett_excluded_jobs AS x ON x.job_id = t.job_id
-            ) AS r GROUP BY reason"""
-        )
-    return "\nUNION ALL\n".join(parts)
-
-
 def accounting(spark: "SparkSession", problems: list[Problem]) -> dict:
-    """Per table: rows read, used, rejected and rejected by reason (``read == used + rejected``)."""
-    if not problems:  # no finding: every row is used
-        row = spark.sql("SELECT " + ", ".join(f"(SELECT count(*) FROM typed_{t}) AS {t}" for t in TABLES)).collect()[0]
-        return {t: {"read": row[t], "used": row[t], "rejected": 0, "rejected_by_reason": {}} for t in TABLES}
-    out: dict[str, dict] = {t: {"read": 0, "used": 0, "rejected": 0, "rejected_by_reason": {}} for t in TABLES}
-    for r in sorted(spark.sql(_accounting_query()).collect(), key=lambda r: (r["table_name"], r["reason"] or "")):
-        acc = out[r["table_name"]]
-        acc["read"] += r["n"]
-        if r["reason"] is None:
-            acc["used"] += r["n"]
-        else:
-            acc["rejected"] += r["n"]
-            acc["rejected_by_reason"][r["reason"]] = r["n"]
-    return out
+    """Per table: rows read, used, rejected and rejected by reason (``read == used + rejected``): the DuckDB loader's
+    query (:func:`ettcore.trace.checks.accounting_query`) and its reading (``checks.accounting_of``)."""
+    return accounting_of([tuple(r) for r in spark.sql(spark_sql(accounting_query(problems))).collect()])
 
 
 # ----------------------------------------------------------------------------- the trace
@@ -438,7 +403,10 @@ def open_uri(uri: str, spark: "SparkSession", options: TraceOptions | None = Non
             sp.register_clean(spark, trace.excluded_jobs)
             # as for a local trace: without an explicit as-of, as-of is the latest instant and cut = as-of + 1 ms
             if trace.as_of_ms is None:
-                got = spark.sql(_DEFAULT_AS_OF).collect()[0]["as_of_ms"]
+                # the DuckDB loader's query, sql/load/default_as_of.sql, over the clean jobs' spans as the metric reads
+                # them (keyed_spans; registered again with the metric's views)
+                spark.sql(spark_sql("metric/keyed_spans")).createOrReplaceTempView("keyed_spans")
+                got = spark.sql(spark_sql("load/default_as_of")).collect()[0]["as_of_ms"]
                 trace.as_of_ms = None if got is None else int(got)
                 cut_ms = None if trace.as_of_ms is None else trace.as_of_ms + 1
             else:

@@ -1,0 +1,2 @@
+-- How many rows {{relation}} holds.
+SELECT count(*) AS row_count FROM {{relation}}
