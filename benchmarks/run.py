@@ -490,8 +490,9 @@ def bench_size(work: Path, n: int, args: argparse.Namespace) -> dict:
 
 
 def output_digest(path: Path, named: str) -> str | None:
-    """SHA-256 of a command's output with the input's path (``named``, the one field that names it) blanked: two
-    commands that printed the same figures for different inputs have the same digest."""
+    """SHA-256 of a command's output with what names its input blanked (the JSON envelope's ``input`` object: its
+    path, ``named``, and its kind, a trace or a store): two commands that printed the same figures for different
+    inputs have the same digest."""
     import hashlib
     import re
 
@@ -500,7 +501,7 @@ def output_digest(path: Path, named: str) -> str | None:
     h = hashlib.sha256()
     with path.open("rb") as f:
         head = f.read(1 << 16)
-        head = re.sub(rb'"trace": "[^"]*"', b'"trace": ""', head, count=1).replace(named.encode(), b"")
+        head = re.sub(rb'"input": \{[^}]*\}', b'"input": {}', head, count=1).replace(named.encode(), b"")
         h.update(head)
         for block in iter(lambda: f.read(1 << 24), b""):
             h.update(block)

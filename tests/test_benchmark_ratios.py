@@ -52,3 +52,20 @@ def test_the_targets_table_shows_the_paired_ratio_and_the_drift(bench):
         "| 20.00x | <= 15x | NOT MET: 1.33x the target | 16.00x (not met) | as above |" in cached
     )  # ... then referred to
     assert "2.50 s at the start" in text and "3.00 to 3.20 s" in text and "drifted by 28 %" in text  # 3.2 / 2.5 - 1
+
+
+def test_same_figures_from_a_trace_and_a_store_have_one_digest_other_figures_do_not(bench, tmp_path):
+    # the store's exactness check: a trace's and a store's answers differ only in the envelope's input object
+    def answer(path, kind, ett):
+        return (
+            '{\n  "schema": {"name": "ett-summarize", "version": 1},\n'
+            f'  "input": {{"path": "{path}", "kind": "{kind}", "engine": "duckdb", "spark_master": null}},\n'
+            f'  "fleet": {{"ett_pct": {ett}}}\n}}\n'
+        )
+
+    (tmp_path / "t.json").write_text(answer("/x/trace", "trace", 41.5))
+    (tmp_path / "s.json").write_text(answer("/y/fleet.duckdb", "store", 41.5))
+    (tmp_path / "o.json").write_text(answer("/y/fleet.duckdb", "store", 41.6))
+    trace = bench.output_digest(tmp_path / "t.json", "/x/trace")
+    assert trace == bench.output_digest(tmp_path / "s.json", "/y/fleet.duckdb")
+    assert trace != bench.output_digest(tmp_path / "o.json", "/y/fleet.duckdb")
