@@ -1,0 +1,76 @@
+"""Slow time: training time lost to train spans that ran slower than the job's own ideal pace.
+
+Counted after the fact, per job, from the trace's train spans (docs/metric.md, "Slow time"); not to be confused with
+the live ``slow`` state of :mod:`ettcore.metric.hangs`, which flags a running job whose recent steps are slow and
+counts nothing.
+
+- A job's **ideal time per cursor unit** is the 10th percentile (``quantile_cont``) of seconds per cursor unit over its
+  advancing train spans past warm-up (each attempt's first advancing train span is its warm-up), when there are at
+  least 5 of them; a job with fewer has no ideal pace and no slow time (``job_ideal_pace.sql``).
+- A span past warm-up is **slow** when it took longer than ``(1 + tolerance)`` times its advance at the ideal pace;
+  its **slow time** is the new-data share of its excess over the ideal time (the replayed share is wasted training
+  already, in Level 2), counted where the span starts (inside the analysis window, outside the job's exclusion
+  windows) (``train_slow.sql``).
+- Per job: ``slow_spans``, ``slow_s``, ``slow_gpu_h`` and the **ETT at ideal pace**, ``100 * (productive_s - slow_s)
+  / wall_s`` beside the paper's ETT%, which slow time does not change (``job_slow.sql``).
+
+The queries are ``ettcore/sql/metric/train_advances.sql``, ``job_ideal_pace.sql``, ``train_slow.sql`` and
+``job_slow.sql``; the plain-Python reference is ``tests/reference.py``'s ``reference_slow``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+
+from ettcore import metric
+from ettcore.errors import InputError, Problem
+from ettcore.order import in_natural_order
+from ettcore.trace.load import Trace
+from ettcore.trace.queries import sql
+
+DEFAULT_TOLERANCE = 0.25  # a span up to 25 % over its ideal time is jitter, not slowness
+
+
+def check_tolerance(value: float | str | None) -> float:
+    """The slow tolerance as a number (``DEFAULT_TOLERANCE`` when None); a negative, infinite or non-numeric one is
+    refused with one line naming ``--slow-tolerance``."""
+    if value is None:
+        return DEFAULT_TOLERANCE
+    try:
+        tolerance = float(value)
+    except (TypeError, ValueError):
+        tolerance = float("nan")
+    if not math.isfinite(tolerance) or tolerance < 0:
+        raise InputError(
+            Problem("--slow-tolerance", None, "slow_tolerance", f"not a fraction of 0 or more (0.25 = 25 %): {value!r}")
+        )
+    return tolerance
+
+
+def prepare(trace: Trace, tolerance: float | str | None = None) -> None:
+    """The per-job results, the tolerance parameter and the ``train_advances``, ``job_ideal_pace`` and
+    ``train_slow`` views."""
+    metric.job_metrics(trace)  # job_slow.sql reads the per-job results
+    con = trace.con
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE ett_slow_params AS SELECT $t::DOUBLE AS tolerance",
+        {"t": check_tolerance(tolerance)},
+    )
+    for view in ("train_advances", "job_ideal_pace", "train_slow"):
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+
+
+def train_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame:
+    """One row a slow span: ``job_id, attempt, start, end, seconds, ideal_s, slow_s``, in natural job order, then by
+    start."""
+    prepare(trace, tolerance)
+    return in_natural_order(trace.sql("SELECT * FROM train_slow"), "job_id", "start")
+
+
+def job_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame:
+    """One row a measured job, in natural job order: ``job_id, model, gpus, slow_spans, slow_s, slow_gpu_h,
+    ideal_pace_per_s, ett_pct, ett_ideal_pct``."""
+    prepare(trace, tolerance)
+    return in_natural_order(trace.sql(sql("metric/job_slow")))

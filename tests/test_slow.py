@@ -1,0 +1,111 @@
+"""Slow time: training time lost to train spans slower than the job's own ideal pace (docs/metric.md, "Slow time").
+
+Pinned on a hand-made job (SYNTHETIC) with a slow warm-up, two slow spans and one within the tolerance, and compared
+with the plain-Python reference (:func:`reference.reference_slow`) on random traces with random windows, exclusions,
+as-of times and tolerances.  The metric's own figures must not change with the tolerance.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import polars as pl
+import pytest
+import reference as ref  # tests/reference.py, the plain-Python oracle
+from hypothesis import event, given
+from hypothesis import strategies as st
+from test_metric_properties import _ms, _settings, sql_window
+from test_window_properties import traces_with_window
+from trace_strategies import train_spans, write_trace_folder
+
+from ettcore import metric
+from ettcore.errors import TraceError
+from ettcore.metric import slow
+from ettcore.trace import load_trace
+
+B = 1_769_900_000_000  # 2026-01-31T22:53:20Z
+
+
+def _slow_trace() -> dict:
+    """One job, one attempt: a 10 s warm-up span advancing 10 units, eight spans of 10 s advancing 100, two of 30 s
+    advancing 100 (each 20 s over the ideal 10 s) and one of 11 s advancing 100 (10 % over: jitter)."""
+    pieces = [(10, 10)] + [(10, 100)] * 8 + [(30, 100), (30, 100), (11, 100)]
+    spans = train_spans("j", 0, pieces, B)
+    return {
+        "jobs": [dict(job_id="j", model="m", gpus=8)],
+        "attempts": [dict(job_id="j", attempt=0, start=B, end=spans[-1]["end"], end_reason="completed")],
+        "spans": spans,
+    }
+
+
+def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
+    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    per_job = slow.job_slow(t).row(0, named=True)
+    assert per_job["ideal_pace_per_s"] == pytest.approx(10.0)  # 10th percentile of 0.1 s a unit
+    assert per_job["slow_spans"] == 2
+    assert per_job["slow_s"] == pytest.approx(40.0)
+    assert per_job["slow_gpu_h"] == pytest.approx(8 * 40 / 3600)
+    assert per_job["ett_pct"] == pytest.approx(100.0)
+    assert per_job["ett_ideal_pct"] == pytest.approx(100 * 121 / 161)
+    listed = slow.train_slow(t)
+    assert [_ms(v) for v in listed["start"]] == [B + 90_000, B + 120_000]
+    assert listed["slow_s"].to_list() == pytest.approx([20.0, 20.0])
+    # the tolerance decides what is jitter: 30 s is 3x the ideal
+    assert slow.job_slow(t, tolerance=2.1)["slow_spans"][0] == 0
+    assert slow.job_slow(t, tolerance=1.9)["slow_spans"][0] == 2
+    assert slow.job_slow(t, tolerance=0.05)["slow_s"][0] == pytest.approx(41.0)  # the 11 s span too
+    # slow time changes no figure of the metric
+    assert metric.job_summary(t)["productive_s"][0] == 161.0
+
+
+def test_the_tolerance_must_be_a_fraction_of_zero_or_more(tmp_path):
+    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    for bad in ["-0.1", "nan", "inf", "ten", "1; DROP TABLE spans"]:
+        with pytest.raises(TraceError) as info:
+            slow.job_slow(t, tolerance=bad)
+        assert info.value.problems[0].field == "slow_tolerance"
+
+
+@_settings(60)
+@given(traces_with_window(train_counts=(0, 2, 6, 9, 12)), st.sampled_from([None, 0.0, 0.1, 1.0]))
+def test_slow_time_equals_reference(trace_window, tolerance):
+    """Per job: ideal pace, each slow span (start, slow time), slow seconds and GPU-hours and the ETT at ideal pace,
+    over random windows and exclusions, on traces whose attempts train in up to 12 spans."""
+    trace, window = trace_window
+    want = ref.reference_slow(
+        trace["jobs"],
+        trace["attempts"],
+        trace["spans"],
+        window["as_of"],
+        tolerance=slow.DEFAULT_TOLERANCE if tolerance is None else tolerance,
+        since=window["since"],
+        until=window["until"],
+        exclusions=window["exclusions"],
+    )
+    n = sum(len(w["slow"]) for w in want.values())
+    event(f"slow spans in the reference: {min(3, n)}{'+' * (n >= 3)}")
+    with tempfile.TemporaryDirectory(prefix="ett-slow-") as tmp:
+        t = load_trace(
+            write_trace_folder(trace, Path(tmp) / "t"),
+            as_of=None if window["as_of"] is None else window["as_of"] / 1000,
+        )
+        metric.set_window(t, **sql_window(window))
+        per_job = {r["job_id"]: r for r in slow.job_slow(t, tolerance).iter_rows(named=True)}
+        listed = slow.train_slow(t, tolerance)
+    assert sorted(per_job) == sorted(want)
+    for job_id, w in want.items():
+        g = per_job[job_id]
+        assert (g["ideal_pace_per_s"] is None) == (w["ideal"] is None), job_id
+        if w["ideal"] is not None:
+            assert g["ideal_pace_per_s"] == pytest.approx(1 / w["ideal"], rel=1e-9)
+        assert g["slow_spans"] == len(w["slow"]), job_id
+        assert g["slow_s"] == pytest.approx(w["slow_s"], abs=1e-6)
+        assert g["slow_gpu_h"] == pytest.approx(w["slow_gpu_h"], abs=1e-9)
+        if w["ett_ideal_pct"] is None:
+            assert g["ett_ideal_pct"] is None
+        else:
+            assert g["ett_ideal_pct"] == pytest.approx(w["ett_ideal_pct"], abs=1e-6)
+        mine = listed.filter(pl.col("job_id") == job_id)
+        assert [_ms(v) for v in mine["start"]] == [s for s, _ in w["slow"]]
+        assert mine["slow_s"].to_list() == pytest.approx([s for _, s in w["slow"]], abs=1e-6)
