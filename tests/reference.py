@@ -1041,3 +1041,28 @@ def reference_slow(
             "ett_ideal_pct": 100 * max(0.0, prod - slow_s) / wall if wall > 0 else None,
         }
     return out
+
+
+def reference_group_slow(result: dict[str, Any], slow: dict[str, dict[str, Any]], by: str | None = None) -> list[dict]:
+    """Slow time per group (``by=None``: the fleet) of :func:`reference_metrics`'s jobs, from :func:`reference_slow`:
+    ``key, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct = 100 * sum(gpus * max(0, productive_s - slow_s)) /
+    sum(gpus * wall_s)``, sorted by key as :func:`reference_fleet`."""
+    groups: dict[Any, list[dict]] = defaultdict(list)
+    for job in result["jobs"].values():
+        groups[_group_key(job, by)].append(job)
+    rows = []
+    for key in sorted(groups, key=lambda k: (k is None, str(k))):
+        js = groups[key]
+        wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
+        ideal_g = sum(j["gpus"] * max(0.0, j["productive_s"] - slow[j["job_id"]]["slow_s"]) for j in js)
+        rows.append(
+            {
+                "key": key,
+                "jobs": len(js),
+                "slow_spans": sum(len(slow[j["job_id"]]["slow"]) for j in js),
+                "slow_gpu_h": sum(slow[j["job_id"]]["slow_gpu_h"] for j in js),
+                "ett_pct": 100 * sum(j["gpus"] * j["productive_s"] for j in js) / wall_g if wall_g > 0 else None,
+                "ett_ideal_pct": 100 * ideal_g / wall_g if wall_g > 0 else None,
+            }
+        )
+    return rows

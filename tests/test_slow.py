@@ -55,6 +55,9 @@ def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
     assert slow.job_slow(t, tolerance=2.1)["slow_spans"][0] == 0
     assert slow.job_slow(t, tolerance=1.9)["slow_spans"][0] == 2
     assert slow.job_slow(t, tolerance=0.05)["slow_s"][0] == pytest.approx(41.0)  # the 11 s span too
+    (fleet,) = slow.group_slow(t).iter_rows(named=True)
+    assert fleet["jobs"] == 1 and fleet["slow_gpu_h"] == pytest.approx(8 * 40 / 3600)
+    assert fleet["ett_ideal_pct"] == pytest.approx(100 * 121 / 161)
     # slow time changes no figure of the metric
     assert metric.job_summary(t)["productive_s"][0] == 161.0
 
@@ -70,8 +73,9 @@ def test_the_tolerance_must_be_a_fraction_of_zero_or_more(tmp_path):
 @_settings(60)
 @given(traces_with_window(train_counts=(0, 2, 6, 9, 12)), st.sampled_from([None, 0.0, 0.1, 1.0]))
 def test_slow_time_equals_reference(trace_window, tolerance):
-    """Per job: ideal pace, each slow span (start, slow time), slow seconds and GPU-hours and the ETT at ideal pace,
-    over random windows and exclusions, on traces whose attempts train in up to 12 spans."""
+    """Per job: ideal pace, each slow span (start, slow time), slow seconds and GPU-hours and the ETT at ideal pace;
+    per model and for the fleet: slow spans and GPU-hours and the weighted ETT at ideal pace; over random windows and
+    exclusions, on traces whose attempts train in up to 12 spans."""
     trace, window = trace_window
     want = ref.reference_slow(
         trace["jobs"],
@@ -85,6 +89,15 @@ def test_slow_time_equals_reference(trace_window, tolerance):
     )
     n = sum(len(w["slow"]) for w in want.values())
     event(f"slow spans in the reference: {min(3, n)}{'+' * (n >= 3)}")
+    measured = ref.reference_metrics(
+        trace["jobs"],
+        trace["attempts"],
+        trace["spans"],
+        window["as_of"],
+        since=window["since"],
+        until=window["until"],
+        exclusions=window["exclusions"],
+    )
     with tempfile.TemporaryDirectory(prefix="ett-slow-") as tmp:
         t = load_trace(
             write_trace_folder(trace, Path(tmp) / "t"),
@@ -93,6 +106,18 @@ def test_slow_time_equals_reference(trace_window, tolerance):
         metric.set_window(t, **sql_window(window))
         per_job = {r["job_id"]: r for r in slow.job_slow(t, tolerance).iter_rows(named=True)}
         listed = slow.train_slow(t, tolerance)
+        groups = {by: slow.group_slow(t, by, tolerance) for by in (None, "model")}
+    for by, got in groups.items():
+        want_rows = ref.reference_group_slow(measured, want, by)
+        rows = list(got.iter_rows(named=True))
+        assert [r.get(by) for r in rows] == [w["key"] for w in want_rows] if by else len(rows) == len(want_rows)
+        for g, w in zip(rows, want_rows):
+            assert (g["jobs"], g["slow_spans"]) == (w["jobs"], w["slow_spans"])
+            assert g["slow_gpu_h"] == pytest.approx(w["slow_gpu_h"], rel=1e-9, abs=1e-9)
+            for pct in ("ett_pct", "ett_ideal_pct"):
+                assert (g[pct] is None) == (w[pct] is None), pct
+                if w[pct] is not None:
+                    assert g[pct] == pytest.approx(w[pct], abs=1e-6), pct
     assert sorted(per_job) == sorted(want)
     for job_id, w in want.items():
         g = per_job[job_id]

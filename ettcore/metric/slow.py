@@ -12,10 +12,11 @@ counts nothing.
   already, in Level 2), counted where the span starts (inside the analysis window, outside the job's exclusion
   windows) (``train_slow.sql``).
 - Per job: ``slow_spans``, ``slow_s``, ``slow_gpu_h`` and the **ETT at ideal pace**, ``100 * (productive_s - slow_s)
-  / wall_s`` beside the paper's ETT%, which slow time does not change (``job_slow.sql``).
+  / wall_s`` beside the paper's ETT%, which slow time does not change (``job_slow.sql``); per group and for the
+  fleet the same, GPU-time weighted (``group_slow.sql``).
 
 The queries are ``ettcore/sql/metric/train_advances.sql``, ``job_ideal_pace.sql``, ``train_slow.sql`` and
-``job_slow.sql``; the plain-Python reference is ``tests/reference.py``'s ``reference_slow``.
+``job_slow.sql`` and ``group_slow.sql``; the plain-Python reference is ``tests/reference.py``'s ``reference_slow``.
 """
 
 from __future__ import annotations
@@ -50,15 +51,15 @@ def check_tolerance(value: float | str | None) -> float:
 
 
 def prepare(trace: Trace, tolerance: float | str | None = None) -> None:
-    """The per-job results, the tolerance parameter and the ``train_advances``, ``job_ideal_pace`` and
-    ``train_slow`` views."""
+    """The per-job results, the tolerance parameter and the ``train_advances``, ``job_ideal_pace``, ``train_slow``
+    and ``job_slow`` views."""
     metric.job_metrics(trace)  # job_slow.sql reads the per-job results
     con = trace.con
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ett_slow_params AS SELECT $t::DOUBLE AS tolerance",
         {"t": check_tolerance(tolerance)},
     )
-    for view in ("train_advances", "job_ideal_pace", "train_slow"):
+    for view in ("train_advances", "job_ideal_pace", "train_slow", "job_slow"):
         con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
 
 
@@ -73,4 +74,13 @@ def job_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame
     """One row a measured job, in natural job order: ``job_id, model, gpus, slow_spans, slow_s, slow_gpu_h,
     ideal_pace_per_s, ett_pct, ett_ideal_pct``."""
     prepare(trace, tolerance)
-    return in_natural_order(trace.sql(sql("metric/job_slow")))
+    return in_natural_order(trace.sql("SELECT * FROM job_slow"))
+
+
+def group_slow(trace: Trace, by: str | None = None, tolerance: float | str | None = None) -> pl.DataFrame:
+    """One row for the fleet, or one row a group when ``by`` names a column a summary can be grouped by
+    (:func:`ettcore.metric.group_columns`): ``<by>, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct``."""
+    prepare(trace, tolerance)
+    engine = metric.engine_of(trace)
+    engine.set_groups(by)
+    return metric.name_groups(engine.run("metric/group_slow"), by)
