@@ -7,6 +7,7 @@ as-of times and tolerances.  The metric's own figures must not change with the t
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from trace_strategies import train_spans, write_trace_folder
 
 from ettcore import metric
 from ettcore.errors import TraceError
+from ettcore.importers.recorder import RANK_TIMING_DIR, rank_timing_name, read_rank_timing
 from ettcore.metric import slow
 from ettcore.trace import load_trace
 
@@ -60,6 +62,46 @@ def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
     assert fleet["ett_ideal_pct"] == pytest.approx(100 * 121 / 161)
     # slow time changes no figure of the metric
     assert metric.job_summary(t)["productive_s"][0] == 161.0
+
+
+def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) -> list[dict]:
+    """One window a second of one rank from ``t0_s`` to ``t1_s`` (epoch seconds), its work share ``work_share``."""
+    return [
+        dict(
+            job_id="j",
+            attempt=0,
+            rank=rank,
+            node=node,
+            start=t,
+            end=t + 1.0,
+            steps=10,
+            work_s=work_share,
+            wait_s=1.0 - work_share,
+        )
+        for t in range(int(t0_s), int(t1_s))
+    ]
+
+
+def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
+    """Rank 1 on node b works 90 % of each second in the first slow span (rank 0 waits 70 %); in the second only
+    rank 0 has windows; outside the slow spans both ranks are balanced."""
+    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    b = B / 1000
+    windows = (
+        _windows(0, "a", b, b + 90, 0.5)
+        + _windows(1, "b", b, b + 90, 0.5)
+        + _windows(0, "a", b + 90, b + 150, 0.3)
+        + _windows(1, "b", b + 90, b + 120, 0.9)
+    )
+    got = slow.holders(t, windows)
+    assert got["rank"].to_list() == [1, 0]
+    assert got["node"].to_list() == ["b", "a"]
+    assert got["ranks"].to_list() == [2, 1]
+    assert got["work_share"][0] == pytest.approx(0.9)
+    assert got["slow_s"].to_list() == pytest.approx([20.0, 20.0])
+    # a slow span no window overlaps names no one
+    none = slow.holders(t, _windows(0, "a", b, b + 90, 0.5))
+    assert none["rank"].to_list() == [None, None] and none["ranks"].to_list() == [0, 0]
 
 
 def test_the_tolerance_must_be_a_fraction_of_zero_or_more(tmp_path):
@@ -134,3 +176,26 @@ def test_slow_time_equals_reference(trace_window, tolerance):
         mine = listed.filter(pl.col("job_id") == job_id)
         assert [_ms(v) for v in mine["start"]] == [s for s, _ in w["slow"]]
         assert mine["slow_s"].to_list() == pytest.approx([s for _, s in w["slow"]], abs=1e-6)
+
+
+def test_rank_timing_files_are_read_and_a_bad_line_is_named(tmp_path):
+    """``read_rank_timing``: the windows of every rank's file in order; a last line cut short is left out; a bad line
+    is one input error naming the file, the line and the field."""
+    folder = tmp_path / RANK_TIMING_DIR
+    folder.mkdir()
+    good = dict(job_id="j", attempt=0, rank=1, node="b", start=1.0, end=2.0, steps=3, work_s=0.9, wait_s=0.1)
+    path = folder / rank_timing_name("j", 1)
+    path.write_text(
+        json.dumps(good) + "\n" + json.dumps({**good, "start": 2.0, "end": 3.0}) + "\n" + '{"job_id": "j", "att'
+    )
+    assert [w["start"] for w in read_rank_timing(tmp_path)] == [1.0, 2.0]
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "steps": "many"}) + "\n")
+    with pytest.raises(TraceError) as info:
+        read_rank_timing(tmp_path)
+    (p,) = info.value.problems
+    assert (p.file, p.row, p.field) == (str(path), 2, "steps")
+    path.write_text("not json\n" + json.dumps(good) + "\n")
+    with pytest.raises(TraceError) as info:
+        read_rank_timing(tmp_path)
+    assert info.value.problems[0].row == 1
+    assert read_rank_timing(tmp_path / "no-such-run") == []

@@ -40,19 +40,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
-RANK_TIMING_DIR = "timing"
-
-
-def rank_timing_name(job_id: str, rank: int) -> str:
-    """The file name of one rank's windows (inside :data:`RANK_TIMING_DIR`)."""
-    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', job_id)}-rank-{int(rank):05d}.jsonl"
+from ettcore.importers.recorder import RANK_TIMING_DIR, rank_timing_name
 
 
 class RankTiming:

@@ -77,6 +77,37 @@ def job_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame
     return in_natural_order(trace.sql("SELECT * FROM job_slow"))
 
 
+WINDOW_COLUMNS = ("job_id", "attempt", "rank", "node", "start", "end", "steps", "work_s", "wait_s")
+
+
+def holders(trace: Trace, windows: list[dict], tolerance: float | str | None = None) -> pl.DataFrame:
+    """One row a slow span, in natural job order then by start: ``job_id, attempt, start, end, slow_s`` and the rank
+    that held the job back there (``rank, node, work_share, work_s, wait_s``; ``ranks``: how many ranks had a window
+    in it), from each rank's work and wait per window (``windows``: rows of
+    :func:`ettcore.importers.recorder.read_rank_timing`, ``start``/``end`` in epoch seconds) (``slow_holders.sql``)."""
+    prepare(trace, tolerance)
+    frame = pl.DataFrame(
+        [{k: w[k] for k in WINDOW_COLUMNS} for w in windows],
+        schema={
+            "job_id": pl.Utf8,
+            "attempt": pl.Int64,
+            "rank": pl.Int64,
+            "node": pl.Utf8,
+            "start": pl.Float64,
+            "end": pl.Float64,
+            "steps": pl.Int64,
+            "work_s": pl.Float64,
+            "wait_s": pl.Float64,
+        },
+    ).with_columns(
+        (pl.col("start") * 1000).round().cast(pl.Int64).alias("start_ms"),
+        (pl.col("end") * 1000).round().cast(pl.Int64).alias("end_ms"),
+    )
+    trace.con.register("ett_rank_windows_given", frame)
+    trace.con.execute("CREATE OR REPLACE TEMP VIEW rank_windows AS SELECT * FROM ett_rank_windows_given")
+    return in_natural_order(trace.sql(sql("metric/slow_holders")), "job_id", "start")
+
+
 def group_slow(trace: Trace, by: str | None = None, tolerance: float | str | None = None) -> pl.DataFrame:
     """One row for the fleet, or one row a group when ``by`` names a column a summary can be grouped by
     (:func:`ettcore.metric.group_columns`): ``<by>, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct``."""
