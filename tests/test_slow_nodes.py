@@ -7,12 +7,15 @@ with the ranks' windows naming the node that held each slow span back put it on 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
 import pytest
 from trace_strategies import train_spans, write_trace_folder
 
+from ettcore.cli import main
+from ettcore.cli.schemas import validate
 from ettcore.errors import TraceError
 from ettcore.metric.slow_nodes import mann_whitney_greater, slow_node_report
 from ettcore.trace import load_trace
@@ -49,6 +52,23 @@ def test_the_slowed_node_is_flagged_and_no_other(tmp_path):
     assert got["n2"]["slow_share"] == pytest.approx(1.0)
     assert got["n2"]["exposure_share"] == pytest.approx(6 * 161 / (12 * 121 + 6 * 161))
     assert rep.attributed == "shared" and rep.threshold == pytest.approx(0.01 / 3)
+
+
+def test_ett_nodes_slow(tmp_path, capsys):
+    placement = {f"j{i:02d}": f"n{1 + i % 3}" for i in range(18)}
+    folder = _fleet(tmp_path, placement, {j for j, n in placement.items() if n == "n2"})
+    assert main(["nodes", str(folder), "--slow", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    validate(doc)
+    assert doc["slow"]["flagged"] == ["n2"] and doc["slow"]["attributed"] == "shared"
+    assert doc["slow"]["slow_gpu_h"] == pytest.approx(6 * 8 * 40 / 3600)
+    assert [n["node"] for n in doc["slow"]["nodes"]] == ["n1", "n2", "n3"]
+    assert main(["nodes", str(folder), "--slow"]) == 0
+    assert "1 flagged slow node(s): n2" in capsys.readouterr().out
+    assert main(["nodes", str(folder), "--slow", "--csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("node,attempts,exposure_gpu_h,slow_gpu_h")
+    assert main(["nodes", str(folder), "--json"]) == 0
+    assert "slow" not in json.loads(capsys.readouterr().out)
 
 
 def test_a_node_with_too_few_attempts_is_not_flagged(tmp_path):
