@@ -583,6 +583,15 @@ def _group_key(job: dict, by: str | None) -> Any:
     return job["labels"].get(by)
 
 
+def grouped_jobs(result: dict[str, Any], by: str | None) -> list[tuple[Any, list[dict]]]:
+    """:func:`reference_metrics`'s jobs by group (``by=None``: one group, the fleet), sorted by key (``None`` last,
+    else ``str`` of the key)."""
+    groups: dict[Any, list[dict]] = defaultdict(list)
+    for job in result["jobs"].values():
+        groups[_group_key(job, by)].append(job)
+    return [(key, groups[key]) for key in sorted(groups, key=lambda k: (k is None, str(k)))]
+
+
 def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[str, Any]]:
     """Fleet (``by=None``: one row) or per-group figures from :func:`reference_metrics`.
 
@@ -596,12 +605,8 @@ def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[
     exclusion windows left out (``excluded_gpu_h``).
     Rows are sorted by key (``str`` of the key).
     """
-    groups: dict[Any, list[dict]] = defaultdict(list)
-    for job in result["jobs"].values():
-        groups[_group_key(job, by)].append(job)
     rows = []
-    for key in sorted(groups, key=lambda k: (k is None, str(k))):
-        js = groups[key]
+    for key, js in grouped_jobs(result, by):
         wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
         prod_g = sum(j["gpus"] * j["productive_s"] for j in js)
         pcts = [j["ett_pct"] for j in js if j["ett_pct"] is not None]
@@ -1047,12 +1052,8 @@ def reference_group_slow(result: dict[str, Any], slow: dict[str, dict[str, Any]]
     """Slow time per group (``by=None``: the fleet) of :func:`reference_metrics`'s jobs, from :func:`reference_slow`:
     ``key, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct = 100 * sum(gpus * max(0, productive_s - slow_s)) /
     sum(gpus * wall_s)``, sorted by key as :func:`reference_fleet`."""
-    groups: dict[Any, list[dict]] = defaultdict(list)
-    for job in result["jobs"].values():
-        groups[_group_key(job, by)].append(job)
     rows = []
-    for key in sorted(groups, key=lambda k: (k is None, str(k))):
-        js = groups[key]
+    for key, js in grouped_jobs(result, by):
         wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
         ideal_g = sum(j["gpus"] * max(0.0, j["productive_s"] - slow[j["job_id"]]["slow_s"]) for j in js)
         rows.append(
