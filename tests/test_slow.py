@@ -104,6 +104,27 @@ def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
     assert none["rank"].to_list() == [None, None] and none["ranks"].to_list() == [0, 0]
 
 
+def test_a_slow_replay_is_wasted_training_already_not_slow_time(tmp_path):
+    """Attempt 0 trains 1060 units at the ideal pace and fails; attempt 1 starts again from 0: its warm-up, eight
+    spans at pace, then two slow 30 s spans that replay units 810-1010 (wasted training: no slow time), then one slow
+    30 s span half replay (1010-1060) and half new (1060-1110): half its 20 s excess is slow time."""
+    first = train_spans("j", 0, [(10, 10)] + [(10, 100)] * 10 + [(5, 50)], B)
+    t1 = first[-1]["end"] + 60_000
+    again = train_spans("j", 1, [(10, 10)] + [(10, 100)] * 8 + [(30, 100)] * 3, t1, c=0)
+    trace = {
+        "jobs": [dict(job_id="j", model="m", gpus=1)],
+        "attempts": [
+            dict(job_id="j", attempt=0, start=B, end=first[-1]["end"], end_reason="failure"),
+            dict(job_id="j", attempt=1, start=t1, end=again[-1]["end"], end_reason="completed"),
+        ],
+        "spans": first + again,
+    }
+    t = load_trace(write_trace_folder(trace, tmp_path / "t"))
+    listed = slow.train_slow(t)
+    assert listed.height == 1 and listed["attempt"][0] == 1
+    assert listed["slow_s"][0] == pytest.approx(10.0)
+
+
 def test_the_tolerance_must_be_a_fraction_of_zero_or_more(tmp_path):
     t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
     for bad in ["-0.1", "nan", "inf", "ten", "1; DROP TABLE spans"]:
