@@ -69,6 +69,18 @@ def test_ett_nodes_slow(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0].startswith("node,attempts,exposure_gpu_h,slow_gpu_h")
     assert main(["nodes", str(folder), "--json"]) == 0
     assert "slow" not in json.loads(capsys.readouterr().out)
+    # the tolerance: 2.5 makes the 30 s spans (3x the ideal) jitter; it applies with --slow only
+    assert main(["nodes", str(folder), "--slow", "--json", "--slow-tolerance", "2.5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["slow"]["tolerance"] == 2.5 and doc["slow"]["slow_gpu_h"] == 0.0 and doc["slow"]["flagged"] == []
+    for argv, words in (
+        (["--slow-tolerance", "0.5"], "applies with --slow only"),
+        (["--slow", "--slow-tolerance", "-1"], "--slow-tolerance"),
+        (["--slow", "--slow-tolerance", "x"], "--slow-tolerance"),
+    ):
+        assert main(["nodes", str(folder), *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
 
 
 def test_a_node_with_too_few_attempts_is_not_flagged(tmp_path):

@@ -19,7 +19,13 @@ from pathlib import Path
 import duckdb
 
 from ettcore.atomic import write_text
-from ettcore.cli.measure_options import add_measure_options, open_live, prices_of, refusals_duckdb_only
+from ettcore.cli.measure_options import (
+    add_measure_options,
+    open_live,
+    prices_of,
+    refusals_duckdb_only,
+    refusals_no_slow,
+)
 from ettcore.cli.stalls import add_live_args, live_options
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.exporters import alert_rules, prometheus
@@ -134,7 +140,9 @@ def register(sub) -> None:
         "(seconds and ratios; for node_exporter's textfile collector)",
     )
     # the export's stalls and live hang detection read the DuckDB views (ettcore.metric.stalls, .hangs)
-    add_measure_options(q, "export prometheus", refuse=refusals_duckdb_only("the export"), run_folder=True)
+    add_measure_options(
+        q, "export prometheus", refuse={**refusals_duckdb_only("the export"), **refusals_no_slow()}, run_folder=True
+    )
     q.add_argument(
         "--out",
         metavar="FILE",

@@ -4,7 +4,8 @@ Every measuring command (``summarize``, ``trend``, ``stalls``, ``opportunities``
 ``validate``) takes the input argument and every option of :data:`OPTIONS` (:func:`add_measure_options`), each with
 the same meaning: the engine (``--engine``, ``--spark-master``), what to open and how (``--mapping``,
 ``--skip-invalid``, ``--memory-limit``, ``--temp-directory``), which part of time to measure (``--as-of``,
-``--since``, ``--until``, ``--exclude``) and what a GPU-hour costs (``--gpu-hour-price``, ``--currency``).  A command
+``--since``, ``--until``, ``--exclude``), what a GPU-hour costs (``--gpu-hour-price``, ``--currency``) and how much
+slower than its ideal pace a train span may run before it is slow (``--slow-tolerance``).  A command
 for which an option means nothing refuses it with one line that says why, exit 2 (:func:`check_refusals`, called by
 :func:`ettcore.cli.main` before the command runs); the command's ``--help`` says the same.  What cannot be known from
 the command alone (a fleet store refuses ``--skip-invalid``; a URI read by Spark refuses ``--memory-limit``) is
@@ -117,6 +118,12 @@ OPTIONS: tuple[Option, ...] = (
         {"metavar": "PRICE|FILE"},
     ),
     Option("--currency", "the currency of --gpu-hour-price (default USD)", {"metavar": "CODE"}),
+    Option(
+        "--slow-tolerance",
+        "how far over its ideal pace a train span may run before it is slow, as a fraction (default 0.25: 25 %%; "
+        "docs/metric.md, 'Slow time'); jitter below it is not slowness",
+        {"metavar": "FRACTION"},
+    ),
 )
 FLAG_OF = {o.dest: o.flag for o in OPTIONS}
 OPEN_OPTIONS = ("mapping", "as_of", "since", "until", "exclude", "skip_invalid", "memory_limit", "temp_directory")
@@ -129,6 +136,13 @@ NO_WINDOW = "the checks read every row, whatever the analysis time or the measur
 
 def refusals_no_money() -> dict[str, str]:
     return {"gpu_hour_price": NO_MONEY, "currency": NO_MONEY}
+
+
+NO_SLOW = "it shows no slow time (nodes --slow does)"
+
+
+def refusals_no_slow() -> dict[str, str]:
+    return {"slow_tolerance": NO_SLOW}
 
 
 def refusals_duckdb_only(what: str) -> dict[str, str]:

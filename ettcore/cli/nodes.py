@@ -20,8 +20,9 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
+from ettcore.errors import InputError, Problem
 from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
-from ettcore.metric.slow import DEFAULT_TOLERANCE
+from ettcore.metric.slow import check_tolerance
 from ettcore.metric.slow_nodes import SlowNodeReport, slow_node_report
 from ettcore.planning.reliability import fit_trace, project
 
@@ -59,9 +60,12 @@ def run(args: argparse.Namespace) -> int:
             "projection": {k: jsonable(v) for k, v in vars(proj).items()},
         }
         head["mttf"] = mttf
-    slow = slow_node_report(trace, alpha=args.alpha) if args.slow else None
+    if args.slow_tolerance is not None and not args.slow:
+        raise InputError(Problem("--slow-tolerance", None, None, "applies with --slow only"))
+    tolerance = check_tolerance(args.slow_tolerance)
+    slow = slow_node_report(trace, tolerance=tolerance, alpha=args.alpha) if args.slow else None
     if slow is not None:
-        head["slow"] = _slow_json(slow)
+        head["slow"] = _slow_json(slow, tolerance)
     if args.json:
         doc = {**envelope("nodes", "nodes", trace, args), **head}
         doc["nodes"] = records(rep.nodes)
@@ -88,14 +92,14 @@ def run(args: argparse.Namespace) -> int:
         if mttf is not None:
             _print_mttf(fit, proj, args)
         if slow is not None:
-            _print_slow(slow)
+            _print_slow(slow, tolerance)
     return 0
 
 
-def _slow_json(slow: SlowNodeReport) -> dict:
+def _slow_json(slow: SlowNodeReport, tolerance: float) -> dict:
     """The ``slow`` key of ``nodes --slow --json``: slow GPU-hours per node and the rank test (docs/metric.md)."""
     return {
-        "tolerance": DEFAULT_TOLERANCE,
+        "tolerance": tolerance,
         "alpha": slow.alpha,
         "threshold": slow.threshold,
         "slow_gpu_h": slow.slow_gpu_h,
@@ -105,10 +109,10 @@ def _slow_json(slow: SlowNodeReport) -> dict:
     }
 
 
-def _print_slow(slow: SlowNodeReport) -> None:
+def _print_slow(slow: SlowNodeReport, tolerance: float) -> None:
     print()
     print(
-        f"Slow time (spans over {1 + DEFAULT_TOLERANCE:g} x the job's ideal pace; docs/metric.md): "
+        f"Slow time (spans over {1 + tolerance:g} x the job's ideal pace; docs/metric.md): "
         f"{slow.slow_gpu_h:.3f} slow GPU-hours on listed nodes, each slow span's "
         + ("put on the node that held it back." if slow.attributed == "holder" else "shared 1/k across its nodes.")
     )
@@ -168,8 +172,8 @@ def register(sub) -> None:
         "--slow",
         action="store_true",
         help="also slow GPU-hours per node (time lost to train spans slower than the job's ideal pace) and the nodes "
-        "whose share is improbable (one-sided Mann-Whitney test, Bonferroni at --alpha; docs/metric.md); with --csv, "
-        "one row a node of these instead",
+        "whose share is improbable (one-sided Mann-Whitney test, Bonferroni at --alpha; docs/metric.md), spans judged "
+        "with --slow-tolerance; with --csv, one row a node of these instead",
     )
     m = p.add_argument_group("MTTF against size (ettcore.planning.reliability)")
     m.add_argument(

@@ -8,7 +8,7 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
+from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of, refusals_no_slow
 from ettcore.cli.output import (
     CAUSE_KEYS,
     FLEET_KEYS,
@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``ett summarize``."""
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
-    add_measure_options(p, "summarize")
+    add_measure_options(p, "summarize", refuse=refusals_no_slow())
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")

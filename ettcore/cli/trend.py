@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from ettcore import metric
-from ettcore.cli.measure_options import add_measure_options, open_measured, refusals_no_money
+from ettcore.cli.measure_options import add_measure_options, open_measured, refusals_no_money, refusals_no_slow
 from ettcore.cli.output import (
     envelope,
     format_table,
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
         "trend",
         help="fleet ETT%% and component GPU-hours per calendar bucket (prorated per instant), or rolling over a window",
     )
-    add_measure_options(p, "trend", refuse=refusals_no_money())
+    add_measure_options(p, "trend", refuse={**refusals_no_money(), **refusals_no_slow()})
     p.add_argument(
         "--every",
         default="day",
