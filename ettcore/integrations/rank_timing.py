@@ -100,11 +100,12 @@ class RankTiming:
 
             inner = allreduce_hook
 
-        def done(fut: Any) -> Any:
+        def done(fut):
             self._last_done = self.clock()
             return fut.value()
 
-        def hook(state: Any, bucket: Any) -> Any:
+        # no annotations: DDP refuses a hook whose annotations are not its own types (here they would be strings)
+        def hook(state, bucket):
             if self._first_call is None:
                 self._first_call = self.clock()
             return inner(state, bucket).then(done)
