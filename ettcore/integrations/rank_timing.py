@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from ettcore.importers.recorder import RANK_TIMING_DIR, rank_timing_name
+from ettcore.integrations.rank_progress import rank_head
 
 
 class RankTiming:
@@ -65,12 +65,7 @@ class RankTiming:
         start_thread: bool = True,
     ) -> None:
         self.path = Path(run_dir) / RANK_TIMING_DIR / rank_timing_name(job_id, rank)
-        self.head = {
-            "job_id": str(job_id),
-            "attempt": int(attempt),
-            "rank": int(rank),
-            "node": node or socket.gethostname(),
-        }
+        self.head = rank_head(job_id, attempt, rank, node)
         self.interval_s = float(interval_s)
         self.clock = clock
         self.errors = 0
