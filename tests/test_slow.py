@@ -7,6 +7,8 @@ as-of times and tolerances.  The metric's own figures must not change with the t
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import tempfile
 from pathlib import Path
@@ -20,7 +22,7 @@ from test_metric_properties import _ms, _settings, sql_window
 from test_window_properties import traces_with_window
 from trace_strategies import train_spans, write_trace_folder
 
-from ettcore import metric
+from ettcore import cli, metric
 from ettcore.errors import TraceError
 from ettcore.importers.recorder import RANK_TIMING_DIR, rank_timing_name, read_rank_timing
 from ettcore.metric import slow
@@ -62,6 +64,55 @@ def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
     assert fleet["ett_ideal_pct"] == pytest.approx(100 * 121 / 161)
     # slow time changes no figure of the metric
     assert metric.job_summary(t)["productive_s"][0] == 161.0
+
+
+def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path, capsys):
+    """``ett summarize`` on the worked example's job (model m, 8 GPUs, 40 slow seconds) beside a 4-GPU job of model n
+    that ran at one pace (70 s, none slow): the figures as docs/metric.md works them out by hand."""
+    trace = _slow_trace()
+    k = train_spans("k", 0, [(10, 10)] + [(10, 100)] * 6, B)
+    trace["jobs"].append(dict(job_id="k", model="n", gpus=4))
+    trace["attempts"].append(dict(job_id="k", attempt=0, start=B, end=k[-1]["end"], end_reason="completed"))
+    trace["spans"] += k
+    folder = write_trace_folder(trace, tmp_path / "t")
+    assert cli.main(["summarize", str(folder), "--json", "--by", "model"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == {"name": "ett-summarize", "version": 2} and doc["slow"] == {"tolerance": 0.25}
+    j, k = doc["jobs"]
+    assert (j["job_id"], j["slow_spans"], j["ideal_pace_per_s"]) == ("j", 2, pytest.approx(10.0))
+    assert (j["slow_s"], j["slow_gpu_h"]) == (pytest.approx(40.0), pytest.approx(8 * 40 / 3600))
+    assert (j["ett_pct"], j["ett_ideal_pct"]) == (pytest.approx(100.0), pytest.approx(100 * 121 / 161))
+    assert (k["slow_spans"], k["slow_s"], k["slow_gpu_h"], k["ett_ideal_pct"]) == (0, 0.0, 0.0, pytest.approx(100.0))
+    m, n = doc["groups"]
+    assert (m["model"], m["slow_spans"], m["slow_gpu_h"]) == ("m", 2, pytest.approx(8 * 40 / 3600))
+    assert (n["model"], n["slow_spans"], n["slow_gpu_h"], n["ett_ideal_pct"]) == ("n", 0, 0.0, pytest.approx(100.0))
+    fleet = doc["fleet"]
+    assert (fleet["slow_spans"], fleet["slow_gpu_h"]) == (2, pytest.approx(8 * 40 / 3600))
+    assert fleet["ett_ideal_pct"] == pytest.approx(100 * (8 * 121 + 4 * 70) / (8 * 161 + 4 * 70))
+    # the tolerance is the measuring option's: at 0.05 the 11 s span (10 % over) is slow too
+    assert cli.main(["summarize", str(folder), "--json", "--slow-tolerance", "0.05"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["slow"] == {"tolerance": 0.05} and doc["jobs"][0]["slow_s"] == pytest.approx(41.0)
+    assert cli.main(["summarize", str(folder), "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(r["job_id"], float(r["slow_s"])) for r in rows] == [("j", pytest.approx(40.0)), ("k", 0.0)]
+    assert cli.main(["summarize", str(folder)]) == 0
+    text = capsys.readouterr().out
+    section = text[text.index("Slow time (train spans slower than 1.25 x") :].splitlines()
+    rows = [line.split() for line in section[4 : section.index("")]]  # the jobs with slow time, after the header
+    assert rows == [["j", "2", "40.00", "0.09", "100.00", "75.16"]]
+
+
+def test_on_spark_summarize_says_it_has_no_slow_time_and_refuses_a_tolerance(capsys):
+    """The slow queries run on DuckDB: a trace on another engine gets no slow fields, said on stderr, and a
+    ``--slow-tolerance`` is refused in one line naming it."""
+    from ettcore.cli import slow_fields
+    from ettcore.errors import InputError
+
+    assert slow_fields.measure(object(), None, None) is None
+    assert "not yet on Spark" in capsys.readouterr().err
+    with pytest.raises(InputError, match="--slow-tolerance"):
+        slow_fields.measure(object(), "0.5", None)
 
 
 def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) -> list[dict]:

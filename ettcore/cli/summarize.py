@@ -1,4 +1,5 @@
-"""``ett summarize TRACE``: ETT%, Level 1 and Level 2 per job, per group and for the fleet."""
+"""``ett summarize TRACE``: ETT%, Level 1 and Level 2 per job, per group and for the fleet, and slow time beside them
+(:mod:`ettcore.cli.slow_fields`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of, refusals_no_slow
+from ettcore.cli import slow_fields
+from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
 from ettcore.cli.output import (
     CAUSE_KEYS,
     FLEET_KEYS,
@@ -79,12 +81,18 @@ def run(args: argparse.Namespace) -> int:
     extra = ("excluded_s",) if trace.window.exclusions else ()
     fleet_causes = metric.cause_summary(trace)
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
+    slowed = slow_fields.measure(trace, args.slow_tolerance, args.by)
+    slow_keys = slow_fields.JOB_KEYS if slowed is not None else ()
+    if slowed is not None:
+        jobs = slow_fields.with_job_columns(jobs, slowed)
     if args.json:
         jobs = with_cause_structs(jobs, metric.job_causes(trace))
         head = envelope("summarize", "summarize", trace, args)
         fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
         if fleet_rec is not None:
             fleet_rec.update(cause_record(fleet_causes))
+            if slowed is not None:
+                fleet_rec.update(slow_fields.group_fields(slowed, None))
         tail: dict[str, Any] = {
             "fleet": fleet_rec,
             "accounting": trace.accounting,
@@ -94,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
             recs = group_records(groups, args.by, extra)
             for rec in recs:
                 rec.update(cause_record(group_causes.filter(pl.col(args.by).cast(pl.Utf8) == str(rec[args.by]))))
+                if slowed is not None:
+                    rec.update(slow_fields.group_fields(slowed, args.by, rec[args.by]))
             tail["groups"] = recs
+        if slowed is not None:
+            tail["slow"] = slow_fields.answer(slowed)
         money_cols: list[str] = []
         if tables is not None:
             tail["money"] = _money_json(tables, prices)
@@ -102,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             money_cols = [c for c in m.columns if c != "job_id"]
             jobs = jobs.join(m, on="job_id", how="left", maintain_order="left")
         labels = [c for c in trace.labels if c in jobs.columns]
-        write_summary_json(head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS), money=money_cols)
+        write_summary_json(head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS, *slow_keys), money=money_cols)
     elif args.csv:
         write_csv(jobs, trace)
     else:
@@ -138,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
                     digits=2,
                 )
             )
+        if slowed is not None:
+            print()
+            slow_fields.print_tables(slowed, args.by)
         if tables is not None:
             _print_money(tables, prices)
     return 0
@@ -146,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     """Add ``ett summarize``."""
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
-    add_measure_options(p, "summarize", refuse=refusals_no_slow())
+    add_measure_options(p, "summarize")
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")

@@ -1,0 +1,94 @@
+"""Slow time in ``ett summarize``'s answer: per job, per group and for the fleet (docs/metric.md, "Slow time").
+
+Measured by :mod:`ettcore.metric.slow` at the ``--slow-tolerance`` given (default 0.25), beside ETT%, which slow
+time does not change:
+
+- per job (``--json`` top-level keys of each job, and the text table): ``slow_spans`` (train spans slower than
+  ``(1 + tolerance)`` times the job's ideal pace), ``slow_s`` (their slow seconds), ``slow_gpu_h`` (``gpus x slow_s /
+  3600``), ``ideal_pace_per_s`` (the job's ideal pace, cursor units per second; null without one) and
+  ``ett_ideal_pct`` (the ETT at ideal pace, %);
+- per group and for the fleet: ``slow_spans``, ``slow_gpu_h`` and the GPU-time-weighted ``ett_ideal_pct``;
+- the answer's ``slow`` object: the tolerance it was measured at.
+
+The slow queries run on the DuckDB engine (a trace or a fleet store); with ``--engine spark`` the answer has no slow
+fields, says so on stderr, and refuses ``--slow-tolerance`` in one line.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from ettcore.cli.output import format_table, jsonable, write_table
+from ettcore.errors import InputError, Problem
+from ettcore.metric import slow
+from ettcore.trace.load import Trace
+
+JOB_KEYS = ("slow_spans", "slow_s", "slow_gpu_h", "ideal_pace_per_s", "ett_ideal_pct")
+GROUP_KEYS = ("slow_spans", "slow_gpu_h", "ett_ideal_pct")
+NOT_ON_SPARK = "slow time is measured on the DuckDB engine only (not yet on Spark)"
+
+
+@dataclass(frozen=True)
+class SlowFigures:
+    """One measurement of slow time: its tolerance, one row a job, the fleet's row and, with ``--by``, a row a group."""
+
+    tolerance: float
+    jobs: pl.DataFrame
+    fleet: pl.DataFrame
+    groups: pl.DataFrame | None
+
+
+def measure(trace: Any, tolerance: float | str | None, by: str | None) -> SlowFigures | None:
+    """The slow figures of ``trace`` (None on Spark, said on stderr; a ``--slow-tolerance`` there is refused)."""
+    if not isinstance(trace, Trace):
+        if tolerance is not None:
+            raise InputError(Problem("--slow-tolerance", None, "slow_tolerance", NOT_ON_SPARK))
+        print(f"ett: {NOT_ON_SPARK}: the answer has no slow fields", file=sys.stderr)
+        return None
+    t = slow.check_tolerance(tolerance)
+    groups = slow.group_slow(trace, by, t) if by else None
+    return SlowFigures(t, slow.job_slow(trace, t), slow.group_slow(trace, None, t), groups)
+
+
+def with_job_columns(jobs: pl.DataFrame, figures: SlowFigures) -> pl.DataFrame:
+    """``jobs`` (one row a job) with the slow columns of :data:`JOB_KEYS`, in ``jobs``'s order."""
+    return jobs.join(figures.jobs.select("job_id", *JOB_KEYS), on="job_id", how="left", maintain_order="left")
+
+
+def group_fields(figures: SlowFigures, by: str | None, value: Any = None) -> dict[str, Any]:
+    """The slow keys of the fleet's record (``by`` None) or of the group ``value`` of ``by`` (none: zero slow time)."""
+    frame = figures.fleet if by is None else figures.groups
+    if by is not None:
+        frame = frame.filter(pl.col(by).cast(pl.Utf8) == str(value))
+    if frame.height == 0:
+        return {"slow_spans": 0, "slow_gpu_h": 0.0, "ett_ideal_pct": None}
+    row = frame.row(0, named=True)
+    return {k: jsonable(row[k]) for k in GROUP_KEYS}
+
+
+def answer(figures: SlowFigures) -> dict[str, Any]:
+    """The answer's ``slow`` object."""
+    return {"tolerance": figures.tolerance}
+
+
+def print_tables(figures: SlowFigures, by: str | None) -> None:
+    """The text answer's slow-time section: a row a job with slow time, the groups and the fleet."""
+    print(f"Slow time (train spans slower than {1 + figures.tolerance:g} x their job's ideal pace, docs/metric.md;")
+    print("counted beside ETT%, which it does not change; ett_ideal_pct: the ETT at ideal pace):")
+    slowed = figures.jobs.filter(pl.col("slow_spans") > 0)
+    if slowed.height:
+        write_table(slowed, ["job_id", "slow_spans", "slow_s", "slow_gpu_h", "ett_pct", "ett_ideal_pct"], digits=2)
+    else:
+        print("no job has slow time")
+    keys = ["slow_spans", "slow_gpu_h", "ett_pct", "ett_ideal_pct"]
+    if figures.groups is not None:
+        print()
+        print(f"Slow time by {by}:")
+        print(format_table(figures.groups, [by, "jobs", *keys], digits=2))
+    print()
+    print("Fleet slow time (GPU-time weighted):")
+    print(format_table(figures.fleet, ["jobs", *keys], digits=2))
