@@ -66,15 +66,20 @@ def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
     assert metric.job_summary(t)["productive_s"][0] == 161.0
 
 
-def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path, capsys):
-    """``ett summarize`` on the worked example's job (model m, 8 GPUs, 40 slow seconds) beside a 4-GPU job of model n
-    that ran at one pace (70 s, none slow): the figures as docs/metric.md works them out by hand."""
+def _two_jobs(folder: Path) -> Path:
+    """The worked example's job j (model m, 8 GPUs, 40 slow seconds in spans starting at 22:54:50 and 22:55:20) beside
+    a 4-GPU job k of model n that ran at one pace from 22:53:20 for 70 s, none of it slow (SYNTHETIC)."""
     trace = _slow_trace()
     k = train_spans("k", 0, [(10, 10)] + [(10, 100)] * 6, B)
     trace["jobs"].append(dict(job_id="k", model="n", gpus=4))
     trace["attempts"].append(dict(job_id="k", attempt=0, start=B, end=k[-1]["end"], end_reason="completed"))
     trace["spans"] += k
-    folder = write_trace_folder(trace, tmp_path / "t")
+    return write_trace_folder(trace, folder)
+
+
+def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path, capsys):
+    """``ett summarize`` on :func:`_two_jobs`: the figures as docs/metric.md works them out by hand."""
+    folder = _two_jobs(tmp_path / "t")
     assert cli.main(["summarize", str(folder), "--json", "--by", "model"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == {"name": "ett-summarize", "version": 2} and doc["slow"] == {"tolerance": 0.25}
@@ -101,6 +106,31 @@ def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path,
     section = text[text.index("Slow time (train spans slower than 1.25 x") :].splitlines()
     rows = [line.split() for line in section[4 : section.index("")]]  # the jobs with slow time, after the header
     assert rows == [["j", "2", "40.00", "0.09", "100.00", "75.16"]]
+
+
+def test_trend_counts_slow_time_where_a_slow_span_starts_in_calendar_and_rolling_buckets(tmp_path, capsys):
+    """``ett trend`` on :func:`_two_jobs`, by hand: one day holds both slow spans; rolling minutes over a 2-minute
+    window hold the span starting at 22:54:50 from the 22:54 bucket ([22:53, 22:55)) and the one at 22:55:20 from
+    the 22:55 bucket, each in two windows."""
+    folder = _two_jobs(tmp_path / "t")
+    assert cli.main(["trend", str(folder), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == {"name": "ett-trend", "version": 2} and doc["slow"] == {"tolerance": 0.25}
+    (day,) = doc["buckets"]
+    assert (day["bucket_start"], day["slow_spans"], day["slow_gpu_h"]) == (
+        "2026-01-31",
+        2,
+        pytest.approx(8 * 40 / 3600),
+    )
+    assert day["ett_ideal_pct"] == pytest.approx(100 * (8 * 121 + 4 * 70) / (8 * 161 + 4 * 70))
+    assert cli.main(["trend", str(folder), "--every", "1m", "--window", "2m", "--json"]) == 0
+    buckets = json.loads(capsys.readouterr().out)["buckets"]
+    got = [(b["bucket_start"][11:16], b["slow_spans"], round(b["slow_gpu_h"] * 3600)) for b in buckets]
+    assert got == [("22:53", 0, 0), ("22:54", 1, 160), ("22:55", 2, 320), ("22:56", 1, 160)]
+    # [22:54, 22:56): j's 120 s on 8 GPUs and k's 30 s on 4, all productive, 320 GPU-seconds of them slow
+    assert buckets[2]["ett_ideal_pct"] == pytest.approx(100 * (8 * 120 + 4 * 30 - 320) / (8 * 120 + 4 * 30))
+    assert cli.main(["trend", str(folder), "--json", "--slow-tolerance", "0.05"]) == 0
+    assert json.loads(capsys.readouterr().out)["buckets"][0]["slow_gpu_h"] == pytest.approx(8 * 41 / 3600)
 
 
 def test_on_spark_summarize_says_it_has_no_slow_time_and_refuses_a_tolerance(capsys):

@@ -1,4 +1,4 @@
-"""Slow time in ``ett summarize``'s answer: per job, per group and for the fleet (docs/metric.md, "Slow time").
+"""Slow time in the answers of ``ett summarize`` (per job, per group, the fleet) and ``ett trend`` (docs/metric.md).
 
 Measured by :mod:`ettcore.metric.slow` at the ``--slow-tolerance`` given (default 0.25), beside ETT%, which slow
 time does not change:
@@ -8,6 +8,8 @@ time does not change:
   3600``), ``ideal_pace_per_s`` (the job's ideal pace, cursor units per second; null without one) and
   ``ett_ideal_pct`` (the ETT at ideal pace, %);
 - per group and for the fleet: ``slow_spans``, ``slow_gpu_h`` and the GPU-time-weighted ``ett_ideal_pct``;
+- per trend bucket (``ett trend``, fixed and rolling): ``slow_spans`` (the slow spans that start in the bucket, or
+  its trailing window), ``slow_gpu_h`` and ``ett_ideal_pct``;
 - the answer's ``slow`` object: the tolerance it was measured at.
 
 The slow queries run on the DuckDB engine (a trace or a fleet store); with ``--engine spark`` the answer has no slow
@@ -42,16 +44,34 @@ class SlowFigures:
     groups: pl.DataFrame | None
 
 
+def _on_duckdb(trace: Any, tolerance: float | str | None) -> bool:
+    """Whether the slow queries can run on ``trace``; on Spark no (said on stderr; a ``--slow-tolerance`` refused)."""
+    if isinstance(trace, Trace):
+        return True
+    if tolerance is not None:
+        raise InputError(Problem("--slow-tolerance", None, "slow_tolerance", NOT_ON_SPARK))
+    print(f"ett: {NOT_ON_SPARK}: the answer has no slow fields", file=sys.stderr)
+    return False
+
+
 def measure(trace: Any, tolerance: float | str | None, by: str | None) -> SlowFigures | None:
     """The slow figures of ``trace`` (None on Spark, said on stderr; a ``--slow-tolerance`` there is refused)."""
-    if not isinstance(trace, Trace):
-        if tolerance is not None:
-            raise InputError(Problem("--slow-tolerance", None, "slow_tolerance", NOT_ON_SPARK))
-        print(f"ett: {NOT_ON_SPARK}: the answer has no slow fields", file=sys.stderr)
+    if not _on_duckdb(trace, tolerance):
         return None
     t = slow.check_tolerance(tolerance)
     groups = slow.group_slow(trace, by, t) if by else None
     return SlowFigures(t, slow.job_slow(trace, t), slow.group_slow(trace, None, t), groups)
+
+
+def with_trend_columns(
+    trace: Any, buckets: pl.DataFrame, every: str, window: str | None, tolerance: float | str | None
+) -> tuple[pl.DataFrame, dict[str, Any] | None]:
+    """``ett trend``'s ``buckets`` with each bucket's ``slow_spans``, ``slow_gpu_h`` and ``ett_ideal_pct``
+    (:func:`ettcore.metric.slow.trend`), and the answer's ``slow`` object (on Spark: ``buckets`` as they are, None)."""
+    if not _on_duckdb(trace, tolerance):
+        return buckets, None
+    t = slow.check_tolerance(tolerance)
+    return slow.trend(trace, buckets, every, window, t), {"tolerance": t}
 
 
 def with_job_columns(jobs: pl.DataFrame, figures: SlowFigures) -> pl.DataFrame:
