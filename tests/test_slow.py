@@ -98,6 +98,13 @@ def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path,
     assert cli.main(["summarize", str(folder), "--json", "--slow-tolerance", "0.05"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["slow"] == {"tolerance": 0.05} and doc["jobs"][0]["slow_s"] == pytest.approx(41.0)
+    # with a price: the slow GPU-hours' part of the cost, per job and for the fleet
+    assert cli.main(["summarize", str(folder), "--json", "--gpu-hour-price", "2.5", "--currency", "EUR"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [x["money"]["slow_cost"] for x in doc["jobs"]] == [pytest.approx(8 * 40 / 3600 * 2.5), 0.0]
+    assert doc["slow"] == {"tolerance": 0.25, "cost": pytest.approx(8 * 40 / 3600 * 2.5), "currency": "EUR"}
+    assert cli.main(["summarize", str(folder), "--gpu-hour-price", "2.5"]) == 0
+    assert "Slow time cost: 0.22 USD" in capsys.readouterr().out
     assert cli.main(["summarize", str(folder), "--csv"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert [(r["job_id"], float(r["slow_s"])) for r in rows] == [("j", pytest.approx(40.0)), ("k", 0.0)]

@@ -10,7 +10,10 @@ time does not change:
 - per group and for the fleet: ``slow_spans``, ``slow_gpu_h`` and the GPU-time-weighted ``ett_ideal_pct``;
 - per trend bucket (``ett trend``, fixed and rolling): ``slow_spans`` (the slow spans that start in the bucket, or
   its trailing window), ``slow_gpu_h`` and ``ett_ideal_pct``;
-- the answer's ``slow`` object: the tolerance it was measured at.
+- the answer's ``slow`` object: the tolerance it was measured at;
+- with ``--gpu-hour-price`` (summarize): each job's ``money.slow_cost`` (``slow_gpu_h x`` the job's price per GPU-hour)
+  and the fleet's in ``slow.cost`` with its ``currency``.  Slow time is productive time, billed in ``cost`` and not in
+  ``lost_cost``: ``slow_cost`` is the part of ``cost`` spent running slower than the ideal pace.
 
 The slow queries run on the DuckDB engine (a trace or a fleet store); with ``--engine spark`` the answer has no slow
 fields, says so on stderr, and refuses ``--slow-tolerance`` in one line.
@@ -90,13 +93,27 @@ def group_fields(figures: SlowFigures, by: str | None, value: Any = None) -> dic
     return {k: jsonable(row[k]) for k in GROUP_KEYS}
 
 
-def answer(figures: SlowFigures) -> dict[str, Any]:
-    """The answer's ``slow`` object."""
-    return {"tolerance": figures.tolerance}
+def with_job_cost(money_jobs: pl.DataFrame, figures: SlowFigures) -> pl.DataFrame:
+    """:func:`ettcore.metric.money.job_money`'s rows with ``slow_cost``: the job's slow GPU-hours at its price."""
+    slow_gpu_h = figures.jobs.select("job_id", "slow_gpu_h")
+    return (
+        money_jobs.join(slow_gpu_h, on="job_id", how="left", maintain_order="left")
+        .with_columns((pl.col("slow_gpu_h").fill_null(0.0) * pl.col("price_per_gpu_h")).alias("slow_cost"))
+        .drop("slow_gpu_h")
+    )
 
 
-def print_tables(figures: SlowFigures, by: str | None) -> None:
-    """The text answer's slow-time section: a row a job with slow time, the groups and the fleet."""
+def answer(figures: SlowFigures, money_jobs: pl.DataFrame | None = None, currency: str | None = None) -> dict:
+    """The answer's ``slow`` object (with the money of :func:`with_job_cost`: the fleet's ``cost`` and ``currency``)."""
+    out: dict[str, Any] = {"tolerance": figures.tolerance}
+    if money_jobs is not None:
+        out.update(cost=jsonable(money_jobs["slow_cost"].sum()), currency=currency)
+    return out
+
+
+def print_tables(figures: SlowFigures, by: str | None, money: dict | None = None) -> None:
+    """The text answer's slow-time section: a row a job with slow time, the groups and the fleet (and ``money``, the
+    ``slow`` object of :func:`answer` with a cost: what the fleet's slow time cost)."""
     print(f"Slow time (train spans slower than {1 + figures.tolerance:g} x their job's ideal pace, docs/metric.md;")
     print("counted beside ETT%, which it does not change; ett_ideal_pct: the ETT at ideal pace):")
     slowed = figures.jobs.filter(pl.col("slow_spans") > 0)
@@ -112,3 +129,5 @@ def print_tables(figures: SlowFigures, by: str | None) -> None:
     print()
     print("Fleet slow time (GPU-time weighted):")
     print(format_table(figures.fleet, ["jobs", *keys], digits=2))
+    if money is not None and "cost" in money:
+        print(f"Slow time cost: {money['cost']:,.2f} {money['currency']} (each job's slow GPU-hours at its price)")

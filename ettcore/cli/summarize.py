@@ -83,8 +83,12 @@ def run(args: argparse.Namespace) -> int:
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
     slowed = slow_fields.measure(trace, args.slow_tolerance, args.by)
     slow_keys = slow_fields.JOB_KEYS if slowed is not None else ()
+    slow_answer = None
     if slowed is not None:
         jobs = slow_fields.with_job_columns(jobs, slowed)
+        if tables is not None:
+            tables["jobs"] = slow_fields.with_job_cost(tables["jobs"], slowed)
+        slow_answer = slow_fields.answer(slowed, *((tables["jobs"], prices.currency) if tables is not None else ()))
     if args.json:
         jobs = with_cause_structs(jobs, metric.job_causes(trace))
         head = envelope("summarize", "summarize", trace, args)
@@ -105,8 +109,8 @@ def run(args: argparse.Namespace) -> int:
                 if slowed is not None:
                     rec.update(slow_fields.group_fields(slowed, args.by, rec[args.by]))
             tail["groups"] = recs
-        if slowed is not None:
-            tail["slow"] = slow_fields.answer(slowed)
+        if slow_answer is not None:
+            tail["slow"] = slow_answer
         money_cols: list[str] = []
         if tables is not None:
             tail["money"] = _money_json(tables, prices)
@@ -152,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
             )
         if slowed is not None:
             print()
-            slow_fields.print_tables(slowed, args.by)
+            slow_fields.print_tables(slowed, args.by, slow_answer)
         if tables is not None:
             _print_money(tables, prices)
     return 0
