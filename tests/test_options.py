@@ -12,7 +12,8 @@ to it.  The effects checked:
 - ``--memory-limit``: 1KB runs DuckDB out of memory, said in one line; 2GB runs;
 - ``--temp-directory``: a file is refused, naming the flag; a folder runs;
 - ``--gpu-hour-price``, ``--currency``: the answer's money (the export: the cost series and their currency);
-- ``--slow-tolerance`` (``summarize``, ``trend``; ``nodes`` with ``--slow``): the answer's ``slow.tolerance``;
+- ``--slow-tolerance`` (``summarize``, ``trend``; ``nodes`` with ``--slow``): the answer's ``slow.tolerance`` (the
+  export: ``ett_export_slow_tolerance``);
 - ``--engine spark`` with ``--spark-master`` (the Spark tests' ``spark://`` master, the project's cluster of
   ``tools/spark/start.sh``): the answer says it ran on Spark, on that master (one run for both cells: Spark plans the
   metric's queries slowly, many seconds a command on 2 cores).
@@ -47,7 +48,7 @@ TABLE = {
     "temp_directory": "A A A A A A A",
     "gpu_hour_price": "A R R A R A R",
     "currency":       "A R R A R A R",
-    "slow_tolerance": "A A R R A R R",  # (with nodes --slow)
+    "slow_tolerance": "A A R R A A R",  # (with nodes --slow)
 }
 # fmt: on
 ON_A_STORE = {  # cells where a store differs from a trace
@@ -229,6 +230,8 @@ def _export_effect(option: str, text: str) -> None:
         assert 'currency="USD"' in text
     elif option == "currency":
         assert 'currency="EUR"' in text and 'currency="USD"' not in text
+    elif option == "slow_tolerance":
+        assert "\nett_export_slow_tolerance 0.5\n" in text
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -140,6 +140,28 @@ def test_trend_counts_slow_time_where_a_slow_span_starts_in_calendar_and_rolling
     assert json.loads(capsys.readouterr().out)["buckets"][0]["slow_gpu_h"] == pytest.approx(8 * 41 / 3600)
 
 
+def test_the_export_writes_slow_gpu_seconds_gauges_and_counters_and_each_job_s_slow_seconds(tmp_path, capsys):
+    """``ett export prometheus`` on :func:`_two_jobs`: j's 40 slow seconds on 8 GPUs are 320 GPU-seconds for the fleet
+    and model m, 0 for model n; the counters only for the whole trace (a window's totals are not cumulative)."""
+    folder = _two_jobs(tmp_path / "t")
+    assert cli.main(["export", "prometheus", str(folder), "--job-series-within", "all"]) == 0
+    lines = set(capsys.readouterr().out.splitlines())
+    assert {
+        "ett_export_slow_tolerance 0.25",
+        "ett_fleet_slow_gpu_seconds 320",
+        "ett_fleet_slow_gpu_seconds_total 320",
+        'ett_model_slow_gpu_seconds_total{model="m"} 320',
+        'ett_model_slow_gpu_seconds_total{model="n"} 0',
+        'ett_job_slow_seconds{job_id="j",model="m"} 40',
+        'ett_job_slow_seconds{job_id="k",model="n"} 0',
+        "# TYPE ett_fleet_slow_gpu_seconds_total counter",
+    } <= lines
+    argv = ["export", "prometheus", str(folder), "--job-series-within", "all", "--slow-tolerance", "0.05"]
+    assert cli.main([*argv, "--since", "2026-01-31T00:00:00Z"]) == 0
+    text = capsys.readouterr().out
+    assert "\nett_fleet_slow_gpu_seconds 328\n" in text and "slow_gpu_seconds_total" not in text  # 41 s on 8 GPUs
+
+
 def test_on_spark_summarize_says_it_has_no_slow_time_and_refuses_a_tolerance(capsys):
     """The slow queries run on DuckDB: a trace on another engine gets no slow fields, said on stderr, and a
     ``--slow-tolerance`` is refused in one line naming it."""

@@ -24,11 +24,11 @@ from ettcore.cli.measure_options import (
     open_live,
     prices_of,
     refusals_duckdb_only,
-    refusals_no_slow,
 )
 from ettcore.cli.stalls import add_live_args, live_options
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.exporters import alert_rules, prometheus
+from ettcore.metric.slow import check_tolerance
 from ettcore.trace.instants import iso
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
@@ -55,7 +55,8 @@ def duration_s(text: str, flag: str) -> float | None:
 def run_prometheus(args: argparse.Namespace) -> int:
     prices = prices_of(args)
     within = duration_s(args.job_series_within, "--job-series-within")
-    options = {"prices": prices, "job_series_within_s": within, **live_options(args)}
+    tolerance = check_tolerance(args.slow_tolerance)
+    options = {"prices": prices, "job_series_within_s": within, "slow_tolerance": tolerance, **live_options(args)}
     if args.every is None:
         trace = open_live(args, now_by_default=False)
         if args.out:
@@ -140,9 +141,7 @@ def register(sub) -> None:
         "(seconds and ratios; for node_exporter's textfile collector)",
     )
     # the export's stalls and live hang detection read the DuckDB views (ettcore.metric.stalls, .hangs)
-    add_measure_options(
-        q, "export prometheus", refuse={**refusals_duckdb_only("the export"), **refusals_no_slow()}, run_folder=True
-    )
+    add_measure_options(q, "export prometheus", refuse=refusals_duckdb_only("the export"), run_folder=True)
     q.add_argument(
         "--out",
         metavar="FILE",

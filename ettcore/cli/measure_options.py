@@ -138,7 +138,7 @@ def refusals_no_money() -> dict[str, str]:
     return {"gpu_hour_price": NO_MONEY, "currency": NO_MONEY}
 
 
-NO_SLOW = "it shows no slow time (summarize, trend and nodes --slow do)"
+NO_SLOW = "it shows no slow time (summarize, trend, nodes --slow and export prometheus do)"
 
 
 def refusals_no_slow() -> dict[str, str]:
