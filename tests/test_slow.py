@@ -162,6 +162,41 @@ def test_the_export_writes_slow_gpu_seconds_gauges_and_counters_and_each_job_s_s
     assert "\nett_fleet_slow_gpu_seconds 328\n" in text and "slow_gpu_seconds_total" not in text  # 41 s on 8 GPUs
 
 
+def test_a_store_gives_the_slow_figures_of_a_one_shot_measurement(tmp_path, capsys):
+    """:func:`_two_jobs` ingested into a fleet store: summarize, trend (fixed and rolling) and the export give the
+    slow figures a one-shot DuckDB measurement of the trace folder gives (the same queries over the stored rows)."""
+    from ettcore.cli import slow_fields
+
+    folder = _two_jobs(tmp_path / "t")
+    store = tmp_path / "fleet.duckdb"
+    assert cli.main(["ingest", str(store), str(folder)]) == 0
+    capsys.readouterr()
+
+    def answer(where, *argv):
+        words = 2 if argv[0] == "export" else 1  # the command's words, then the input
+        assert cli.main([*argv[:words], str(where), *argv[words:]]) == 0
+        return capsys.readouterr().out
+
+    one, stored = (json.loads(answer(w, "summarize", "--json", "--by", "model")) for w in (folder, store))
+    assert stored["slow"] == one["slow"]
+    for key, keys in (("jobs", slow_fields.JOB_KEYS), ("groups", slow_fields.GROUP_KEYS)):
+        assert [{k: x[k] for k in keys} for x in stored[key]] == [{k: x[k] for k in keys} for x in one[key]]
+    assert {k: stored["fleet"][k] for k in slow_fields.GROUP_KEYS} == {
+        k: one["fleet"][k] for k in slow_fields.GROUP_KEYS
+    }
+    assert one["jobs"][0]["slow_s"] == pytest.approx(40.0)  # not a comparison of zeros
+    for argv in (["trend", "--json"], ["trend", "--every", "1m", "--window", "2m", "--json"]):
+        one, stored = (json.loads(answer(w, *argv))["buckets"] for w in (folder, store))
+        keys = ("bucket_start", "slow_spans", "slow_gpu_h", "ett_ideal_pct")
+        assert [{k: b[k] for k in keys} for b in stored] == [{k: b[k] for k in keys} for b in one]
+    export = ["export", "prometheus", "--job-series-within", "all"]
+    one, stored = (
+        sorted(x for x in answer(w, *export).splitlines() if "slow" in x.split("{")[0].split(" ")[0])
+        for w in (folder, store)
+    )
+    assert stored == one and "ett_fleet_slow_gpu_seconds_total 320" in one
+
+
 def test_on_spark_summarize_says_it_has_no_slow_time_and_refuses_a_tolerance(capsys):
     """The slow queries run on DuckDB: a trace on another engine gets no slow fields, said on stderr, and a
     ``--slow-tolerance`` is refused in one line naming it."""
