@@ -33,6 +33,7 @@ torch.set_num_threads(1)
 
 from ettcore.integrations.rank_timing import RankTiming  # noqa: E402
 from ettcore.integrations.torchrun import record_worker  # noqa: E402
+from tools.campaigns.jobs import ddp_linear  # noqa: E402
 from tools.campaigns.jobs.ground_truth import EventLog  # noqa: E402
 
 STEP_PAD_S = 0.25  # seconds of sleep in every step of every rank: the step's steady part
@@ -51,14 +52,7 @@ def main() -> None:
     log = EventLog(a.work, 0)
     log.lifetime(FIRST_T)
     tl = record_worker(writer="rank0", model="linear-slow")  # records on rank 0 only
-    with tl.phase("trainer_init", "process_group_init"):
-        dist.init_process_group("gloo")
-    with tl.phase("trainer_init", "model_setup"):
-        torch.manual_seed(0)
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 1))
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        g = torch.Generator().manual_seed(rank)
-        x, y = torch.randn(256, 16, generator=g), torch.randn(256, 1, generator=g)
+    model, opt, x, y = ddp_linear.setup(tl, rank)
     timing = RankTiming(os.environ["ETT_RUN_DIR"], os.environ["ETT_JOB_ID"], int(os.environ["ETT_ATTEMPT"]), rank)
     model.register_comm_hook(None, timing.comm_hook())  # every rank: its work and wait per window
     with tl.phase("trainer_init", "barrier"):
