@@ -197,16 +197,41 @@ def test_a_store_gives_the_slow_figures_of_a_one_shot_measurement(tmp_path, caps
     assert stored == one and "ett_fleet_slow_gpu_seconds_total 320" in one
 
 
-def test_on_spark_summarize_says_it_has_no_slow_time_and_refuses_a_tolerance(capsys):
-    """The slow queries run on DuckDB: a trace on another engine gets no slow fields, said on stderr, and a
-    ``--slow-tolerance`` is refused in one line naming it."""
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_spark_gives_the_slow_figures_of_a_one_shot_duckdb_measurement(tmp_path, capsys, spark_master):
+    """:func:`_two_jobs` on Spark (the same query files, translated): summarize's and trend's (fixed and rolling)
+    slow figures equal DuckDB's, at a tolerance given."""
     from ettcore.cli import slow_fields
-    from ettcore.errors import InputError
+    from ettcore.engines.spark import spark_available
 
-    assert slow_fields.measure(object(), None, None) is None
-    assert "not yet on Spark" in capsys.readouterr().err
-    with pytest.raises(InputError, match="--slow-tolerance"):
-        slow_fields.measure(object(), "0.5", None)
+    if not spark_available():
+        pytest.skip("pyspark or Java not installed")
+    folder = _two_jobs(tmp_path / "t")
+    spark = ["--engine", "spark", "--spark-master", spark_master]
+
+    def answer(*argv):
+        assert cli.main([argv[0], str(folder), *argv[1:]]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    for tol in ([], ["--slow-tolerance", "0.05"]):
+        argv = ["summarize", "--json", "--by", "model", *tol]
+        duck, on_spark = answer(*argv), answer(*argv, *spark)
+        assert on_spark["slow"] == duck["slow"] and on_spark["input"]["engine"] == "spark"
+        for key, keys in (("jobs", slow_fields.JOB_KEYS), ("groups", slow_fields.GROUP_KEYS)):
+            for a, b in zip(on_spark[key], duck[key], strict=True):
+                assert {k: a[k] for k in keys} == pytest.approx({k: b[k] for k in keys}, rel=1e-9), key
+        got, want = ({k: d["fleet"][k] for k in slow_fields.GROUP_KEYS} for d in (on_spark, duck))
+        assert got == pytest.approx(want, rel=1e-9)
+    assert duck["jobs"][0]["slow_s"] == pytest.approx(41.0)  # not a comparison of zeros
+    for argv in (["trend", "--json"], ["trend", "--every", "1m", "--window", "2m", "--json"]):
+        duck, on_spark = answer(*argv)["buckets"], answer(*argv, *spark)["buckets"]
+        for a, b in zip(on_spark, duck, strict=True):
+            assert (a["bucket_start"], a["slow_spans"]) == (b["bucket_start"], b["slow_spans"])
+            assert (a["slow_gpu_h"], a["ett_ideal_pct"]) == pytest.approx(
+                (b["slow_gpu_h"], b["ett_ideal_pct"]), rel=1e-9
+            )
 
 
 def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) -> list[dict]:

@@ -15,26 +15,21 @@ time does not change:
   and the fleet's in ``slow.cost`` with its ``currency``.  Slow time is productive time, billed in ``cost`` and not in
   ``lost_cost``: ``slow_cost`` is the part of ``cost`` spent running slower than the ideal pace.
 
-The slow queries run on the DuckDB engine (a trace or a fleet store); with ``--engine spark`` the answer has no slow
-fields, says so on stderr, and refuses ``--slow-tolerance`` in one line.
+The slow queries run on either engine (the same files of ``ettcore/sql/metric/``, translated for Spark).
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
 from ettcore.cli.output import format_table, jsonable, write_table
-from ettcore.errors import InputError, Problem
 from ettcore.metric import slow
-from ettcore.trace.load import Trace
 
 JOB_KEYS = ("slow_spans", "slow_s", "slow_gpu_h", "ideal_pace_per_s", "ett_ideal_pct")
 GROUP_KEYS = ("slow_spans", "slow_gpu_h", "ett_ideal_pct")
-NOT_ON_SPARK = "slow time is measured on the DuckDB engine only (not yet on Spark)"
 
 
 @dataclass(frozen=True)
@@ -47,20 +42,8 @@ class SlowFigures:
     groups: pl.DataFrame | None
 
 
-def _on_duckdb(trace: Any, tolerance: float | str | None) -> bool:
-    """Whether the slow queries can run on ``trace``; on Spark no (said on stderr; a ``--slow-tolerance`` refused)."""
-    if isinstance(trace, Trace):
-        return True
-    if tolerance is not None:
-        raise InputError(Problem("--slow-tolerance", None, "slow_tolerance", NOT_ON_SPARK))
-    print(f"ett: {NOT_ON_SPARK}: the answer has no slow fields", file=sys.stderr)
-    return False
-
-
-def measure(trace: Any, tolerance: float | str | None, by: str | None) -> SlowFigures | None:
-    """The slow figures of ``trace`` (None on Spark, said on stderr; a ``--slow-tolerance`` there is refused)."""
-    if not _on_duckdb(trace, tolerance):
-        return None
+def measure(trace: Any, tolerance: float | str | None, by: str | None) -> SlowFigures:
+    """The slow figures of ``trace`` (a trace or a store on DuckDB, or a trace on Spark)."""
     t = slow.check_tolerance(tolerance)
     groups = slow.group_slow(trace, by, t) if by else None
     return SlowFigures(t, slow.job_slow(trace, t), slow.group_slow(trace, None, t), groups)
@@ -68,11 +51,9 @@ def measure(trace: Any, tolerance: float | str | None, by: str | None) -> SlowFi
 
 def with_trend_columns(
     trace: Any, buckets: pl.DataFrame, every: str, window: str | None, tolerance: float | str | None
-) -> tuple[pl.DataFrame, dict[str, Any] | None]:
+) -> tuple[pl.DataFrame, dict[str, Any]]:
     """``ett trend``'s ``buckets`` with each bucket's ``slow_spans``, ``slow_gpu_h`` and ``ett_ideal_pct``
-    (:func:`ettcore.metric.slow.trend`), and the answer's ``slow`` object (on Spark: ``buckets`` as they are, None)."""
-    if not _on_duckdb(trace, tolerance):
-        return buckets, None
+    (:func:`ettcore.metric.slow.trend`), and the answer's ``slow`` object."""
     t = slow.check_tolerance(tolerance)
     return slow.trend(trace, buckets, every, window, t), {"tolerance": t}
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from datetime import timedelta
+from typing import Any
 
 import polars as pl
 
@@ -52,31 +53,28 @@ def check_tolerance(value: float | str | None) -> float:
     return tolerance
 
 
-def prepare(trace: Trace, tolerance: float | str | None = None) -> None:
+def prepare(trace: Any, tolerance: float | str | None = None) -> None:
     """The per-job results, the tolerance parameter and the ``train_advances``, ``job_ideal_pace``, ``train_slow``
     and ``job_slow`` views."""
-    metric.job_metrics(trace)  # job_slow.sql reads the per-job results
-    con = trace.con
-    con.execute(
-        "CREATE OR REPLACE TEMP TABLE ett_slow_params AS SELECT $t::DOUBLE AS tolerance",
-        {"t": check_tolerance(tolerance)},
-    )
+    e = metric.engine_of(trace)
+    e.prepare(per_job=True)  # job_slow.sql reads the per-job results
+    e.define_values("ett_slow_params", {"tolerance": check_tolerance(tolerance)})
     for view in ("train_advances", "job_ideal_pace", "train_slow", "job_slow"):
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+        e.define(view, "metric/" + view)
 
 
-def train_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame:
-    """One row a slow span: ``job_id, attempt, start, end, seconds, ideal_s, slow_s``, in natural job order, then by
-    start."""
+def train_slow(trace: Any, tolerance: float | str | None = None) -> pl.DataFrame:
+    """One row a slow span: ``job_id, attempt, start, end, start_ms, seconds, ideal_s, slow_s``, in natural job order,
+    then by start."""
     prepare(trace, tolerance)
-    return in_natural_order(trace.sql("SELECT * FROM train_slow"), "job_id", "start")
+    return in_natural_order(metric.engine_of(trace).run("metric/train_slow"), "job_id", "start")
 
 
-def job_slow(trace: Trace, tolerance: float | str | None = None) -> pl.DataFrame:
+def job_slow(trace: Any, tolerance: float | str | None = None) -> pl.DataFrame:
     """One row a measured job, in natural job order: ``job_id, model, gpus, slow_spans, slow_s, slow_gpu_h,
     ideal_pace_per_s, ett_pct, ett_ideal_pct``."""
     prepare(trace, tolerance)
-    return in_natural_order(trace.sql("SELECT * FROM job_slow"))
+    return in_natural_order(metric.engine_of(trace).run("metric/job_slow"))
 
 
 WINDOW_COLUMNS = ("job_id", "attempt", "rank", "node", "start", "end", "steps", "work_s", "wait_s")
@@ -110,7 +108,7 @@ def holders(trace: Trace, windows: list[dict], tolerance: float | str | None = N
     return in_natural_order(trace.sql(sql("metric/slow_holders")), "job_id", "start")
 
 
-def group_slow(trace: Trace, by: str | None = None, tolerance: float | str | None = None) -> pl.DataFrame:
+def group_slow(trace: Any, by: str | None = None, tolerance: float | str | None = None) -> pl.DataFrame:
     """One row for the fleet, or one row a group when ``by`` names a column a summary can be grouped by
     (:func:`ettcore.metric.group_columns`): ``<by>, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct``."""
     prepare(trace, tolerance)
@@ -120,7 +118,7 @@ def group_slow(trace: Trace, by: str | None = None, tolerance: float | str | Non
 
 
 def trend(
-    trace: Trace,
+    trace: Any,
     buckets: pl.DataFrame,
     every: str = "day",
     window: str | timedelta | None = None,
@@ -131,12 +129,12 @@ def trend(
     starts) and ``ett_ideal_pct``, ``100 * max(0, productive_gpu_h - slow_gpu_h) / wall_gpu_h`` (``trend_slow.sql``;
     rolling: ``rolling_slow.sql``)."""
     prepare(trace, tolerance)
+    e = metric.engine_of(trace)
     window_ms = metric.trend_window(every, window)
     if window_ms is None:
-        per_bucket = trace.sql(sql("metric/trend_slow"), {"every": every})
+        per_bucket = e.run("metric/trend_slow", {"every": every})
     else:
-        params = {"every_ms": metric.bucket_ms(every), "window_ms": window_ms}
-        per_bucket = trace.sql(sql("metric/rolling_slow"), params)
+        per_bucket = e.run("metric/rolling_slow", {"every_ms": metric.bucket_ms(every), "window_ms": window_ms})
     per_bucket = per_bucket.with_columns(pl.col("bucket_start").cast(buckets.schema["bucket_start"]))
     out = buckets.join(per_bucket, on="bucket_start", how="left", maintain_order="left").with_columns(
         pl.col("slow_spans").fill_null(0), pl.col("slow_gpu_h").fill_null(0.0)

@@ -4,7 +4,7 @@
 -- the windows of the buckets from its own, s - s % every, to window / every - 1 buckets later.  Read beside
 -- fleet_rolling (ettcore.metric.slow.trend).
 WITH spans AS (
-    SELECT epoch_ms(s.start) AS start_ms, m.gpus * s.slow_s AS slow_gpu_s
+    SELECT s.start_ms, m.gpus * s.slow_s AS slow_gpu_s
     FROM train_slow AS s
     JOIN job_metrics AS m ON m.job_id = s.job_id
 ),

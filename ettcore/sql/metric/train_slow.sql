@@ -2,7 +2,8 @@
 -- times its advance at the job's ideal pace (job_ideal_pace; the tolerance is ett_slow_params.tolerance).  Its excess
 -- is the time over the ideal; its slow time the new-data share of the excess (the replayed share is wasted training
 -- already), and a span is listed when that is positive.  A slow span counts where it starts: outside the job's
--- unmeasured time (inside the analysis window, outside its exclusion windows), as stalls do.
+-- unmeasured time (inside the analysis window, outside its exclusion windows), as stalls do.  Its start is also
+-- given in epoch ms (start_ms) for the trend's buckets (rolling_slow).
 WITH judged AS (
     SELECT a.job_key, a.attempt, a.start_ms, a.end_ms, a.seconds, a.new_share,
            a.advance * p.ideal_s_per_unit AS ideal_s
@@ -16,6 +17,7 @@ SELECT
     s.attempt,
     epoch_ms(s.start_ms) AS start,
     epoch_ms(s.end_ms) AS "end",
+    s.start_ms,
     s.seconds,
     s.ideal_s,
     (s.seconds - s.ideal_s) * s.new_share AS slow_s
