@@ -6,7 +6,7 @@ Import it after ``torch.set_num_threads(1)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as dist
@@ -25,3 +25,22 @@ def setup(tl: Any, rank: int) -> tuple[torch.nn.Module, torch.optim.Optimizer, t
         g = torch.Generator().manual_seed(rank)
         x, y = torch.randn(256, 16, generator=g), torch.randn(256, 1, generator=g)
     return model, opt, x, y
+
+
+def train_step(
+    model: torch.nn.Module,
+    opt: torch.optim.Optimizer,
+    x: torch.Tensor,
+    y: torch.Tensor,
+    step: int,
+    before_backward: Callable[[], None] | None = None,
+) -> None:
+    """One step on the 8 examples from ``8 x step`` (mod 256): forward, zero the gradients, ``before_backward`` (a
+    job's injected delay), backward (DDP's all-reduce: the ranks meet there) and the optimizer's step."""
+    i = (step * 8) % 256
+    loss = torch.nn.functional.mse_loss(model(x[i : i + 8]), y[i : i + 8])
+    opt.zero_grad()
+    if before_backward is not None:
+        before_backward()
+    loss.backward()
+    opt.step()

@@ -66,11 +66,7 @@ def main() -> None:
                 log.write("worker_crash", step, now, now)
                 raise RuntimeError(f"injected worker failure after step {step}")
             t0 = time.time()
-            i = (step * 8) % 256
-            loss = torch.nn.functional.mse_loss(model(x[i : i + 8]), y[i : i + 8])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            ddp_linear.train_step(model, opt, x, y, step)
             time.sleep(STEP_PAD_S)
             step += 1
             if rank == 0:

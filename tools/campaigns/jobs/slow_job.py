@@ -22,6 +22,7 @@ import argparse
 import os
 import socket
 import time
+from functools import partial
 from pathlib import Path
 
 FIRST_T = time.time()  # ground truth: this process was running by now (only the standard library imported)
@@ -37,6 +38,13 @@ from tools.campaigns.jobs import ddp_linear  # noqa: E402
 from tools.campaigns.jobs.ground_truth import EventLog  # noqa: E402
 
 STEP_PAD_S = 0.25  # seconds of sleep in every step of every rank: the step's steady part
+
+
+def sleep_logged(log: EventLog, step: int, seconds: float) -> None:
+    """Sleep ``seconds`` and log the sleep as measured (``slow_sleep``: the clock read before and after)."""
+    s0 = time.time()
+    time.sleep(seconds)
+    log.write("slow_sleep", step, s0, time.time())
 
 
 def main() -> None:
@@ -66,15 +74,11 @@ def main() -> None:
     timing.begin(t)
     while step < a.steps:
         t0 = time.time()
-        i = (step * 8) % 256
-        loss = torch.nn.functional.mse_loss(model(x[i : i + 8]), y[i : i + 8])
-        opt.zero_grad()
-        if rank == a.slow_rank and a.slow_from <= step < a.slow_to:
-            s0 = time.time()
-            time.sleep(a.slow_sleep)
-            log.write("slow_sleep", step, s0, time.time())
-        loss.backward()  # DDP's all-reduce: the other rank waits here for the slowed one
-        opt.step()
+        slowed = rank == a.slow_rank and a.slow_from <= step < a.slow_to
+        # before DDP's all-reduce in backward: the other rank waits there for the slowed one
+        ddp_linear.train_step(
+            model, opt, x, y, step, partial(sleep_logged, log, step, a.slow_sleep) if slowed else None
+        )
         time.sleep(STEP_PAD_S)
         step += 1
         if rank == 0:
