@@ -115,6 +115,19 @@ def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path,
     assert rows == [["j", "2", "40.00", "0.09", "100.00", "75.16"]]
 
 
+def test_without_slow_time_the_ett_at_ideal_pace_is_ett_itself_to_the_last_digit(capsys):
+    """The bundled sample has no slow span: every job's, group's and bucket's ETT at ideal pace is its ETT%, the same
+    float, though the two are computed by different queries (job_slow, group_slow, slow.trend against the metric's)."""
+    from ettcore.config import SAMPLE_TRACE
+
+    for argv in (["summarize", "--json", "--by", "model"], ["trend", "--json", "--every", "hour"]):
+        assert cli.main([argv[0], str(SAMPLE_TRACE), *argv[1:]]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        rows = doc.get("jobs", []) + doc.get("groups", []) + [doc.get("fleet") or {}] + doc.get("buckets", [])
+        rows = [r for r in rows if r]
+        assert rows and all(r["slow_spans"] == 0 and r["ett_ideal_pct"] == r["ett_pct"] for r in rows), argv
+
+
 def test_trend_counts_slow_time_where_a_slow_span_starts_in_calendar_and_rolling_buckets(tmp_path, capsys):
     """``ett trend`` on :func:`_two_jobs`, by hand: one day holds both slow spans; rolling minutes over a 2-minute
     window hold the span starting at 22:54:50 from the 22:54 bucket ([22:53, 22:55)) and the one at 22:55:20 from
