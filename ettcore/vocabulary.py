@@ -6,7 +6,8 @@ One place for the words the trace and the metric use, and for how they are shown
 - the end reasons of an attempt, each with its role (completion, interruption, cancel, open), label and colour;
 - the Level 1 buckets, each with its column stem, labels and colour;
 - the interruption causes and their groups (``causes.yaml``), each with its colour; a group says whether its causes
-  count against a node (``ett nodes``) and in the MTTF fit;
+  count against a node (``ett nodes``), in the MTTF fit and as a crash (a failure of the job's own run, which a crash
+  loop repeats: :mod:`ettcore.metric.restarts`);
 - the phases, components and owners (``phases.yaml``; applied by :mod:`ettcore.phases`, which also reads a user's
   mapping file).
 
@@ -41,7 +42,7 @@ UNKNOWN_CAUSE = "unknown"  # the cause of an interruption its source does not ex
 FILES = ("vocabulary.yaml", "causes.yaml", "phases.yaml")
 #: The columns of the ``ett_causes`` table (:attr:`Vocabulary.cause_rows`), as a DuckDB column list; the metric's SQL
 #: joins it to give an attempt its cause and group.
-CAUSE_TABLE_COLUMNS = "cause_id BIGINT, cause VARCHAR, cause_group VARCHAR, derived_from VARCHAR"
+CAUSE_TABLE_COLUMNS = "cause_id BIGINT, cause VARCHAR, cause_group VARCHAR, derived_from VARCHAR, crash BOOLEAN"
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class CauseGroup:
     color: str
     node: bool  # counted against the nodes of the attempt (ett nodes)
     mttf: bool  # a system or hardware failure (the MTTF fit)
+    crash: bool  # a failure of the job's own run, not a preemption or a time limit (crash loops)
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,11 @@ class Vocabulary:
         return tuple(c.name for c in self.causes if self.group(c.group).mttf)
 
     @cached_property
+    def crash_causes(self) -> tuple[str, ...]:
+        """The causes whose interruptions are crashes (a crash loop repeats them), in order."""
+        return tuple(c.name for c in self.causes if self.group(c.group).crash)
+
+    @cached_property
     def cause_colors(self) -> dict[str, str]:
         return {c.name: c.color for c in self.causes}
 
@@ -213,10 +220,14 @@ class Vocabulary:
         return next((r for r, c in self.derived.items() if c == cause), None)
 
     @cached_property
-    def cause_rows(self) -> tuple[tuple[int, str, str, str | None], ...]:
+    def cause_rows(self) -> tuple[tuple[int, str, str, str | None, bool], ...]:
         """The rows of the ``ett_causes`` table both engines register (columns :data:`CAUSE_TABLE_COLUMNS`): each
-        cause, numbered from 1 in report order, with its group and the end reason it is derived from (or None)."""
-        return tuple((i, c.name, c.group, self.derived_from(c.name)) for i, c in enumerate(self.causes, start=1))
+        cause, numbered from 1 in report order, with its group, the end reason it is derived from (or None) and
+        whether it is a crash (its group's flag)."""
+        return tuple(
+            (i, c.name, c.group, self.derived_from(c.name), self.group(c.group).crash)
+            for i, c in enumerate(self.causes, start=1)
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -368,11 +379,20 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
     seen = set()
     groups = [
         CauseGroup(
-            _name(e["group"], cpath, i, "group", seen), e["label"], _color(e["color"], cpath, i), e["node"], e["mttf"]
+            _name(e["group"], cpath, i, "group", seen),
+            e["label"],
+            _color(e["color"], cpath, i),
+            e["node"],
+            e["mttf"],
+            e["crash"],
         )
         for i, e in enumerate(
             _entries(
-                cdata, "groups", cpath, {"group": str, "label": str, "color": str, "node": bool, "mttf": bool}, {}
+                cdata,
+                "groups",
+                cpath,
+                {"group": str, "label": str, "color": str, "node": bool, "mttf": bool, "crash": bool},
+                {},
             ),
             start=1,
         )

@@ -151,6 +151,7 @@ RUNNING: str = VOCABULARY.open_end_reason
 CANCELLED: str = VOCABULARY.role("cancel")[0]
 CAUSES: tuple[str, ...] = VOCABULARY.cause_names
 DERIVED_CAUSE: dict[str, str] = VOCABULARY.derived
+CRASH_CAUSES: tuple[str, ...] = VOCABULARY.crash_causes  # an interruption of these causes is a crash (crash loops)
 EVERY: tuple[str, ...] = ("day", "week", "month")
 
 Piece = tuple[int, int, str, str, str]  # (start_ms, end_ms, l1_bucket, phase, component)
@@ -968,4 +969,80 @@ def reference_live(
             "recent_step": recent_step,
             "state": state,
         }
+    return out
+
+
+def reference_crash_loops(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> list[dict[str, Any]]:
+    """Crash loops (docs/metric.md "Crash loops") of each job's (as-of clipped) attempts, in attempt order.
+
+    An attempt's point is the ``cursor_start`` of its first train span (by start, then cursor; None without one); it
+    crashed when it interrupted its job with a cause in :data:`CRASH_CAUSES`.  Attempt ``i`` *repeats* when, with
+    ``k`` the last attempt before it that has a point, every attempt from ``k`` to ``i`` crashed, and either ``i`` has
+    a point equal to ``k``'s, or ``i`` has none and ``k`` repeats or the first attempt after ``i`` that has a point
+    repeats.  Each maximal run of repeating attempts, with the attempt before the run, is a loop: ``{"job_id",
+    "first_attempt", "last_attempt", "restarts" (the run's length), "resume_cursor" (the first attempt's point),
+    "began" (the first attempt's end, ms), "last_crash" (the last attempt's end, ms), "gpu_h" (the job's GPUs times
+    the run's attempts' ``end - start``, in hours)}``, in job id then attempt order.
+    """
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
+    atts, sps = clip_to_as_of(attempts, spans, eff, cut)
+    rows = _job_rows(jobs)
+    out: list[dict[str, Any]] = []
+    for job_id in sorted({a["job_id"] for a in atts}):
+        gpus = int(rows.get(job_id, {}).get("gpus") or 1)
+        mine = sorted((a for a in atts if a["job_id"] == job_id), key=lambda a: a["attempt"])
+        points: list[float | None] = []
+        for a in mine:
+            trains = sorted(
+                (s for s in sps if s["job_id"] == job_id and s["attempt"] == a["attempt"] and s["phase"] == "train"),
+                key=lambda s: (s["start"], s["cursor_start"]),
+            )
+            points.append(float(trains[0]["cursor_start"]) if trains else None)
+        crashed = [attempt_cause(a) in CRASH_CAUSES for a in mine]
+        n = len(mine)
+
+        def before(i: int) -> int | None:
+            return next((k for k in range(i - 1, -1, -1) if points[k] is not None), None)
+
+        def after(i: int) -> int | None:
+            return next((t for t in range(i + 1, n) if points[t] is not None), None)
+
+        def trained_repeats(i: int) -> bool:
+            k = before(i)
+            return k is not None and all(crashed[k : i + 1]) and points[i] == points[k]
+
+        def repeats(i: int) -> bool:
+            if points[i] is not None:
+                return trained_repeats(i)
+            k, t = before(i), after(i)
+            if k is None or not all(crashed[k : i + 1]):
+                return False
+            return trained_repeats(k) or (t is not None and trained_repeats(t))
+
+        flags = [repeats(i) for i in range(n)]
+        i = 0
+        while i < n:
+            if not flags[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < n and flags[j + 1]:
+                j += 1
+            first, run = mine[i - 1], mine[i : j + 1]
+            out.append(
+                {
+                    "job_id": job_id,
+                    "first_attempt": first["attempt"],
+                    "last_attempt": mine[j]["attempt"],
+                    "restarts": len(run),
+                    "resume_cursor": points[i - 1],
+                    "began": first["end"],
+                    "last_crash": mine[j]["end"],
+                    "gpu_h": gpus * sum(a["end"] - a["start"] for a in run) / 3_600_000,
+                }
+            )
+            i = j + 1
     return out

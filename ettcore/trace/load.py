@@ -674,7 +674,7 @@ def register_causes(con: duckdb.DuckDBPyConnection) -> None:
     derived from (:attr:`ettcore.vocabulary.Vocabulary.cause_rows`); the metric's SQL joins it (a trace and a store
     alike)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE ett_causes ({CAUSE_TABLE_COLUMNS})")
-    con.executemany("INSERT INTO ett_causes VALUES (?, ?, ?, ?)", list(VOCABULARY.cause_rows))
+    con.executemany("INSERT INTO ett_causes VALUES (?, ?, ?, ?, ?)", list(VOCABULARY.cause_rows))
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
