@@ -1046,3 +1046,106 @@ def reference_crash_loops(
             )
             i = j + 1
     return out
+
+
+def reference_retry_chains(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Retry chains (docs/metric.md "Retry chains") of the (as-of clipped) attempts: ``(per_job, fleet)``.
+
+    Per job (attempts in attempt order): ``attempts``; ``interruptions`` (ended by an interrupting end reason);
+    ``waits`` (ms from each interruption to the next attempt's start, for the interruptions an attempt follows);
+    ``restarts`` = their number; ``outcome`` = ``interrupted`` / ``cancelled`` / ``running`` / ``completed`` by the last
+    attempt's end reason; ``restart_wait_s`` (their sum) and ``median_restart_wait_s`` (their median; None without
+    one).  The fleet: ``retried_jobs`` (with an interruption), ``retried_ended`` (of those, not running),
+    ``retried_completed``, ``retry_completion_pct`` (100 * completed / ended; None when none ended), ``restarts`` and
+    ``median_restart_wait_s`` over every wait of every job.
+    """
+    import statistics
+
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
+    atts, _ = clip_to_as_of(attempts, spans, eff, cut)
+    per_job: dict[str, dict[str, Any]] = {}
+    every_wait: list[int] = []
+    for job_id in sorted({a["job_id"] for a in atts}):
+        mine = sorted((a for a in atts if a["job_id"] == job_id), key=lambda a: a["attempt"])
+        waits = [b["start"] - a["end"] for a, b in zip(mine, mine[1:]) if a["end_reason"] in INTERRUPTIONS]
+        last = mine[-1]["end_reason"]
+        outcome = (
+            "interrupted"
+            if last in INTERRUPTIONS
+            else "cancelled"
+            if last == CANCELLED
+            else "running"
+            if last == RUNNING
+            else "completed"
+        )
+        per_job[job_id] = {
+            "attempts": len(mine),
+            "interruptions": sum(a["end_reason"] in INTERRUPTIONS for a in mine),
+            "restarts": len(waits),
+            "outcome": outcome,
+            "restart_wait_s": sum(waits) / 1000,
+            "median_restart_wait_s": statistics.median(waits) / 1000 if waits else None,
+        }
+        every_wait += waits
+    retried = [j for j in per_job.values() if j["interruptions"] > 0]
+    ended = [j for j in retried if j["outcome"] != "running"]
+    completed = [j for j in ended if j["outcome"] == "completed"]
+    fleet = {
+        "retried_jobs": len(retried),
+        "retried_ended": len(ended),
+        "retried_completed": len(completed),
+        "retry_completion_pct": 100 * len(completed) / len(ended) if ended else None,
+        "restarts": len(every_wait),
+        "median_restart_wait_s": statistics.median(every_wait) / 1000 if every_wait else None,
+    }
+    return per_job, fleet
+
+
+def reference_storms(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    n: int,
+    window_ms: int,
+    by: str | None = None,
+    as_of: int | None = None,
+) -> list[dict[str, Any]]:
+    """Restart storms (docs/metric.md "Restart storms"): per group of ``by`` (``None``: the fleet), the interruption
+    instants (as-of clipped attempts ended by an interrupting end reason); ``t`` is dense when ``[t, t + window_ms)``
+    holds at least ``n`` of them, and its window runs to the last one there.  Overlapping (or touching) windows
+    merge; each merged window ``[first, last]`` is a storm: ``{"group", "first", "last", "interruptions" (instants in
+    it), "jobs" (distinct jobs among them)}``, by group then first."""
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
+    atts, _ = clip_to_as_of(attempts, spans, eff, cut)
+    rows = _job_rows(jobs)
+    groups: dict[Any, list[tuple[int, str]]] = defaultdict(list)
+    for a in atts:
+        if a["end_reason"] in INTERRUPTIONS:
+            value = job_row(a["job_id"], rows.get(a["job_id"])).get(by) if by else "fleet"
+            key = None if value is None else str(value)  # the SQL groups by the column as text
+            groups[key].append((a["end"], a["job_id"]))
+    out = []
+    for key in sorted(groups, key=str):
+        times = sorted(groups[key])
+        windows = []
+        for t, _ in times:
+            inside = [u for u, _ in times if t <= u < t + window_ms]
+            if len(inside) >= n:
+                windows.append([t, max(inside)])
+        windows.sort()
+        merged: list[list[int]] = []
+        for w in windows:
+            if merged and w[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], w[1])
+            else:
+                merged.append(list(w))
+        for lo, hi in merged:
+            hit = [(t, j) for t, j in times if lo <= t <= hi]
+            out.append(
+                {"group": key, "first": lo, "last": hi, "interruptions": len(hit), "jobs": len({j for _, j in hit})}
+            )
+    return out

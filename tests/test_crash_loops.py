@@ -141,7 +141,14 @@ def looping_traces(draw):
                 )
             )
             t += draw(st.integers(0, 3)) * MIN
-        jobs.append(dict(job_id=job, model="m", gpus=draw(st.sampled_from([1, 8, 512])), team="ads"))
+        jobs.append(
+            dict(
+                job_id=job,
+                model="m",
+                gpus=draw(st.sampled_from([1, 8, 512])),
+                team=draw(st.sampled_from(["ads", "feed"])),
+            )
+        )
     return {"jobs": jobs, "attempts": attempts, "spans": spans}
 
 
@@ -165,4 +172,3 @@ def test_crash_loops_equal_the_reference(trace):
 @given(caused_traces())
 def test_crash_loops_equal_the_reference_on_general_traces(case):
     _check(case[0])
-

@@ -1,4 +1,5 @@
-"""Restarts that go nowhere: crash loops (reporting beside the metric; no figure of the metric changes).
+"""Restarts that go nowhere: crash loops, retry chains and restart storms (reporting beside the metric; no figure
+of the metric changes).
 
 NoF counts a job's interruptions and ``(1 + NoF)`` prices them; a **crash loop** is the pattern the count hides: a
 job that restarts from the same checkpoint and crashes again, and again (a poison batch, a deterministic bug).  In the
@@ -10,9 +11,18 @@ saved in between.  An attempt with no train span made no progress: it continues 
 Its **restarts** are the attempts after its first, its **GPU-hours** those they held (the job's GPUs times their
 time, to the as-of time), and it **began** at its first attempt's end (its first crash).
 
-The definition, with a worked example, is in ``docs/metric.md`` ("Crash loops"); the query is
-``ettcore/sql/metric/crash_loops.sql``; the plain-Python reference the property tests hold it to is
-``reference_crash_loops`` in ``tests/reference.py``.
+A job's **retry chain** is its attempts until it completed or stopped: its attempts, interruptions and restarts (the
+interruptions another attempt followed), its outcome (how its last attempt ended: completed, cancelled, running, or
+interrupted with no attempt after it by the as-of time) and the wait from each interruption to the next attempt's
+start.  For the fleet: the share of the jobs with an interruption whose chain completed (of those that ended), and
+the median wait of every restart.  A **restart storm** is a burst of interruptions across jobs, fleet-wide or per
+group (a Slurm partition, ``by``): at least ``interruptions`` of them within ``window``.
+
+The definitions, with worked examples, are in ``docs/metric.md`` ("Crash loops", "Retry chains", "Restart
+storms"); the queries are ``crash_loops.sql``, ``restart_waits.sql``, ``job_retry_chains.sql``,
+``fleet_retry_chains.sql`` and ``restart_storms.sql`` in ``ettcore/sql/metric/``; the plain-Python references the
+tests hold them to are ``reference_crash_loops``, ``reference_retry_chains`` and ``reference_storms`` in
+``tests/reference.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +32,14 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
+from ettcore.errors import InputError, Problem
 from ettcore.order import in_natural_order
+from ettcore.trace.instants import parse_duration
+from ettcore.trace.load import Trace
+from ettcore.trace.queries import sql
+
+STORM_INTERRUPTIONS = 5  # interruptions within the window that make a storm (--storm-interruptions)
+STORM_WINDOW = "1h"  # the storm's window (--storm-window)
 
 
 def crash_loops(trace: Any) -> pl.DataFrame:
@@ -31,3 +48,56 @@ def crash_loops(trace: Any) -> pl.DataFrame:
     e = metric.engine_of(trace)
     e.prepare()
     return in_natural_order(e.run("metric/crash_loops"), "job_id", "first_attempt")
+
+
+def _prepare_chains(trace: Trace) -> None:
+    """The metric's views and the two the retry chains read, ``restart_waits`` and ``job_retry_chains`` (DuckDB)."""
+    metric.prepare(trace)
+    for view in ("restart_waits", "job_retry_chains"):
+        trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+
+
+def retry_chains(trace: Trace) -> pl.DataFrame:
+    """One row a job, in natural job order: ``job_id, model, attempts, interruptions, restarts, outcome,
+    restart_wait_s, median_restart_wait_s``."""
+    _prepare_chains(trace)
+    return in_natural_order(trace.sql("SELECT * FROM job_retry_chains"))
+
+
+def fleet_retry_chains(trace: Trace) -> dict[str, Any]:
+    """The fleet's retry chains: ``retried_jobs, retried_ended, retried_completed, retry_completion_pct, restarts,
+    median_restart_wait_s``."""
+    _prepare_chains(trace)
+    return trace.sql(sql("metric/fleet_retry_chains")).row(0, named=True)
+
+
+def storm_thresholds(interruptions: int | str | None, window: str | None) -> tuple[int, int]:
+    """``(interruptions, window_ms)`` of a storm, defaults :data:`STORM_INTERRUPTIONS` within :data:`STORM_WINDOW`;
+    at least 2 interruptions and a positive duration, else one line naming the option."""
+    n = STORM_INTERRUPTIONS if interruptions is None else interruptions
+    try:
+        n = int(str(n).strip())
+    except ValueError:
+        n = 0
+    if n < 2:
+        raise InputError(
+            Problem(
+                "--storm-interruptions",
+                None,
+                "storm_interruptions",
+                f"a storm is at least 2 interruptions: {interruptions!r}",
+            )
+        )
+    return n, parse_duration(STORM_WINDOW if window is None else window, "--storm-window")
+
+
+def restart_storms(
+    trace: Trace, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
+) -> pl.DataFrame:
+    """One row a restart storm, per group of ``by`` (a column of ``jobs``, such as ``partition``; the fleet when
+    None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``."""
+    n, window_ms = storm_thresholds(interruptions, window)
+    e = metric.engine_of(trace)
+    e.prepare()
+    e.set_groups(by)
+    return metric.name_groups(e.run("metric/restart_storms", {"storm_n": n, "storm_window_ms": window_ms}), by)

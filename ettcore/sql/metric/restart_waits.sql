@@ -1,0 +1,19 @@
+-- One row a restart (docs/metric.md "Retry chains"): an interruption followed by another attempt of its job, with the
+-- wait from the interruption (the attempt's end) to the next attempt's start.  Attempts in attempt order, clipped to
+-- the as-of time.
+WITH ordered AS (
+    SELECT
+        job_key,
+        attempt,
+        end_ms,
+        end_reason,
+        lead(start_ms) OVER (PARTITION BY job_key ORDER BY attempt) AS next_start_ms
+    FROM metric_attempts
+)
+SELECT
+    job_key,
+    attempt,
+    end_ms AS interrupted_ms,
+    next_start_ms - end_ms AS wait_ms
+FROM ordered
+WHERE end_reason IN ({{interruptions}}) AND next_start_ms IS NOT NULL
