@@ -21,6 +21,10 @@ Reads the attempts' optional ``nodes`` column (a Slurm host list, :mod:`ettcore.
   (default 0.01).  A node of a multi-node run that failed shares that failure's ``involved`` with its neighbours;
   a lemon is told from them by its other failures.
 
+- **Concentration**: the share of the node-attributed interruptions (shared as above) on the ``k`` nodes with the
+  most (:meth:`NodeReport.concentration`), and their Lorenz curve over the nodes with exposure
+  (:meth:`NodeReport.lorenz`): failures piled on a handful of nodes, beside the test's flags.
+
 The queries are ``ettcore/sql/metric/attempt_causes.sql`` and ``node_exposure.sql``.
 """
 
@@ -158,6 +162,29 @@ class NodeReport:
     @property
     def flagged(self) -> list[str]:
         return self.nodes.filter(pl.col("flagged"))["node"].to_list()
+
+    def concentration(self, worst: int) -> float | None:
+        """The share (0-1) of the node-attributed interruptions (each shared ``1 / k`` across its attempt's ``k``
+        nodes) that fell on the ``worst`` nodes with the most; None when no node has one."""
+        if worst < 1:
+            raise InputError(Problem("--worst", None, "worst", f"at least one node, got {worst!r}"))
+        shares = self.nodes["interruptions"].sort(descending=True)
+        total = float(shares.sum())
+        return float(shares.head(worst).sum()) / total if total > 0 else None
+
+    def lorenz(self) -> pl.DataFrame:
+        """The Lorenz curve of the interruptions over the nodes with exposure: one row a node, fewest interruptions
+        first (then by name), ``node, node_share, interruption_share``: the cumulative shares (0-1) of the nodes
+        and of their interruptions up to it.  Empty when no node has an interruption."""
+        df = self.nodes.filter(pl.col("exposure_gpu_h") > 0).sort("interruptions", "node")
+        total = float(df["interruptions"].sum())
+        if total <= 0:
+            return pl.DataFrame(schema={"node": pl.String, "node_share": pl.Float64, "interruption_share": pl.Float64})
+        return df.select(
+            "node",
+            (pl.int_range(1, pl.len() + 1) / pl.len()).cast(pl.Float64).alias("node_share"),
+            (pl.col("interruptions").cum_sum() / total).alias("interruption_share"),
+        )
 
 
 def poisson_p_value(observed: int, expected: float) -> float:
