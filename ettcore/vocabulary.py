@@ -94,6 +94,7 @@ class Cause:
     group: str
     color: str
     description: str
+    category: str | None = None  # a display category of a user's causes file (GPU, host, network, ...)
 
 
 @dataclass(frozen=True)
@@ -214,6 +215,15 @@ class Vocabulary:
     @cached_property
     def cause_colors(self) -> dict[str, str]:
         return {c.name: c.color for c in self.causes}
+
+    @cached_property
+    def category_of(self) -> dict[str, str]:
+        """Each cause's display category: a user's causes file gives one; otherwise its group's label."""
+        return {c.name: c.category or self.group(c.group).label for c in self.causes}
+
+    def with_causes(self, path: str | Path) -> "Vocabulary":
+        """This vocabulary with the causes of a user's causes file added (:func:`read_causes_file`)."""
+        return read_causes_file(self, path)
 
     def derived_from(self, cause: str) -> str | None:
         """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
@@ -430,6 +440,51 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
         derived,
         texts["phases.yaml"] or {},
         digest.hexdigest(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- a user's causes
+
+
+def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
+    """``base`` with the causes of a user's causes file (YAML or JSON) added, as a mapping file adds components::
+
+        causes:
+          - {cause: faulty_gpu, group: hardware, category: GPU, description: "a GPU failed (Xid, fell off the bus)"}
+          - {cause: nccl_watchdog, group: system, category: network, color: "#fc9272"}
+
+    Each cause has a new name (lower case, digits, ``_``) and one of ``base``'s groups, which decide what ``ett
+    nodes``, the MTTF fit and crash loops count; ``category`` (a display category of the user's own), ``color``
+    (default: its group's) and ``description`` are optional.  The causes come after ``base``'s own and before
+    ``unknown``, in the file's order.  A problem names the file, the entry (1-based) and the field, in one line.  The
+    digest covers the file's bytes (the data checks' cache key covers the causes a trace may name)."""
+    path = Path(path)
+    data, raw = _read(path)
+    groups = {g.name: g for g in base.groups}
+    seen = set(base.cause_names)
+    added = []
+    for i, e in enumerate(
+        _entries(
+            data,
+            "causes",
+            path,
+            {"cause": str, "group": str},
+            {"category": str, "color": str, "description": str},
+        ),
+        start=1,
+    ):
+        if e["group"] not in groups:
+            raise InputError(
+                Problem(str(path), i, "group", f"unknown group {e['group']!r}; the groups are " + ", ".join(groups))
+            )
+        name = _name(e["cause"], path, i, "cause", seen)
+        color = _color(e["color"], path, i) if "color" in e else groups[e["group"]].color
+        added.append(Cause(name, e["group"], color, e.get("description", name.replace("_", " ")), e.get("category")))
+    unknown = [c for c in base.causes if c.name == UNKNOWN_CAUSE]
+    causes = tuple(c for c in base.causes if c.name != UNKNOWN_CAUSE) + tuple(added) + tuple(unknown)
+    digest = hashlib.blake2b(base.digest.encode() + b"\0causes-file\0" + raw, digest_size=16).hexdigest()
+    return Vocabulary(
+        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, digest
     )
 
 

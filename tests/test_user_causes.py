@@ -1,0 +1,82 @@
+"""Causes users own: a user's causes file adds causes to the vocabulary (``ettcore.vocabulary.read_causes_file``),
+each in one of the vocabulary's groups (which decide what ``ett nodes``, the MTTF fit and crash loops count) with a
+display category of the user's.  Llama 3's Table 5 (``data/reference/llama3-table5.csv``) written as such a file
+(``data/reference/llama3-causes.yaml``) is read back with its groups and categories; a bad file is refused with one
+line naming the file, the entry and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ettcore.config import PACKAGE_DIR
+from ettcore.errors import InputError
+from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
+
+DATA = PACKAGE_DIR.parent / "data" / "reference"
+LLAMA3 = DATA / "llama3-causes.yaml"
+
+
+def table5() -> list[dict]:
+    """Llama 3's Table 5 as transcribed (component, category, count, cause)."""
+    with open(DATA / "llama3-table5.csv", newline="", encoding="utf-8") as f:
+        return [{**r, "count": int(r["count"])} for r in csv.DictReader(f)]
+
+
+def test_llama3_table5_as_a_causes_file():
+    rows = table5()
+    assert sum(r["count"] for r in rows) == 419  # the paper's unexpected interruptions
+    v = VOCABULARY.with_causes(LLAMA3)
+    added = [r["cause"] for r in rows]
+    # the user's causes after the vocabulary's own, unknown last
+    assert v.cause_names == (*[c for c in VOCABULARY.cause_names if c != UNKNOWN_CAUSE], *added, UNKNOWN_CAUSE)
+    assert {c: v.category_of[c] for c in added} == {r["cause"]: r["category"] for r in rows}
+    assert v.category_of["node_failure"] == VOCABULARY.group("system").label  # a cause of the defaults: its group's
+    assert v.group_of["faulty_gpu"] == "hardware" and v.group_of["software_bug"] == "user"
+    # the groups decide: GPU and host components count against the node and in the MTTF fit, a software bug neither
+    assert "faulty_gpu" in v.node_causes and "faulty_gpu" in v.mttf_causes and "software_bug" not in v.node_causes
+    assert "nccl_watchdog_timeout" in v.node_causes and "nccl_watchdog_timeout" not in v.mttf_causes
+    assert set(added) <= set(v.crash_causes)
+    assert v.cause_colors["faulty_gpu"] == VOCABULARY.group("hardware").color  # no colour given: its group's
+    assert v.digest != VOCABULARY.digest and VOCABULARY.with_causes(LLAMA3).digest == v.digest
+    ids = [r[0] for r in v.cause_rows]
+    assert ids == list(range(1, len(v.causes) + 1))
+
+
+def _file(tmp_path: Path, causes) -> Path:
+    p = tmp_path / "causes.yaml"
+    p.write_text(yaml.safe_dump({"causes": causes}), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize(
+    "causes, row, field, words",
+    [
+        ([{"cause": "gpu", "group": "fabric"}], 1, "group", "unknown group 'fabric'"),
+        ([{"cause": "gpu", "group": "hardware"}, {"cause": "gpu", "group": "system"}], 2, "cause", "named twice"),
+        ([{"cause": "hardware", "group": "hardware"}], 1, "cause", "named twice"),  # a cause of the vocabulary
+        ([{"cause": "Faulty GPU", "group": "hardware"}], 1, "cause", "is not a name"),
+        ([{"cause": "gpu", "group": "hardware", "color": "red"}], 1, "color", "#rrggbb"),
+        ([{"cause": "gpu", "group": "hardware", "owner": "x"}], 1, "owner", "unknown field"),
+        ([{"cause": "gpu"}], 1, "group", "missing field"),
+        ([{"cause": "gpu", "group": "hardware", "category": 3}], 1, "category", "expected str"),
+        ([], None, "causes", "non-empty list"),
+    ],
+)
+def test_a_bad_causes_file_is_one_line(tmp_path, causes, row, field, words):
+    path = _file(tmp_path, causes)
+    with pytest.raises(InputError) as info:
+        VOCABULARY.with_causes(path)
+    (p,) = info.value.problems
+    assert (p.file, p.row, p.field) == (str(path), row, field)
+    assert words in p.message
+
+
+def test_an_unreadable_causes_file(tmp_path):
+    with pytest.raises(InputError) as info:
+        VOCABULARY.with_causes(tmp_path / "missing.yaml")
+    assert info.value.problems[0].file == str(tmp_path / "missing.yaml")
