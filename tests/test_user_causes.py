@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import polars as pl
 import pytest
 import yaml
 
@@ -80,3 +81,72 @@ def test_an_unreadable_causes_file(tmp_path):
     with pytest.raises(InputError) as info:
         VOCABULARY.with_causes(tmp_path / "missing.yaml")
     assert info.value.problems[0].file == str(tmp_path / "missing.yaml")
+
+
+def _llama3_trace(folder: Path) -> Path:
+    """A SYNTHETIC job of 420 one-minute attempts: 419 failures carrying Table 5's causes as often as the table counts
+    them (in its order), then one that completes."""
+    from test_cause_properties import _write
+
+    start = 1_769_900_000_000
+    causes = [r["cause"] for r in table5() for _ in range(r["count"])]
+    attempts = [
+        dict(
+            job_id="llama3-snapshot",
+            attempt=k,
+            start=start + k * 60_000,
+            end=start + (k + 1) * 60_000,
+            end_reason="failure",
+            cause=c,
+        )
+        for k, c in enumerate(causes)
+    ]
+    n = len(attempts)
+    attempts.append(
+        dict(
+            job_id="llama3-snapshot",
+            attempt=n,
+            start=start + n * 60_000,
+            end=start + (n + 1) * 60_000,
+            end_reason="completed",
+            cause=None,
+        )
+    )
+    jobs = [dict(job_id="llama3-snapshot", model="llama3-405b", gpus=16384, team="pretraining")]
+    return _write({"jobs": jobs, "attempts": attempts, "spans": []}, folder)
+
+
+def test_llama3_counts_come_back_by_cause_and_category(tmp_path, monkeypatch):
+    from ettcore import metric
+    from ettcore.trace import load_trace
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = _llama3_trace(tmp_path / "t")
+    t = load_trace(folder, causes_file=LLAMA3)
+    assert t.synthetic
+    got = metric.cause_table(t)
+    rows = table5()
+    by_cause = dict(zip(got["cause"], got["nof"]))
+    assert {r["cause"]: by_cause[r["cause"]] for r in rows} == {r["cause"]: r["count"] for r in rows}
+    assert sum(by_cause.values()) == 419  # nothing else: no preemption, no unknown
+    want_categories: dict[str, int] = {}
+    for r in rows:
+        want_categories[r["category"]] = want_categories.get(r["category"], 0) + r["count"]
+    by_category = {
+        r["category"]: r["nof"] for r in got.group_by("category").agg(pl.col("nof").sum()).iter_rows(named=True)
+    }
+    assert {k: v for k, v in by_category.items() if v} == want_categories
+    assert want_categories == {
+        "GPU": 268,
+        "Dependency": 56,
+        "Network": 35,
+        "Unplanned Maintenance": 32,
+        "Host": 21,
+        "Unknown": 7,
+    }
+    # the same files without the causes file: the checks refuse the first cause they do not know (the verdict kept
+    # for the causes file's vocabulary is not reused)
+    with pytest.raises(InputError) as info:
+        load_trace(folder)
+    assert {p.field for p in info.value.problems} == {"cause"}
+    assert "faulty_gpu" in info.value.problems[0].message
