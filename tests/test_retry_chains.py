@@ -5,6 +5,7 @@ plain-Python references (``reference_retry_chains``, ``reference_storms`` in tes
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 
@@ -111,3 +112,53 @@ def test_chains_and_storms_equal_the_reference(trace, n, window_ms, by):
 @given(caused_traces(), st.integers(2, 4), st.sampled_from([MIN, 30 * MIN]))
 def test_chains_and_storms_equal_the_reference_on_general_traces(case, n, window_ms):
     _check(case[0], n, window_ms, None)
+
+
+def test_summarize_shows_them(tmp_path, capsys):
+    from ettcore.cli import main, schemas
+
+    trace = worked_example()
+    trace["attempts"][4]["end_reason"] = "failure"
+    folder = _write(trace, tmp_path / "t")
+    assert main(["summarize", str(folder), "--storm-window", "15m", "--storm-by", "team", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    schemas.validate(doc)
+    poison = next(j for j in doc["jobs"] if j["job_id"] == "poison")
+    assert poison["retry_chain"]["outcome"] == "interrupted" and poison["retry_chain"]["restarts"] == 4
+    # poison's last attempt resumed from 100 and failed too: the loop runs from attempt 1 to 4, three restarts
+    assert poison["crash_loop"] == {"loops": 1, "restarts": 3, "gpu_h": pytest.approx(4.0)}
+    (loop,) = doc["restarts"]["crash_loops"]
+    assert (loop["job_id"], loop["first_attempt"], loop["last_attempt"]) == ("poison", 1, 4)
+    assert loop["began"] == "2026-01-31T23:15:20Z"  # attempt 1's end: 22 minutes after B
+    assert doc["restarts"]["retry_chains"]["retried_completed"] == 2
+    assert doc["restarts"]["storms"] == [
+        {
+            "group": "ads",
+            "first_interruption": "2026-01-31T23:03:20Z",
+            "last_interruption": "2026-01-31T23:15:20Z",
+            "interruptions": 6,
+            "jobs": 3,
+        }
+    ]
+    assert main(["summarize", str(folder), "--storm-window", "15m"]) == 0
+    text = capsys.readouterr().out
+    assert "Crash loops" in text and "Restart storms (at least 5 interruptions within 900 s fleet-wide)" in text
+    for bad in (["--storm-interruptions", "1"], ["--storm-window", "soon"], ["--storm-by", "rack"]):
+        assert main(["summarize", str(folder), *bad]) == 2
+    assert main(["summarize", str(folder), "--storm-by", "rack"]) == 2
+    assert "--storm-by" in capsys.readouterr().err
+
+
+def test_summarize_of_a_store_says_they_are_not_measured(tmp_path, capsys):
+    from ettcore.cli import main, schemas
+
+    folder = _write(worked_example(), tmp_path / "t")
+    store = tmp_path / "fleet.duckdb"
+    assert main(["ingest", str(store), str(folder)]) == 0
+    capsys.readouterr()
+    assert main(["summarize", str(store), "--json"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    schemas.validate(doc)
+    assert doc["restarts"] is None and all(j["retry_chain"] is None for j in doc["jobs"])
+    assert "not measured: a fleet store keeps no finished job's spans" in out.err

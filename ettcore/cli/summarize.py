@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 import polars as pl
@@ -24,8 +25,10 @@ from ettcore.cli.output import (
     write_summary_json,
     write_table,
 )
-from ettcore.metric import money
+from ettcore.errors import InputError, Problem
+from ettcore.metric import money, restarts
 from ettcore.phases import components_in
+from ettcore.trace.instants import iso
 
 
 def _money_json(tables: dict[str, pl.DataFrame], prices: money.Prices) -> dict[str, Any]:
@@ -66,8 +69,87 @@ def _print_money(tables: dict[str, pl.DataFrame], prices: money.Prices) -> None:
     print(format_table(tables["fleet"], ["jobs", "held_gpu_h", "cost", "lost_cost", "waiting_gpu_h"], digits=2))
 
 
+CHAIN_KEYS = ("attempts", "interruptions", "restarts", "outcome", "restart_wait_s", "median_restart_wait_s")
+LOOP_KEYS = ("crash_loops", "crash_loop_restarts", "crash_loop_gpu_h")
+
+
+def _restarts(trace: Any, args: argparse.Namespace, n: int, window_ms: int) -> dict[str, Any] | None:
+    """Crash loops, retry chains and restart storms (:mod:`ettcore.metric.restarts`): ``jobs`` (one row a job),
+    ``fleet`` (the fleet's retry chains), ``loops`` (one row a crash loop) and ``storms``; None, said on stderr, where
+    they cannot be measured."""
+    why = restarts.measurable(trace)
+    if why is not None:
+        print(f"ett: crash loops, retry chains and restart storms are not measured: {why}", file=sys.stderr)
+        return None
+    return {
+        "jobs": restarts.job_restarts(trace),
+        "fleet": restarts.fleet_retry_chains(trace),
+        "loops": restarts.crash_loops(trace),
+        "storms": restarts.restart_storms(trace, args.storm_by, n, f"{window_ms}ms"),
+    }
+
+
+def _restarts_json(got: dict[str, Any] | None, args: argparse.Namespace, n: int, window_ms: int) -> Any:
+    """The ``restarts`` key of ``summarize --json`` (null where not measured)."""
+    if got is None:
+        return None
+    when = ("began", "last_crash", "first_interruption", "last_interruption")
+
+    def records(df: pl.DataFrame) -> list[dict]:
+        return [
+            {k: (iso(round(v.timestamp() * 1000)) if k in when and v is not None else v) for k, v in r.items()}
+            for r in df.iter_rows(named=True)
+        ]
+
+    return {
+        "retry_chains": got["fleet"],
+        "crash_loops": records(got["loops"]),
+        "storm_interruptions": n,
+        "storm_window_s": window_ms / 1000,
+        "storm_by": args.storm_by,
+        "storms": [{"group": r.pop(args.storm_by, None), **r} for r in records(got["storms"])],
+    }
+
+
+def _with_restart_structs(jobs: pl.DataFrame, got: dict[str, Any] | None) -> pl.DataFrame:
+    """``jobs`` with each job's ``retry_chain`` and ``crash_loop`` objects (null where not measured)."""
+    if got is None:
+        return jobs.with_columns(pl.lit(None).alias("retry_chain"), pl.lit(None).alias("crash_loop"))
+    per_job = got["jobs"].select(
+        "job_id",
+        pl.struct(CHAIN_KEYS).alias("retry_chain"),
+        pl.struct(
+            pl.col("crash_loops").alias("loops"),
+            pl.col("crash_loop_restarts").alias("restarts"),
+            pl.col("crash_loop_gpu_h").alias("gpu_h"),
+        ).alias("crash_loop"),
+    )
+    return jobs.join(per_job, on="job_id", how="left", maintain_order="left")
+
+
+def _print_restarts(got: dict[str, Any] | None, args: argparse.Namespace, n: int, window_ms: int) -> None:
+    if got is None:
+        return
+    print()
+    print("Retry chains (jobs with an interruption; completion share of those that ended; wait before each restart):")
+    print(format_table(pl.DataFrame([got["fleet"]]), list(got["fleet"]), digits=1))
+    print()
+    print("Crash loops (consecutive crashes resuming from the same point; GPU-hours held by their restarts):")
+    loops = got["loops"]
+    if loops.height:
+        print(format_table(loops, [c for c in loops.columns if c != "model"], digits=2))
+    else:
+        print("none")
+    print()
+    by = f" per {args.storm_by}" if args.storm_by else " fleet-wide"
+    print(f"Restart storms (at least {n} interruptions within {window_ms / 1000:g} s{by}):")
+    storms = got["storms"]
+    print(format_table(storms, list(storms.columns), digits=2) if storms.height else "none")
+
+
 def run(args: argparse.Namespace) -> int:
     prices = prices_of(args)
+    n, window_ms = restarts.storm_thresholds(args.storm_interruptions, args.storm_window)
     trace = open_measured(args)
     jobs = metric.job_summary(trace)
     tables = None
@@ -79,8 +161,13 @@ def run(args: argparse.Namespace) -> int:
     extra = ("excluded_s",) if trace.window.exclusions else ()
     fleet_causes = metric.cause_summary(trace)
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
+    if args.storm_by and args.storm_by not in metric.group_columns(trace):
+        allowed = ", ".join(metric.group_columns(trace))
+        why = f"unknown column {args.storm_by!r} to find storms by; choose one of: {allowed}"
+        raise InputError(Problem("--storm-by", None, "storm_by", why))
+    got = _restarts(trace, args, n, window_ms)
     if args.json:
-        jobs = with_cause_structs(jobs, metric.job_causes(trace))
+        jobs = _with_restart_structs(with_cause_structs(jobs, metric.job_causes(trace)), got)
         head = envelope("summarize", "summarize", trace, args)
         fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
         if fleet_rec is not None:
@@ -89,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
             "fleet": fleet_rec,
             "accounting": trace.accounting,
             "not_started_by_as_of": trace.not_started,
+            "restarts": _restarts_json(got, args, n, window_ms),
         }
         if groups is not None:
             recs = group_records(groups, args.by, extra)
@@ -102,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
             money_cols = [c for c in m.columns if c != "job_id"]
             jobs = jobs.join(m, on="job_id", how="left", maintain_order="left")
         labels = [c for c in trace.labels if c in jobs.columns]
-        write_summary_json(head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS), money=money_cols)
+        write_summary_json(
+            head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS, "retry_chain", "crash_loop"), money=money_cols
+        )
     elif args.csv:
         write_csv(jobs, trace)
     else:
@@ -138,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
                     digits=2,
                 )
             )
+        _print_restarts(got, args, n, window_ms)
         if tables is not None:
             _print_money(tables, prices)
     return 0
@@ -148,6 +239,22 @@ def register(sub: Any) -> None:
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
     add_measure_options(p, "summarize")
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
+    p.add_argument(
+        "--storm-interruptions",
+        metavar="N",
+        help=f"a restart storm is at least N interruptions within --storm-window (default "
+        f"{restarts.STORM_INTERRUPTIONS})",
+    )
+    p.add_argument(
+        "--storm-window",
+        metavar="T",
+        help=f"the window of a restart storm, a duration such as 1h or 15m (default {restarts.STORM_WINDOW})",
+    )
+    p.add_argument(
+        "--storm-by",
+        metavar="KEY",
+        help="find restart storms per value of a column of the jobs table, such as partition (default: fleet-wide)",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")
     fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")

@@ -101,3 +101,34 @@ def restart_storms(
     e.prepare()
     e.set_groups(by)
     return metric.name_groups(e.run("metric/restart_storms", {"storm_n": n, "storm_window_ms": window_ms}), by)
+
+
+def measurable(trace: Any) -> str | None:
+    """Why the restarts cannot be measured on ``trace`` (None: they can): they read a loaded trace's attempts and
+    spans on DuckDB; a fleet store keeps the spans of its running jobs only, and the Spark engine has not got the
+    retry chains' views."""
+    if not isinstance(trace, Trace):
+        return "the Spark engine does not measure them"
+    if getattr(trace, "store_meta", None) is not None:
+        return "a fleet store keeps no finished job's spans"
+    return None
+
+
+def job_restarts(trace: Trace) -> pl.DataFrame:
+    """One row a job, in natural job order: its retry chain (:func:`retry_chains`) and its crash loops
+    (``crash_loops``, ``crash_loop_restarts``, ``crash_loop_gpu_h``: 0 without one)."""
+    loops = crash_loops(trace)
+    per_job = loops.group_by("job_id").agg(
+        pl.len().cast(pl.Int64).alias("crash_loops"),
+        pl.col("restarts").sum().cast(pl.Int64).alias("crash_loop_restarts"),
+        pl.col("gpu_h").sum().alias("crash_loop_gpu_h"),
+    )
+    return (
+        retry_chains(trace)
+        .join(per_job, on="job_id", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("crash_loops").fill_null(0),
+            pl.col("crash_loop_restarts").fill_null(0),
+            pl.col("crash_loop_gpu_h").fill_null(0.0),
+        )
+    )
