@@ -972,6 +972,14 @@ def reference_live(
     return out
 
 
+def _clipped(attempts: list[dict], spans: list[dict], as_of: int | None) -> tuple[list[dict], list[dict]]:
+    """The attempts and spans clipped to the as-of time as :func:`reference_metrics` clips them (the given one, else
+    :func:`default_as_of`, which cuts nothing recorded)."""
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
+    return clip_to_as_of(attempts, spans, eff, cut)
+
+
 def reference_crash_loops(
     jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
 ) -> list[dict[str, Any]]:
@@ -986,9 +994,7 @@ def reference_crash_loops(
     "began" (the first attempt's end, ms), "last_crash" (the last attempt's end, ms), "gpu_h" (the job's GPUs times
     the run's attempts' ``end - start``, in hours)}``, in job id then attempt order.
     """
-    eff = as_of if as_of is not None else default_as_of(attempts, spans)
-    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
-    atts, sps = clip_to_as_of(attempts, spans, eff, cut)
+    atts, sps = _clipped(attempts, spans, as_of)
     rows = _job_rows(jobs)
     out: list[dict[str, Any]] = []
     for job_id in sorted({a["job_id"] for a in atts}):
@@ -1063,9 +1069,7 @@ def reference_retry_chains(
     """
     import statistics
 
-    eff = as_of if as_of is not None else default_as_of(attempts, spans)
-    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
-    atts, _ = clip_to_as_of(attempts, spans, eff, cut)
+    atts, _ = _clipped(attempts, spans, as_of)
     per_job: dict[str, dict[str, Any]] = {}
     every_wait: list[int] = []
     for job_id in sorted({a["job_id"] for a in atts}):
@@ -1118,9 +1122,7 @@ def reference_storms(
     holds at least ``n`` of them, and its window runs to the last one there.  Overlapping (or touching) windows
     merge; each merged window ``[first, last]`` is a storm: ``{"group", "first", "last", "interruptions" (instants in
     it), "jobs" (distinct jobs among them)}``, by group then first."""
-    eff = as_of if as_of is not None else default_as_of(attempts, spans)
-    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
-    atts, _ = clip_to_as_of(attempts, spans, eff, cut)
+    atts, _ = _clipped(attempts, spans, as_of)
     rows = _job_rows(jobs)
     groups: dict[Any, list[tuple[int, str]]] = defaultdict(list)
     for a in atts:

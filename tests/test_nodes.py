@@ -128,7 +128,13 @@ def test_cli_outputs(tmp_path, capsys):
     assert cli.main(["nodes", str(path)]) == 0
     out = capsys.readouterr().out
     assert "0 flagged node(s)" in out and "n3" in out
+    assert "Concentration: the 3 node(s) with the most hold 100.0% of the interruptions." in out
     assert cli.main(["nodes", str(path), "--alpha", "2"]) == 2
+    assert cli.main(["nodes", str(path), "--json", "--worst", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["concentration"]["worst"] == 1 and doc["concentration"]["share"] == pytest.approx(0.5)
+    assert [p["node"] for p in doc["concentration"]["lorenz"]] == ["n3", "n1", "n2"]
+    assert cli.main(["nodes", str(path), "--worst", "0"]) == 2
 
 
 @settings(max_examples=200, derandomize=True, database=None, deadline=None)

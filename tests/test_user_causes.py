@@ -90,28 +90,18 @@ def _llama3_trace(folder: Path) -> Path:
 
     start = 1_769_900_000_000
     causes = [r["cause"] for r in table5() for _ in range(r["count"])]
+    ends = [*(("failure", c) for c in causes), ("completed", None)]
     attempts = [
         dict(
             job_id="llama3-snapshot",
             attempt=k,
             start=start + k * 60_000,
             end=start + (k + 1) * 60_000,
-            end_reason="failure",
-            cause=c,
+            end_reason=reason,
+            cause=cause,
         )
-        for k, c in enumerate(causes)
+        for k, (reason, cause) in enumerate(ends)
     ]
-    n = len(attempts)
-    attempts.append(
-        dict(
-            job_id="llama3-snapshot",
-            attempt=n,
-            start=start + n * 60_000,
-            end=start + (n + 1) * 60_000,
-            end_reason="completed",
-            cause=None,
-        )
-    )
     jobs = [dict(job_id="llama3-snapshot", model="llama3-405b", gpus=16384, team="pretraining")]
     return _write({"jobs": jobs, "attempts": attempts, "spans": []}, folder)
 

@@ -39,6 +39,11 @@ def run(args: argparse.Namespace) -> int:
         "gpu_h": rep.gpu_h,
         "attempts_without_nodes": rep.attempts_without_nodes,
         "flagged": rep.flagged,
+        "concentration": {
+            "worst": args.worst,
+            "share": rep.concentration(args.worst),
+            "lorenz": records(rep.lorenz()),
+        },
     }
     mttf = None
     if args.mttf_at is not None:
@@ -79,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(rep.nodes, rep.nodes.columns, digits=3))
         print()
         print(f"{len(rep.flagged)} flagged node(s){': ' + ', '.join(rep.flagged) if rep.flagged else ''}")
+        share = rep.concentration(args.worst)
+        print(
+            f"Concentration: the {args.worst} node(s) with the most hold "
+            + ("no interruption (none counted)." if share is None else f"{100 * share:.1f}% of the interruptions.")
+        )
         if mttf is not None:
             _print_mttf(fit, proj, args)
     return 0
@@ -125,6 +135,13 @@ def register(sub) -> None:
         type=float,
         default=DEFAULT_ALPHA,
         help=f"family-wise false-alarm rate of the flag (default {DEFAULT_ALPHA}; Bonferroni over the nodes)",
+    )
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=3,
+        metavar="K",
+        help="concentration: the share of the counted interruptions on the K nodes with the most (default 3)",
     )
     m = p.add_argument_group("MTTF against size (ettcore.planning.reliability)")
     m.add_argument(
