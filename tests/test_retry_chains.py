@@ -149,16 +149,20 @@ def test_summarize_shows_them(tmp_path, capsys):
     assert "--storm-by" in capsys.readouterr().err
 
 
-def test_summarize_of_a_store_says_they_are_not_measured(tmp_path, capsys):
-    from ettcore.cli import main, schemas
+def test_summarize_of_a_store_gives_what_the_trace_gives(tmp_path, capsys):
+    from ettcore.cli import main
 
-    folder = _write(worked_example(), tmp_path / "t")
+    trace = worked_example()
+    trace["attempts"][4]["end_reason"] = "failure"
+    folder = _write(trace, tmp_path / "t")
     store = tmp_path / "fleet.duckdb"
     assert main(["ingest", str(store), str(folder)]) == 0
     capsys.readouterr()
-    assert main(["summarize", str(store), "--json"]) == 0
-    out = capsys.readouterr()
-    doc = json.loads(out.out)
-    schemas.validate(doc)
-    assert doc["restarts"] is None and all(j["retry_chain"] is None for j in doc["jobs"])
-    assert "not measured: a fleet store keeps no finished job's spans" in out.err
+    answers = []
+    for where in (store, folder):
+        assert main(["summarize", str(where), "--json", "--storm-window", "15m"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        doc.pop("input")
+        answers.append(doc)
+    assert answers[0]["restarts"]["crash_loops"][0]["restarts"] == 3
+    assert answers[0] == answers[1]

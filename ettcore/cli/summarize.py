@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 import polars as pl
@@ -19,6 +18,7 @@ from ettcore.cli.output import (
     format_table,
     group_records,
     print_head,
+    records,
     text_job_keys,
     with_cause_structs,
     write_csv,
@@ -28,7 +28,6 @@ from ettcore.cli.output import (
 from ettcore.errors import InputError, Problem
 from ettcore.metric import money, restarts
 from ettcore.phases import components_in
-from ettcore.trace.instants import iso
 
 
 def _money_json(tables: dict[str, pl.DataFrame], prices: money.Prices) -> dict[str, Any]:
@@ -73,14 +72,9 @@ CHAIN_KEYS = ("attempts", "interruptions", "restarts", "outcome", "restart_wait_
 LOOP_KEYS = ("crash_loops", "crash_loop_restarts", "crash_loop_gpu_h")
 
 
-def _restarts(trace: Any, args: argparse.Namespace, n: int, window_ms: int) -> dict[str, Any] | None:
+def _restarts(trace: Any, args: argparse.Namespace, n: int, window_ms: int) -> dict[str, Any]:
     """Crash loops, retry chains and restart storms (:mod:`ettcore.metric.restarts`): ``jobs`` (one row a job),
-    ``fleet`` (the fleet's retry chains), ``loops`` (one row a crash loop) and ``storms``; None, said on stderr, where
-    they cannot be measured."""
-    why = restarts.measurable(trace)
-    if why is not None:
-        print(f"ett: crash loops, retry chains and restart storms are not measured: {why}", file=sys.stderr)
-        return None
+    ``fleet`` (the fleet's retry chains), ``loops`` (one row a crash loop) and ``storms``."""
     return {
         "jobs": restarts.job_restarts(trace),
         "fleet": restarts.fleet_retry_chains(trace),
@@ -89,18 +83,8 @@ def _restarts(trace: Any, args: argparse.Namespace, n: int, window_ms: int) -> d
     }
 
 
-def _restarts_json(got: dict[str, Any] | None, args: argparse.Namespace, n: int, window_ms: int) -> Any:
-    """The ``restarts`` key of ``summarize --json`` (null where not measured)."""
-    if got is None:
-        return None
-    when = ("began", "last_crash", "first_interruption", "last_interruption")
-
-    def records(df: pl.DataFrame) -> list[dict]:
-        return [
-            {k: (iso(round(v.timestamp() * 1000)) if k in when and v is not None else v) for k, v in r.items()}
-            for r in df.iter_rows(named=True)
-        ]
-
+def _restarts_json(got: dict[str, Any], args: argparse.Namespace, n: int, window_ms: int) -> dict[str, Any]:
+    """The ``restarts`` key of ``summarize --json``."""
     return {
         "retry_chains": got["fleet"],
         "crash_loops": records(got["loops"]),
@@ -111,10 +95,8 @@ def _restarts_json(got: dict[str, Any] | None, args: argparse.Namespace, n: int,
     }
 
 
-def _with_restart_structs(jobs: pl.DataFrame, got: dict[str, Any] | None) -> pl.DataFrame:
-    """``jobs`` with each job's ``retry_chain`` and ``crash_loop`` objects (null where not measured)."""
-    if got is None:
-        return jobs.with_columns(pl.lit(None).alias("retry_chain"), pl.lit(None).alias("crash_loop"))
+def _with_restart_structs(jobs: pl.DataFrame, got: dict[str, Any]) -> pl.DataFrame:
+    """``jobs`` with each job's ``retry_chain`` and ``crash_loop`` objects."""
     per_job = got["jobs"].select(
         "job_id",
         pl.struct(CHAIN_KEYS).alias("retry_chain"),
@@ -127,9 +109,7 @@ def _with_restart_structs(jobs: pl.DataFrame, got: dict[str, Any] | None) -> pl.
     return jobs.join(per_job, on="job_id", how="left", maintain_order="left")
 
 
-def _print_restarts(got: dict[str, Any] | None, args: argparse.Namespace, n: int, window_ms: int) -> None:
-    if got is None:
-        return
+def _print_restarts(got: dict[str, Any], args: argparse.Namespace, n: int, window_ms: int) -> None:
     print()
     print("Retry chains (jobs with an interruption; completion share of those that ended; wait before each restart):")
     print(format_table(pl.DataFrame([got["fleet"]]), list(got["fleet"]), digits=1))

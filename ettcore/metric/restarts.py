@@ -19,10 +19,10 @@ the median wait of every restart.  A **restart storm** is a burst of interruptio
 group (a Slurm partition, ``by``): at least ``interruptions`` of them within ``window``.
 
 The definitions, with worked examples, are in ``docs/metric.md`` ("Crash loops", "Retry chains", "Restart
-storms"); the queries are ``crash_loops.sql``, ``restart_waits.sql``, ``job_retry_chains.sql``,
-``fleet_retry_chains.sql`` and ``restart_storms.sql`` in ``ettcore/sql/metric/``; the plain-Python references the
-tests hold them to are ``reference_crash_loops``, ``reference_retry_chains`` and ``reference_storms`` in
-``tests/reference.py``.
+storms"); the queries are ``crash_loops.sql``, ``restart_waits.sql``, ``job_retry_chains.sql`` and
+``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits' sums and medians are taken here, alike on every
+engine); the plain-Python references the tests hold them to are ``reference_crash_loops``,
+``reference_retry_chains`` and ``reference_storms`` in ``tests/reference.py``.
 """
 
 from __future__ import annotations
@@ -35,8 +35,6 @@ from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.order import in_natural_order
 from ettcore.trace.instants import parse_duration
-from ettcore.trace.load import Trace
-from ettcore.trace.queries import sql
 
 STORM_INTERRUPTIONS = 5  # interruptions within the window that make a storm (--storm-interruptions)
 STORM_WINDOW = "1h"  # the storm's window (--storm-window)
@@ -50,25 +48,57 @@ def crash_loops(trace: Any) -> pl.DataFrame:
     return in_natural_order(e.run("metric/crash_loops"), "job_id", "first_attempt")
 
 
-def _prepare_chains(trace: Trace) -> None:
-    """The metric's views and the two the retry chains read, ``restart_waits`` and ``job_retry_chains`` (DuckDB)."""
-    metric.prepare(trace)
-    for view in ("restart_waits", "job_retry_chains"):
-        trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS {sql('metric/' + view)}")
+def _waits(e: Any) -> pl.DataFrame:
+    """``restart_waits.sql``'s rows: one a restart, ``job_id, attempt, wait_ms``."""
+    e.prepare()
+    return e.run("metric/restart_waits")
 
 
-def retry_chains(trace: Trace) -> pl.DataFrame:
+def retry_chains(trace: Any) -> pl.DataFrame:
     """One row a job, in natural job order: ``job_id, model, attempts, interruptions, restarts, outcome,
-    restart_wait_s, median_restart_wait_s``."""
-    _prepare_chains(trace)
-    return in_natural_order(trace.sql("SELECT * FROM job_retry_chains"))
+    restart_wait_s, median_restart_wait_s`` (the waits' sum, and their median: None without a restart)."""
+    e = metric.engine_of(trace)
+    waits = (
+        _waits(e)
+        .group_by("job_id")
+        .agg(
+            pl.len().cast(pl.Int64).alias("restarts"),
+            (pl.col("wait_ms").sum() / 1000).cast(pl.Float64).alias("restart_wait_s"),
+            (pl.col("wait_ms").median() / 1000).cast(pl.Float64).alias("median_restart_wait_s"),
+        )
+    )
+    chains = e.run("metric/job_retry_chains").join(waits, on="job_id", how="left", maintain_order="left")
+    return in_natural_order(
+        chains.select(
+            "job_id",
+            "model",
+            "attempts",
+            "interruptions",
+            pl.col("restarts").fill_null(0),
+            "outcome",
+            pl.col("restart_wait_s").fill_null(0.0),
+            "median_restart_wait_s",
+        )
+    )
 
 
-def fleet_retry_chains(trace: Trace) -> dict[str, Any]:
-    """The fleet's retry chains: ``retried_jobs, retried_ended, retried_completed, retry_completion_pct, restarts,
-    median_restart_wait_s``."""
-    _prepare_chains(trace)
-    return trace.sql(sql("metric/fleet_retry_chains")).row(0, named=True)
+def fleet_retry_chains(trace: Any) -> dict[str, Any]:
+    """The fleet's retry chains: ``retried_jobs`` (with an interruption), ``retried_ended`` (of those, not running),
+    ``retried_completed``, ``retry_completion_pct`` (100 x completed / ended; None when none ended), ``restarts`` and
+    ``median_restart_wait_s`` over every restart of every job (not a median of medians; None without one)."""
+    e = metric.engine_of(trace)
+    chains = e.run("metric/job_retry_chains").filter(pl.col("interruptions") > 0)
+    ended = chains.filter(pl.col("outcome") != "running")
+    completed = ended.filter(pl.col("outcome") == "completed").height
+    waits = _waits(e)["wait_ms"]
+    return {
+        "retried_jobs": chains.height,
+        "retried_ended": ended.height,
+        "retried_completed": completed,
+        "retry_completion_pct": 100.0 * completed / ended.height if ended.height else None,
+        "restarts": waits.len(),
+        "median_restart_wait_s": float(waits.median()) / 1000 if waits.len() else None,
+    }
 
 
 def storm_thresholds(interruptions: int | str | None, window: str | None) -> tuple[int, int]:
@@ -92,7 +122,7 @@ def storm_thresholds(interruptions: int | str | None, window: str | None) -> tup
 
 
 def restart_storms(
-    trace: Trace, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
+    trace: Any, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
 ) -> pl.DataFrame:
     """One row a restart storm, per group of ``by`` (a column of ``jobs``, such as ``partition``; the fleet when
     None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``."""
@@ -103,18 +133,7 @@ def restart_storms(
     return metric.name_groups(e.run("metric/restart_storms", {"storm_n": n, "storm_window_ms": window_ms}), by)
 
 
-def measurable(trace: Any) -> str | None:
-    """Why the restarts cannot be measured on ``trace`` (None: they can): they read a loaded trace's attempts and
-    spans on DuckDB; a fleet store keeps the spans of its running jobs only, and the Spark engine has not got the
-    retry chains' views."""
-    if not isinstance(trace, Trace):
-        return "the Spark engine does not measure them"
-    if getattr(trace, "store_meta", None) is not None:
-        return "a fleet store keeps no finished job's spans"
-    return None
-
-
-def job_restarts(trace: Trace) -> pl.DataFrame:
+def job_restarts(trace: Any) -> pl.DataFrame:
     """One row a job, in natural job order: its retry chain (:func:`retry_chains`) and its crash loops
     (``crash_loops``, ``crash_loop_restarts``, ``crash_loop_gpu_h``: 0 without one)."""
     loops = crash_loops(trace)
