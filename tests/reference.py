@@ -149,6 +149,7 @@ L1_STEMS: dict[str, str] = VOCABULARY.bucket_stems
 INTERRUPTIONS: tuple[str, ...] = VOCABULARY.interruptions
 RUNNING: str = VOCABULARY.open_end_reason
 CANCELLED: str = VOCABULARY.role("cancel")[0]
+COMPLETED: str = VOCABULARY.role("completion")[0]
 CAUSES: tuple[str, ...] = VOCABULARY.cause_names
 DERIVED_CAUSE: dict[str, str] = VOCABULARY.derived
 CRASH_CAUSES: tuple[str, ...] = VOCABULARY.crash_causes  # an interruption of these causes is a crash (crash loops)
@@ -1076,15 +1077,7 @@ def reference_retry_chains(
         mine = sorted((a for a in atts if a["job_id"] == job_id), key=lambda a: a["attempt"])
         waits = [b["start"] - a["end"] for a, b in zip(mine, mine[1:]) if a["end_reason"] in INTERRUPTIONS]
         last = mine[-1]["end_reason"]
-        outcome = (
-            "interrupted"
-            if last in INTERRUPTIONS
-            else "cancelled"
-            if last == CANCELLED
-            else "running"
-            if last == RUNNING
-            else "completed"
-        )
+        outcome = "interrupted" if last in INTERRUPTIONS else last  # completed, cancelled or running
         per_job[job_id] = {
             "attempts": len(mine),
             "interruptions": sum(a["end_reason"] in INTERRUPTIONS for a in mine),
@@ -1095,8 +1088,8 @@ def reference_retry_chains(
         }
         every_wait += waits
     retried = [j for j in per_job.values() if j["interruptions"] > 0]
-    ended = [j for j in retried if j["outcome"] != "running"]
-    completed = [j for j in ended if j["outcome"] == "completed"]
+    ended = [j for j in retried if j["outcome"] != RUNNING]
+    completed = [j for j in ended if j["outcome"] == COMPLETED]
     fleet = {
         "retried_jobs": len(retried),
         "retried_ended": len(ended),

@@ -35,6 +35,7 @@ from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.order import in_natural_order
 from ettcore.trace.instants import parse_duration
+from ettcore.vocabulary import VOCABULARY
 
 STORM_INTERRUPTIONS = 5  # interruptions within the window that make a storm (--storm-interruptions)
 STORM_WINDOW = "1h"  # the storm's window (--storm-window)
@@ -88,8 +89,8 @@ def fleet_retry_chains(trace: Any) -> dict[str, Any]:
     ``median_restart_wait_s`` over every restart of every job (not a median of medians; None without one)."""
     e = metric.engine_of(trace)
     chains = e.run("metric/job_retry_chains").filter(pl.col("interruptions") > 0)
-    ended = chains.filter(pl.col("outcome") != "running")
-    completed = ended.filter(pl.col("outcome") == "completed").height
+    ended = chains.filter(pl.col("outcome") != VOCABULARY.open_end_reason)
+    completed = ended.filter(pl.col("outcome") == VOCABULARY.role("completion")[0]).height
     waits = _waits(e)["wait_ms"]
     return {
         "retried_jobs": chains.height,

@@ -1,6 +1,7 @@
 -- One row a job: how its retry chain ended (docs/metric.md "Retry chains"), in job id order.  attempts and
 -- interruptions (its attempts ended by an interrupting end reason) to the as-of time; outcome: how its last attempt
--- ended, 'completed', 'cancelled', 'running' or 'interrupted' (no attempt followed it by the as-of time).  Its
+-- ended, its end reason (completed, cancelled, running: the vocabulary's) or 'interrupted' for any interrupting one
+-- (no attempt followed it by the as-of time).  Its
 -- restarts and their waits are restart_waits.sql's rows (ettcore.metric.restarts joins them).
 WITH chains AS (
     SELECT
@@ -16,12 +17,7 @@ SELECT
     j.model,
     CAST(c.attempts AS BIGINT) AS attempts,
     CAST(c.interruptions AS BIGINT) AS interruptions,
-    CASE
-        WHEN c.last_end_reason IN ({{interruptions}}) THEN 'interrupted'
-        WHEN c.last_end_reason IN ({{cancel_end_reason}}) THEN 'cancelled'
-        WHEN c.last_end_reason IN ({{open_end_reason}}) THEN 'running'
-        ELSE 'completed'
-    END AS outcome
+    CASE WHEN c.last_end_reason IN ({{interruptions}}) THEN 'interrupted' ELSE c.last_end_reason END AS outcome
 FROM chains AS c
 JOIN metric_jobs AS j ON j.job_key = c.job_key
 ORDER BY j.job_id
