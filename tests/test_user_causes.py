@@ -8,6 +8,7 @@ line naming the file, the entry and the field.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import polars as pl
@@ -84,26 +85,11 @@ def test_an_unreadable_causes_file(tmp_path):
 
 
 def _llama3_trace(folder: Path) -> Path:
-    """A SYNTHETIC job of 420 one-minute attempts: 419 failures carrying Table 5's causes as often as the table counts
-    them (in its order), then one that completes."""
-    from test_cause_properties import _write
+    """The SYNTHETIC trace of Table 5 (``ettcore.synthetic.table5``): one job of 16,384 GPUs, 419 failures carrying
+    Table 5's causes as often as the table counts them, then a completed attempt."""
+    from ettcore.synthetic.table5 import write_table5_trace
 
-    start = 1_769_900_000_000
-    causes = [r["cause"] for r in table5() for _ in range(r["count"])]
-    ends = [*(("failure", c) for c in causes), ("completed", None)]
-    attempts = [
-        dict(
-            job_id="llama3-snapshot",
-            attempt=k,
-            start=start + k * 60_000,
-            end=start + (k + 1) * 60_000,
-            end_reason=reason,
-            cause=cause,
-        )
-        for k, (reason, cause) in enumerate(ends)
-    ]
-    jobs = [dict(job_id="llama3-snapshot", model="llama3-405b", gpus=16384, team="pretraining")]
-    return _write({"jobs": jobs, "attempts": attempts, "spans": []}, folder)
+    return write_table5_trace(folder)
 
 
 def test_llama3_counts_come_back_by_cause_and_category(tmp_path, monkeypatch):
@@ -140,3 +126,74 @@ def test_llama3_counts_come_back_by_cause_and_category(tmp_path, monkeypatch):
         load_trace(folder)
     assert {p.field for p in info.value.problems} == {"cause"}
     assert "faulty_gpu" in info.value.problems[0].message
+
+
+def _want_by_category() -> dict[str, int]:
+    """Table 5's counts summed by its categories (from the transcribed CSV, not from ettcore)."""
+    want: dict[str, int] = {}
+    for r in table5():
+        want[r["category"]] = want.get(r["category"], 0) + r["count"]
+    return want
+
+
+def test_llama3_counts_come_back_in_ett_summarize_and_the_export(tmp_path, monkeypatch, capsys):
+    """``--causes-file`` on the measuring commands: the SYNTHETIC Llama 3 trace's 419 interruptions come back by
+    cause and by category in ``ett summarize`` (JSON and text) and in ``ett export prometheus``."""
+    from ettcore import cli
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = str(_llama3_trace(tmp_path / "t"))
+    rows, by_category = table5(), _want_by_category()
+
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["synthetic"] is True
+    fleet = doc["fleet"]
+    assert {r["cause"]: fleet["nof_by_cause"][r["cause"]] for r in rows} == {r["cause"]: r["count"] for r in rows}
+    assert sum(fleet["nof_by_cause"].values()) == fleet["nof"] == 419
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == by_category
+    (job,) = doc["jobs"]
+    assert job["nof_by_cause"]["faulty_gpu"] == 148 and job["nof_by_cause"]["system_memory"] == 2
+
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3)]) == 0
+    text = capsys.readouterr().out
+    assert "SYNTHETIC" in text
+    cause_rows = _table_after(text, "Interruptions by cause")
+    want = {r["cause"]: r["count"] for r in rows}
+    assert {r[0]: int(r[-3]) for r in cause_rows if r[0] in want} == want
+    assert cause_rows[[r[0] for r in cause_rows].index("faulty_gpu")][1] == "GPU"
+    category_rows = _table_after(text, "Interruptions by category")
+    got = {" ".join(r[:-3]): int(r[-3]) for r in category_rows}
+    assert {k: v for k, v in got.items() if v} == by_category
+
+    out = tmp_path / "ett.prom"
+    assert cli.main(["export", "prometheus", folder, "--causes-file", str(LLAMA3), "--out", str(out)]) == 0
+    lines = set(out.read_text().splitlines())
+    assert 'ett_trace_info{trace="' + folder + '",synthetic="true"} 1' in lines
+    for r in rows:
+        assert f'ett_fleet_interruptions_by_cause{{cause="{r["cause"]}"}} {r["count"]}' in lines
+    for category, n in by_category.items():
+        assert f'ett_fleet_interruptions_by_category{{category="{category}"}} {n}' in lines
+        assert f'ett_model_interruptions_by_category{{model="llama3-405b",category="{category}"}} {n}' in lines
+
+
+def _table_after(text: str, title: str) -> list[list[str]]:
+    """The rows (split on blanks) of the text table printed under the line starting with ``title``."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(title)) + 3  # title, header, rule
+    rows = []
+    for ln in lines[start:]:
+        if not ln.strip():
+            break
+        rows.append(ln.split())
+    return rows
+
+
+def test_the_spark_engine_refuses_a_causes_file(tmp_path, capsys):
+    """Spark reads the vocabulary's causes only: refused in one line before any session starts."""
+    from ettcore import cli
+
+    folder = str(_llama3_trace(tmp_path / "t"))
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--engine", "spark"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--causes-file" in err[0] and "--engine duckdb" in err[0]

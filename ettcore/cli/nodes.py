@@ -19,12 +19,14 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
-from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
+from ettcore.metric.nodes import DEFAULT_ALPHA, NODE_CAUSES, node_report
 from ettcore.planning.reliability import fit_trace, project
+from ettcore.vocabulary import VOCABULARY
 
 
-def _causes(text: str) -> tuple[str, ...]:
-    return tuple(c.strip() for c in text.split(",") if c.strip())
+def _causes(text: str | None) -> tuple[str, ...] | None:
+    """The causes ``--causes`` names; None (not given): the node causes of the trace's vocabulary."""
+    return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -126,9 +128,8 @@ def register(sub) -> None:
     add_measure_options(p, "nodes", refuse={**refusals_duckdb_only("ett nodes"), **refusals_no_money()})
     p.add_argument(
         "--causes",
-        default=",".join(NODE_CAUSES),
-        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}; "
-        f"known: {','.join(CAUSES)})",
+        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}, and a "
+        f"--causes-file's causes of their groups; known: {','.join(VOCABULARY.cause_names)}, and a --causes-file's)",
     )
     p.add_argument(
         "--alpha",

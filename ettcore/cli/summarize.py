@@ -13,7 +13,6 @@ from ettcore.cli.output import (
     CAUSE_KEYS,
     FLEET_KEYS,
     cause_record,
-    cause_table,
     envelope,
     format_table,
     group_records,
@@ -140,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
     groups = metric.fleet_summary(trace, by=args.by) if args.by else None
     extra = ("excluded_s",) if trace.window.exclusions else ()
     fleet_causes = metric.cause_summary(trace)
+    vocabulary = metric.vocabulary_of(trace)  # the package's, with a --causes-file's causes added
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
     if args.storm_by and args.storm_by not in metric.group_columns(trace):
         allowed = ", ".join(metric.group_columns(trace))
@@ -147,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(Problem("--storm-by", None, "storm_by", why))
     got = _restarts(trace, args, n, window_ms)
     if args.json:
-        jobs = _with_restart_structs(with_cause_structs(jobs, metric.job_causes(trace)), got)
+        jobs = _with_restart_structs(with_cause_structs(jobs, metric.job_causes(trace), vocabulary), got)
         head = envelope("summarize", "summarize", trace, args)
         fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
         if fleet_rec is not None:
-            fleet_rec.update(cause_record(fleet_causes))
+            fleet_rec.update(cause_record(fleet_causes, vocabulary))
         tail: dict[str, Any] = {
             "fleet": fleet_rec,
             "accounting": trace.accounting,
@@ -161,7 +161,8 @@ def run(args: argparse.Namespace) -> int:
         if groups is not None:
             recs = group_records(groups, args.by, extra)
             for rec in recs:
-                rec.update(cause_record(group_causes.filter(pl.col(args.by).cast(pl.Utf8) == str(rec[args.by]))))
+                mine = group_causes.filter(pl.col(args.by).cast(pl.Utf8) == str(rec[args.by]))
+                rec.update(cause_record(mine, vocabulary))
             tail["groups"] = recs
         money_cols: list[str] = []
         if tables is not None:
@@ -196,7 +197,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(fleet, list(FLEET_KEYS) + ["excluded_gpu_h"] * bool(extra), digits=2))
         print()
         print("Interruptions by cause (NoF; lost time: each interruption's recovery and replayed work):")
-        print(format_table(cause_table(fleet_causes), ["cause", "nof", "lost_s", "lost_gpu_h"], digits=2))
+        every = metric.every_cause(fleet_causes, vocabulary)
+        print(format_table(every, ["cause", "category", "nof", "lost_s", "lost_gpu_h"], digits=2))
+        print()
+        print("Interruptions by category (a causes file's categories, else the cause groups):")
+        print(format_table(metric.by_category(every), ["category", "nof", "lost_s", "lost_gpu_h"], digits=2))
         if group_causes is not None:
             print()
             print(f"Interruptions by cause, by {args.by}:")

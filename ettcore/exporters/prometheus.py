@@ -21,6 +21,8 @@ family (``<level>`` = fleet/model)  value
 ``ett_<level>_l2_gpu_seconds``     GPU-seconds of lost time per L2 component (labels ``component``, ``owner``)
 ``ett_<level>_interruptions``      interruptions (NoF) by end reason (label ``end_reason``: failure, preemption)
 ``ett_<level>_interruptions_by_cause``  interruptions (NoF) by interruption cause (label ``cause``)
+``ett_<level>_interruptions_by_category``  interruptions (NoF) by the causes' display category (label ``category``:
+                                   a ``--causes-file``'s categories, else the cause groups' labels)
 ``ett_<level>_excluded_gpu_seconds``  GPU-seconds left out by exclusion windows
 =================================  ===========================================================================
 
@@ -33,8 +35,10 @@ Per job the same figures in the job's own seconds (``ett_job_wall_seconds``, ``e
 ``ett_window_end_timestamp_seconds``.
 
 One meaning a label: ``end_reason`` is how an attempt ended (the interrupting end reasons of
-``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``), and
-``bucket`` a Level 1 bucket; every label value list is the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`).
+``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``, and a
+``--causes-file``'s), ``category`` a cause's display category, and ``bucket`` a Level 1 bucket; every label value list
+is the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`, with the causes file's causes: the trace's,
+:func:`ettcore.metric.vocabulary_of`).
 
 Label values are escaped as the format asks (backslash, double quote, line feed), so any job id, model or owner
 name is data and cannot end a label, a line or a series.  Names and label names are fixed here, never taken from
@@ -51,11 +55,10 @@ import polars as pl
 from ettcore import metric
 from ettcore.metric import hangs, intervals, money, stalls
 from ettcore.trace.load import Trace
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 L1_BUCKETS = VOCABULARY.bucket_stems  # label ``bucket`` -> column stem of job_summary / group_summary
 END_REASONS = VOCABULARY.interruptions  # label ``end_reason`` (each counted in the column nof_<end reason>)
-CAUSES = VOCABULARY.cause_names  # label ``cause``: the interruption causes
 JOB_OWNER_COLUMNS = ("owner", "team", "user", "account")
 """The jobs table's columns that name who owns a job, first present wins (``ett_job_owner``; the alerts name it)."""
 
@@ -130,10 +133,11 @@ def _group_families(
     counters: bool = False,
     money_rows: dict[Any, dict] | None = None,
     currency: str = "USD",
+    vocabulary: Vocabulary = VOCABULARY,
 ) -> Iterator[str]:
     """The families of the fleet (``key`` None) or of one row a model, from group_summary rows (GPU-hours);
     ``counters``: the monotone ``_total`` families too; ``money_rows``: each row's money (``money.group_money``,
-    by the row's key; the fleet's under None)."""
+    by the row's key; the fleet's under None); ``vocabulary``: the trace's (its causes and their categories)."""
 
     def lab(r: dict, *more: tuple[str, Any]) -> str:
         return labels(([(key, r[key])] if key else []) + list(more))
@@ -160,14 +164,27 @@ def _group_families(
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
         lost,
     )
-    nof_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in CAUSES]
-    lost_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in CAUSES]
+    causes = vocabulary.cause_names
+    nof_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in causes]
+    lost_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in causes]
+    categories = list(dict.fromkeys(vocabulary.category_of[c] for c in causes))  # in the causes' order
+    nof_by_category = [
+        (lab(r, ("category", k)), sum(n for c, (n, _) in r["by_cause"].items() if vocabulary.category_of[c] == k))
+        for r in rows
+        for k in categories
+    ]
     yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by end reason.", nof)
     yield from family(
         f"ett_{level}_interruptions_by_cause",
         f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
         " not say).",
         nof_by_cause,
+    )
+    yield from family(
+        f"ett_{level}_interruptions_by_category",
+        f"Interruptions (NoF) of {what} by the display category of their causes (a causes file's categories, else the"
+        " cause groups' labels).",
+        nof_by_category,
     )
     yield from family(
         f"ett_{level}_lost_gpu_seconds_by_cause",
@@ -204,6 +221,11 @@ def _group_families(
             f"ett_{level}_interruptions_by_cause_total",
             f"Interruptions (NoF) of {what} by interruption cause, cumulative.",
             nof_by_cause,
+        )
+        yield from family(
+            f"ett_{level}_interruptions_by_category_total",
+            f"Interruptions (NoF) of {what} by the display category of their causes, cumulative.",
+            nof_by_category,
         )
         yield from family(
             f"ett_{level}_lost_gpu_seconds_by_cause_total",
@@ -301,6 +323,7 @@ def exposition(
     the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``live``: the thresholds of
     :func:`live_families` (the running jobs' hung and slow gauges)."""
     owners = _owners(trace)
+    vocabulary = metric.vocabulary_of(trace)  # a --causes-file adds causes (and categories) to the package's
     fleet = metric.fleet_summary(trace)
     models = metric.fleet_summary(trace, by="model")
     counters = trace.window.whole
@@ -355,6 +378,7 @@ def exposition(
             counters,
             fleet_money,
             cur,
+            vocabulary,
         )
         yield from _group_families(
             "model",
@@ -364,6 +388,7 @@ def exposition(
             counters,
             model_money,
             cur,
+            vocabulary,
         )
 
     rows = list(

@@ -477,22 +477,37 @@ def vocabulary_of(trace: Any) -> Vocabulary:
     return found if isinstance(found, Vocabulary) else VOCABULARY
 
 
-def cause_table(trace: Any) -> pl.DataFrame:
-    """The fleet's :func:`cause_summary` over every cause of the trace's vocabulary, in report order: ``cause,
-    group, category, nof, lost_s, lost_gpu_h`` (zero for a cause without interruptions; ``category``: a user's
-    causes file's display category, else the group's label)."""
-    got = cause_summary(trace).select("cause", "nof", "lost_s", "lost_gpu_h")
-    v = vocabulary_of(trace)
+def every_cause(long: pl.DataFrame, vocabulary: Vocabulary = VOCABULARY) -> pl.DataFrame:
+    """Every cause of ``vocabulary``, in report order, with the NoF, lost seconds and lost GPU-hours of ``long``
+    (:func:`cause_summary`'s rows of one fleet or group; zero for a cause without interruptions): ``cause, group,
+    category, nof, lost_s, lost_gpu_h`` (``category``: a user's causes file's display category, else the group's
+    label)."""
+    got = long.select("cause", "nof", "lost_s", "lost_gpu_h")
     every = pl.DataFrame(
         {
-            "cause": list(v.cause_names),
-            "group": [c.group for c in v.causes],
-            "category": [v.category_of[c] for c in v.cause_names],
+            "cause": list(vocabulary.cause_names),
+            "group": [c.group for c in vocabulary.causes],
+            "category": [vocabulary.category_of[c] for c in vocabulary.cause_names],
         }
     )
     return every.join(got, on="cause", how="left", maintain_order="left").with_columns(
-        pl.col("nof").fill_null(0), pl.col("lost_s").fill_null(0.0), pl.col("lost_gpu_h").fill_null(0.0)
+        pl.col("nof").fill_null(0).cast(pl.Int64),
+        pl.col("lost_s").fill_null(0.0).cast(pl.Float64),
+        pl.col("lost_gpu_h").fill_null(0.0).cast(pl.Float64),
     )
+
+
+def by_category(causes: pl.DataFrame) -> pl.DataFrame:
+    """:func:`every_cause`'s rows summed by display category, in the order the categories first appear:
+    ``category, nof, lost_s, lost_gpu_h``."""
+    return causes.group_by("category", maintain_order=True).agg(
+        pl.col("nof").sum(), pl.col("lost_s").sum(), pl.col("lost_gpu_h").sum()
+    )
+
+
+def cause_table(trace: Any) -> pl.DataFrame:
+    """The fleet's :func:`cause_summary` over every cause of the trace's vocabulary (:func:`every_cause`)."""
+    return every_cause(cause_summary(trace), vocabulary_of(trace))
 
 
 def l2_matrix(trace: Any) -> pl.DataFrame:
