@@ -336,6 +336,11 @@ def check_reliability(card: dict) -> None:
     # 20 x lemons on the default SYNTHETIC fleet (seed 1000) are all told from chance, and no good node is flagged
     assert h["planted lemons found (SYNTHETIC)"] == "3 of 3" and h["false alarms (SYNTHETIC)"] == 0
     assert 0 < h["expected ETT% at 1024 GPUs (SYNTHETIC fleet)"] < 100
+    # Llama 3's Table 5 (arXiv 2407.21783) summed by its categories by hand: GPU 148 + 72 + 19 + 17 + 6 + 6, host
+    # 7 + 3 + 3 + 2 + 2 + 2 + 2, dependency 54 + 2; read back from the SYNTHETIC trace with the user's causes file
+    table5 = {"GPU": 268, "Dependency": 56, "Network": 35, "Unplanned Maintenance": 32, "Host": 21, "Unknown": 7}
+    assert {k: h[f"NoF {k} (SYNTHETIC Llama 3 Table 5)"] for k in table5} == table5
+    assert h["NoF faulty_gpu (SYNTHETIC Llama 3 Table 5)"] == 148 and h["NoF (SYNTHETIC Llama 3 Table 5)"] == 419
     assert card["checks"] == [] and card["synthetic"] is False
 
 
