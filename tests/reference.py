@@ -1055,6 +1055,20 @@ def reference_crash_loops(
     return out
 
 
+def reference_open_crash_loops(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> list[dict[str, Any]]:
+    """The crash loops a job is in now (docs/metric.md "Crash loops"): :func:`reference_crash_loops`' loops whose last
+    attempt is the last of the job's (as-of clipped) attempts that ended (not ``RUNNING``), in the same order."""
+    atts, _ = _clipped(attempts, spans, as_of)
+    last_ended: dict[str, int] = {}
+    for a in atts:
+        if a["end_reason"] != RUNNING:
+            last_ended[a["job_id"]] = max(a["attempt"], last_ended.get(a["job_id"], a["attempt"]))
+    loops = reference_crash_loops(jobs, attempts, spans, as_of)
+    return [lp for lp in loops if last_ended.get(lp["job_id"]) == lp["last_attempt"]]
+
+
 def reference_retry_chains(
     jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:

@@ -57,10 +57,14 @@ def worked_example() -> dict:
     return {"jobs": jobs, "attempts": atts, "spans": spans}
 
 
-def _loops(trace: dict, folder: Path, as_of: int | None = None) -> list[dict]:
+def _loops(trace: dict, folder: Path, as_of: int | None = None, now: bool = False) -> list[dict]:
+    """The trace's crash loops (``now``: only the open ones, :func:`ettcore.metric.restarts.open_crash_loops`)."""
     t = load_trace(_write(trace, folder), as_of=None if as_of is None else as_of / 1000)
-    rows = restarts.crash_loops(t).iter_rows(named=True)
-    return [{**r, "began": _ms(r["began"]), "last_crash": _ms(r["last_crash"])} for r in rows]
+    return _rows((restarts.open_crash_loops if now else restarts.crash_loops)(t))
+
+
+def _rows(frame) -> list[dict]:
+    return [{**r, "began": _ms(r["began"]), "last_crash": _ms(r["last_crash"])} for r in frame.iter_rows(named=True)]
 
 
 def test_the_worked_example(tmp_path):
@@ -96,6 +100,18 @@ def test_the_as_of_time_cuts_the_loop(tmp_path):
     # attempt 3 runs from 36 to 46 min: at 45 it is running, no crash yet, and attempt 2 belongs to no loop
     assert _loops(trace, tmp_path / "t", as_of=B + 45 * MIN) == []
     assert len(_loops(trace, tmp_path / "t2", as_of=B + 47 * MIN)) == 1
+
+
+def test_a_loop_is_open_until_an_attempt_after_it_ends(tmp_path):
+    """poison's loop (attempts 1-3) is open while attempt 3 is its last ended attempt: at 47 min (attempt 3 crashed
+    at 46, attempt 4 not started) and at 50 min (attempt 4 running since 48); closed at 60 min, attempt 4 completed
+    at 58.  advancing and preempted are in no loop at any time."""
+    trace = worked_example()
+    for k, as_of in enumerate((47, 50)):
+        (loop,) = _loops(trace, tmp_path / f"open{k}", as_of=B + as_of * MIN, now=True)
+        assert (loop["job_id"], loop["first_attempt"], loop["last_attempt"], loop["restarts"]) == ("poison", 1, 3, 2)
+    assert _loops(trace, tmp_path / "closed", as_of=B + 60 * MIN, now=True) == []
+    assert len(_loops(trace, tmp_path / "all", as_of=B + 60 * MIN)) == 1  # the loop itself stays
 
 
 @st.composite
@@ -154,12 +170,15 @@ def looping_traces(draw):
 
 def _check(trace: dict) -> None:
     want = ref.reference_crash_loops(trace["jobs"], trace["attempts"], trace["spans"])
-    event(f"{min(len(want), 3)} loop(s)")
+    want_open = ref.reference_open_crash_loops(trace["jobs"], trace["attempts"], trace["spans"])
+    event(f"{min(len(want), 3)} loop(s), {min(len(want_open), 2)} open")
     with tempfile.TemporaryDirectory(prefix="ett-loops-") as tmp:
-        got = _loops(trace, Path(tmp) / "t")
+        t = load_trace(_write(trace, Path(tmp) / "t"))
+        got, got_open = _rows(restarts.crash_loops(t)), _rows(restarts.open_crash_loops(t))
     keys = ("job_id", "first_attempt", "last_attempt", "restarts", "resume_cursor", "began", "last_crash")
-    assert [tuple(g[k] for k in keys) for g in got] == [tuple(w[k] for k in keys) for w in want]
-    assert [g["gpu_h"] for g in got] == pytest.approx([w["gpu_h"] for w in want], abs=1e-9)
+    for g_rows, w_rows in ((got, want), (got_open, want_open)):
+        assert [tuple(g[k] for k in keys) for g in g_rows] == [tuple(w[k] for k in keys) for w in w_rows]
+        assert [g["gpu_h"] for g in g_rows] == pytest.approx([w["gpu_h"] for w in w_rows], abs=1e-9)
 
 
 @_settings(60)
@@ -172,3 +191,25 @@ def test_crash_loops_equal_the_reference(trace):
 @given(caused_traces())
 def test_crash_loops_equal_the_reference_on_general_traces(case):
     _check(case[0])
+
+
+def test_the_export_writes_the_open_loop_and_the_fleets_loops(tmp_path):
+    """``ett export prometheus`` on the worked example (hand-derived from docs/metric.md): at 50 minutes poison is in
+    its loop (2 restarts) and advancing in none; its two restarts held 8 GPUs x 20 minutes = 9600 GPU-seconds; at 60
+    minutes attempt 4 completed: the loop is closed (0), the fleet's loops stay."""
+    from ettcore import cli
+
+    folder = str(_write(worked_example(), tmp_path / "t"))
+    for as_of, now in ((50, 2), (60, 0)):
+        out = tmp_path / f"at{as_of}.prom"
+        args = ["export", "prometheus", folder, "--as-of", str((B + as_of * MIN) / 1000), "--out", str(out)]
+        assert cli.main(args) == 0
+        lines = set(out.read_text().splitlines())
+        assert f'ett_job_crash_loop_restarts{{job_id="poison",model="m"}} {now}' in lines
+        assert 'ett_job_crash_loop_restarts{job_id="advancing",model="m"} 0' in lines
+        assert "ett_fleet_crash_loop_restarts_total 2" in lines
+        assert "ett_fleet_crash_loop_gpu_seconds_total 9600" in lines
+        assert 'ett_model_crash_loop_gpu_seconds{model="m"} 9600' in lines
+    window = tmp_path / "window.prom"  # loops are not windowed: an export of a window writes none
+    assert cli.main(["export", "prometheus", folder, "--since", str(B / 1000 + 60), "--out", str(window)]) == 0
+    assert "crash_loop" not in window.read_text()

@@ -30,9 +30,13 @@ Per job the same figures in the job's own seconds (``ett_job_wall_seconds``, ``e
 ``ett_job_excluded_seconds``), GPU-seconds for L2 (``ett_job_l2_gpu_seconds``), ``ett_job_effective_training_ratio``
 (NaN for a job with no measured wall time), ``ett_job_interruptions`` (label ``end_reason``), ``ett_job_gpus``,
 ``ett_job_info`` (1, with the job's ``status``) and stalls (``ett_job_stalls``, ``ett_job_stall_seconds``,
-``ett_job_longest_stall_seconds``).  About the export itself: ``ett_trace_info`` (1, labels ``trace`` and
-``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window, ``ett_window_start_timestamp_seconds`` /
-``ett_window_end_timestamp_seconds``.
+``ett_job_longest_stall_seconds``) and the crash loop it is in now (``ett_job_crash_loop_restarts``: the open loop's
+restarts, 0 without one; :func:`ettcore.metric.restarts.open_crash_loops`).  Crash loops of the fleet and of each
+model: ``ett_<level>_crash_loop_restarts`` and ``ett_<level>_crash_loop_gpu_seconds`` (the GPU-seconds their restarts
+held), with their ``_total`` counters.  Crash loops are found over the whole trace to the as-of time, so an export of
+a window (``--since``, ``--until``, ``--exclude``) writes none of these.  About the export itself:
+``ett_trace_info`` (1, labels ``trace`` and ``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window,
+``ett_window_start_timestamp_seconds`` / ``ett_window_end_timestamp_seconds``.
 
 One meaning a label: ``end_reason`` is how an attempt ended (the interrupting end reasons of
 ``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``, and a
@@ -53,7 +57,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.metric import hangs, intervals, money, stalls
+from ettcore.metric import hangs, intervals, money, restarts, stalls
 from ettcore.trace.load import Trace
 from ettcore.vocabulary import VOCABULARY, Vocabulary
 
@@ -264,6 +268,44 @@ def _group_families(
             )
 
 
+def _crash_loop_families(loops: pl.DataFrame, models: list[Any]) -> Iterator[str]:
+    """The crash loops of the fleet and of each of ``models`` (:func:`ettcore.metric.restarts.crash_loops`' rows):
+    their restarts and the GPU-seconds those held, as gauges and as ``_total`` counters (cumulative: a loop only
+    grows as the trace does)."""
+    by_model = {
+        r["model"]: r
+        for r in loops.group_by("model").agg(pl.col("restarts").sum(), pl.col("gpu_h").sum()).iter_rows(named=True)
+    }
+    levels = (
+        ("fleet", "the fleet", [("", (int(loops["restarts"].sum()), float(loops["gpu_h"].sum())))]),
+        (
+            "model",
+            "each model",
+            [
+                (
+                    labels([("model", m)]),
+                    (int(by_model.get(m, {}).get("restarts", 0)), float(by_model.get(m, {}).get("gpu_h", 0.0))),
+                )
+                for m in models
+            ],
+        ),
+    )
+    for level, what, rows in levels:
+        for suffix, kind in (("", "now"), ("_total", "cumulative")):
+            yield from family(
+                f"ett_{level}_crash_loop_restarts{suffix}",
+                f"Restarts of {what} in crash loops (crashed again from the same resume point, no progress saved), "
+                f"{'over the trace to the as-of time' if kind == 'now' else 'cumulative'}.",
+                [(lab, v[0]) for lab, v in rows],
+            )
+            yield from family(
+                f"ett_{level}_crash_loop_gpu_seconds{suffix}",
+                f"GPU-seconds {what} held in the restarts of its crash loops (they went nowhere), "
+                f"{'over the trace to the as-of time' if kind == 'now' else 'cumulative'}.",
+                [(lab, v[1] * 3600) for lab, v in rows],
+            )
+
+
 def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None, causes_long: pl.DataFrame) -> list[dict]:
     """group_summary rows with NoF by end reason added (summed from the per-job rows), and ``by_cause``: cause ->
     (NoF, lost GPU-hours) from ``causes_long`` (:func:`ettcore.metric.cause_summary`)."""
@@ -390,6 +432,10 @@ def exposition(
             cur,
             vocabulary,
         )
+    loops = restarts.crash_loops(trace) if counters else None  # found over the whole trace: no window cuts them
+    if loops is not None and fleet.height:
+        models_seen = [r["model"] for r in models.iter_rows(named=True)]
+        yield from _crash_loop_families(loops, models_seen)
 
     rows = list(
         jobs.join(
@@ -459,6 +505,15 @@ def exposition(
     yield from per_job(
         "ett_job_longest_stall_seconds", "Seconds of the job's longest stall.", lambda r, e: r["longest_stall_s"] or 0.0
     )
+    if loops is not None:
+        now = restarts.open_crash_loops(trace, loops)
+        open_restarts = dict(zip(now["job_id"], now["restarts"]))
+        yield from per_job(
+            "ett_job_crash_loop_restarts",
+            "Restarts of the crash loop the job is in now: crashed again from the same resume point, its last crash "
+            "the job's last ended attempt (0 without one; docs/metric.md, Crash loops).",
+            lambda r, e: open_restarts.get(r["job_id"], 0),
+        )
     running = [r["job_id"] for r in rows if r["status"] == "running"]
     spells = current_spells(trace, running)
 

@@ -9,7 +9,9 @@ the job's own run, not a preemption or a time limit).  A crash loop is a run of 
 one job, each a crash, each after the first resuming from the same point as the attempt before it: no progress was
 saved in between.  An attempt with no train span made no progress: it continues a loop it follows, and starts none.
 Its **restarts** are the attempts after its first, its **GPU-hours** those they held (the job's GPUs times their
-time, to the as-of time), and it **began** at its first attempt's end (its first crash).
+time, to the as-of time), and it **began** at its first attempt's end (its first crash).  A loop is **open** when
+its last attempt is the job's last attempt that ended by the as-of time (a retry may be running): the job is in it
+now, and ``EttCrashLoop`` alerts on it (``ett_job_crash_loop_restarts``).
 
 A job's **retry chain** is its attempts until it completed or stopped: its attempts, interruptions and restarts (the
 interruptions another attempt followed), its outcome (how its last attempt ended: completed, cancelled, running, or
@@ -47,6 +49,19 @@ def crash_loops(trace: Any) -> pl.DataFrame:
     e = metric.engine_of(trace)
     e.prepare()
     return in_natural_order(e.run("metric/crash_loops"), "job_id", "first_attempt")
+
+
+def open_crash_loops(trace: Any, loops: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The crash loops the jobs are in now (:func:`crash_loops`' rows whose last attempt is the job's last attempt that
+    ended by the as-of time; at most one a job), in natural job order, with the same columns; ``loops``: the trace's
+    :func:`crash_loops` when the caller has them."""
+    loops = crash_loops(trace) if loops is None else loops
+    last = metric.engine_of(trace).run("metric/job_retry_chains").select("job_id", "last_ended_attempt")
+    return (
+        loops.join(last, on="job_id", how="inner", maintain_order="left")
+        .filter(pl.col("last_attempt") == pl.col("last_ended_attempt"))
+        .drop("last_ended_attempt")
+    )
 
 
 def _waits(e: Any) -> pl.DataFrame:
