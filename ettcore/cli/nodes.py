@@ -19,12 +19,14 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
-from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
+from ettcore.metric.nodes import DEFAULT_ALPHA, NODE_CAUSES, node_report
 from ettcore.planning.reliability import fit_trace, project
+from ettcore.vocabulary import VOCABULARY
 
 
-def _causes(text: str) -> tuple[str, ...]:
-    return tuple(c.strip() for c in text.split(",") if c.strip())
+def _causes(text: str | None) -> tuple[str, ...] | None:
+    """The causes ``--causes`` names; None (not given): the node causes of the trace's vocabulary."""
+    return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,6 +41,11 @@ def run(args: argparse.Namespace) -> int:
         "gpu_h": rep.gpu_h,
         "attempts_without_nodes": rep.attempts_without_nodes,
         "flagged": rep.flagged,
+        "concentration": {
+            "worst": args.worst,
+            "share": rep.concentration(args.worst),
+            "lorenz": records(rep.lorenz()),
+        },
     }
     mttf = None
     if args.mttf_at is not None:
@@ -79,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(rep.nodes, rep.nodes.columns, digits=3))
         print()
         print(f"{len(rep.flagged)} flagged node(s){': ' + ', '.join(rep.flagged) if rep.flagged else ''}")
+        share = rep.concentration(args.worst)
+        print(
+            f"Concentration: the {args.worst} node(s) with the most hold "
+            + ("no interruption (none counted)." if share is None else f"{100 * share:.1f}% of the interruptions.")
+        )
         if mttf is not None:
             _print_mttf(fit, proj, args)
     return 0
@@ -116,15 +128,21 @@ def register(sub) -> None:
     add_measure_options(p, "nodes", refuse={**refusals_duckdb_only("ett nodes"), **refusals_no_money()})
     p.add_argument(
         "--causes",
-        default=",".join(NODE_CAUSES),
-        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}; "
-        f"known: {','.join(CAUSES)})",
+        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}, and a "
+        f"--causes-file's causes of their groups; known: {','.join(VOCABULARY.cause_names)}, and a --causes-file's)",
     )
     p.add_argument(
         "--alpha",
         type=float,
         default=DEFAULT_ALPHA,
         help=f"family-wise false-alarm rate of the flag (default {DEFAULT_ALPHA}; Bonferroni over the nodes)",
+    )
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=3,
+        metavar="K",
+        help="concentration: the share of the counted interruptions on the K nodes with the most (default 3)",
     )
     m = p.add_argument_group("MTTF against size (ettcore.planning.reliability)")
     m.add_argument(
