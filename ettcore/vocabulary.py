@@ -6,7 +6,8 @@ One place for the words the trace and the metric use, and for how they are shown
 - the end reasons of an attempt, each with its role (completion, interruption, cancel, open), label and colour;
 - the Level 1 buckets, each with its column stem, labels and colour;
 - the interruption causes and their groups (``causes.yaml``), each with its colour; a group says whether its causes
-  count against a node (``ett nodes``) and in the MTTF fit;
+  count against a node (``ett nodes``), in the MTTF fit and as a crash (a failure of the job's own run, which a crash
+  loop repeats: :mod:`ettcore.metric.restarts`);
 - the phases, components and owners (``phases.yaml``; applied by :mod:`ettcore.phases`, which also reads a user's
   mapping file).
 
@@ -41,7 +42,7 @@ UNKNOWN_CAUSE = "unknown"  # the cause of an interruption its source does not ex
 FILES = ("vocabulary.yaml", "causes.yaml", "phases.yaml")
 #: The columns of the ``ett_causes`` table (:attr:`Vocabulary.cause_rows`), as a DuckDB column list; the metric's SQL
 #: joins it to give an attempt its cause and group.
-CAUSE_TABLE_COLUMNS = "cause_id BIGINT, cause VARCHAR, cause_group VARCHAR, derived_from VARCHAR"
+CAUSE_TABLE_COLUMNS = "cause_id BIGINT, cause VARCHAR, cause_group VARCHAR, derived_from VARCHAR, crash BOOLEAN"
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class CauseGroup:
     color: str
     node: bool  # counted against the nodes of the attempt (ett nodes)
     mttf: bool  # a system or hardware failure (the MTTF fit)
+    crash: bool  # a failure of the job's own run, not a preemption or a time limit (crash loops)
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,7 @@ class Cause:
     group: str
     color: str
     description: str
+    category: str | None = None  # a display category of a user's causes file (GPU, host, network, ...)
 
 
 @dataclass(frozen=True)
@@ -205,18 +208,36 @@ class Vocabulary:
         return tuple(c.name for c in self.causes if self.group(c.group).mttf)
 
     @cached_property
+    def crash_causes(self) -> tuple[str, ...]:
+        """The causes whose interruptions are crashes (a crash loop repeats them), in order."""
+        return tuple(c.name for c in self.causes if self.group(c.group).crash)
+
+    @cached_property
     def cause_colors(self) -> dict[str, str]:
         return {c.name: c.color for c in self.causes}
+
+    @cached_property
+    def category_of(self) -> dict[str, str]:
+        """Each cause's display category: a user's causes file gives one; otherwise its group's label."""
+        return {c.name: c.category or self.group(c.group).label for c in self.causes}
+
+    def with_causes(self, path: str | Path) -> "Vocabulary":
+        """This vocabulary with the causes of a user's causes file added (:func:`read_causes_file`)."""
+        return read_causes_file(self, path)
 
     def derived_from(self, cause: str) -> str | None:
         """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
         return next((r for r, c in self.derived.items() if c == cause), None)
 
     @cached_property
-    def cause_rows(self) -> tuple[tuple[int, str, str, str | None], ...]:
+    def cause_rows(self) -> tuple[tuple[int, str, str, str | None, bool], ...]:
         """The rows of the ``ett_causes`` table both engines register (columns :data:`CAUSE_TABLE_COLUMNS`): each
-        cause, numbered from 1 in report order, with its group and the end reason it is derived from (or None)."""
-        return tuple((i, c.name, c.group, self.derived_from(c.name)) for i, c in enumerate(self.causes, start=1))
+        cause, numbered from 1 in report order, with its group, the end reason it is derived from (or None) and
+        whether it is a crash (its group's flag)."""
+        return tuple(
+            (i, c.name, c.group, self.derived_from(c.name), self.group(c.group).crash)
+            for i, c in enumerate(self.causes, start=1)
+        )
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -368,11 +389,20 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
     seen = set()
     groups = [
         CauseGroup(
-            _name(e["group"], cpath, i, "group", seen), e["label"], _color(e["color"], cpath, i), e["node"], e["mttf"]
+            _name(e["group"], cpath, i, "group", seen),
+            e["label"],
+            _color(e["color"], cpath, i),
+            e["node"],
+            e["mttf"],
+            e["crash"],
         )
         for i, e in enumerate(
             _entries(
-                cdata, "groups", cpath, {"group": str, "label": str, "color": str, "node": bool, "mttf": bool}, {}
+                cdata,
+                "groups",
+                cpath,
+                {"group": str, "label": str, "color": str, "node": bool, "mttf": bool, "crash": bool},
+                {},
             ),
             start=1,
         )
@@ -410,6 +440,51 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
         derived,
         texts["phases.yaml"] or {},
         digest.hexdigest(),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- a user's causes
+
+
+def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
+    """``base`` with the causes of a user's causes file (YAML or JSON) added, as a mapping file adds components::
+
+        causes:
+          - {cause: faulty_gpu, group: hardware, category: GPU, description: "a GPU failed (Xid, fell off the bus)"}
+          - {cause: nccl_watchdog, group: system, category: network, color: "#fc9272"}
+
+    Each cause has a new name (lower case, digits, ``_``) and one of ``base``'s groups, which decide what ``ett
+    nodes``, the MTTF fit and crash loops count; ``category`` (a display category of the user's own), ``color``
+    (default: its group's) and ``description`` are optional.  The causes come after ``base``'s own and before
+    ``unknown``, in the file's order.  A problem names the file, the entry (1-based) and the field, in one line.  The
+    digest covers the file's bytes (the data checks' cache key covers the causes a trace may name)."""
+    path = Path(path)
+    data, raw = _read(path)
+    groups = {g.name: g for g in base.groups}
+    seen = set(base.cause_names)
+    added = []
+    for i, e in enumerate(
+        _entries(
+            data,
+            "causes",
+            path,
+            {"cause": str, "group": str},
+            {"category": str, "color": str, "description": str},
+        ),
+        start=1,
+    ):
+        if e["group"] not in groups:
+            raise InputError(
+                Problem(str(path), i, "group", f"unknown group {e['group']!r}; the groups are " + ", ".join(groups))
+            )
+        name = _name(e["cause"], path, i, "cause", seen)
+        color = _color(e["color"], path, i) if "color" in e else groups[e["group"]].color
+        added.append(Cause(name, e["group"], color, e.get("description", name.replace("_", " ")), e.get("category")))
+    unknown = [c for c in base.causes if c.name == UNKNOWN_CAUSE]
+    causes = tuple(c for c in base.causes if c.name != UNKNOWN_CAUSE) + tuple(added) + tuple(unknown)
+    digest = hashlib.blake2b(base.digest.encode() + b"\0causes-file\0" + raw, digest_size=16).hexdigest()
+    return Vocabulary(
+        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, digest
     )
 
 

@@ -149,8 +149,10 @@ L1_STEMS: dict[str, str] = VOCABULARY.bucket_stems
 INTERRUPTIONS: tuple[str, ...] = VOCABULARY.interruptions
 RUNNING: str = VOCABULARY.open_end_reason
 CANCELLED: str = VOCABULARY.role("cancel")[0]
+COMPLETED: str = VOCABULARY.role("completion")[0]
 CAUSES: tuple[str, ...] = VOCABULARY.cause_names
 DERIVED_CAUSE: dict[str, str] = VOCABULARY.derived
+CRASH_CAUSES: tuple[str, ...] = VOCABULARY.crash_causes  # an interruption of these causes is a crash (crash loops)
 EVERY: tuple[str, ...] = ("day", "week", "month")
 
 Piece = tuple[int, int, str, str, str]  # (start_ms, end_ms, l1_bucket, phase, component)
@@ -1067,3 +1069,190 @@ def reference_group_slow(result: dict[str, Any], slow: dict[str, dict[str, Any]]
             }
         )
     return rows
+
+
+def _clipped(attempts: list[dict], spans: list[dict], as_of: int | None) -> tuple[list[dict], list[dict]]:
+    """The attempts and spans clipped to the as-of time as :func:`reference_metrics` clips them (the given one, else
+    :func:`default_as_of`, which cuts nothing recorded)."""
+    eff = as_of if as_of is not None else default_as_of(attempts, spans)
+    cut = as_of if as_of is not None else (None if eff is None else eff + 1)
+    return clip_to_as_of(attempts, spans, eff, cut)
+
+
+def reference_crash_loops(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> list[dict[str, Any]]:
+    """Crash loops (docs/metric.md "Crash loops") of each job's (as-of clipped) attempts, in attempt order.
+
+    An attempt's point is the ``cursor_start`` of its first train span (by start, then cursor; None without one); it
+    crashed when it interrupted its job with a cause in :data:`CRASH_CAUSES`.  Attempt ``i`` *repeats* when, with
+    ``k`` the last attempt before it that has a point, every attempt from ``k`` to ``i`` crashed, and either ``i`` has
+    a point equal to ``k``'s, or ``i`` has none and ``k`` repeats or the first attempt after ``i`` that has a point
+    repeats.  Each maximal run of repeating attempts, with the attempt before the run, is a loop: ``{"job_id",
+    "first_attempt", "last_attempt", "restarts" (the run's length), "resume_cursor" (the first attempt's point),
+    "began" (the first attempt's end, ms), "last_crash" (the last attempt's end, ms), "gpu_h" (the job's GPUs times
+    the run's attempts' ``end - start``, in hours)}``, in job id then attempt order.
+    """
+    atts, sps = _clipped(attempts, spans, as_of)
+    rows = _job_rows(jobs)
+    out: list[dict[str, Any]] = []
+    for job_id in sorted({a["job_id"] for a in atts}):
+        gpus = int(rows.get(job_id, {}).get("gpus") or 1)
+        mine = sorted((a for a in atts if a["job_id"] == job_id), key=lambda a: a["attempt"])
+        points: list[float | None] = []
+        for a in mine:
+            trains = sorted(
+                (s for s in sps if s["job_id"] == job_id and s["attempt"] == a["attempt"] and s["phase"] == "train"),
+                key=lambda s: (s["start"], s["cursor_start"]),
+            )
+            points.append(float(trains[0]["cursor_start"]) if trains else None)
+        crashed = [attempt_cause(a) in CRASH_CAUSES for a in mine]
+        n = len(mine)
+
+        def before(i: int) -> int | None:
+            return next((k for k in range(i - 1, -1, -1) if points[k] is not None), None)
+
+        def after(i: int) -> int | None:
+            return next((t for t in range(i + 1, n) if points[t] is not None), None)
+
+        def trained_repeats(i: int) -> bool:
+            k = before(i)
+            return k is not None and all(crashed[k : i + 1]) and points[i] == points[k]
+
+        def repeats(i: int) -> bool:
+            if points[i] is not None:
+                return trained_repeats(i)
+            k, t = before(i), after(i)
+            if k is None or not all(crashed[k : i + 1]):
+                return False
+            return trained_repeats(k) or (t is not None and trained_repeats(t))
+
+        flags = [repeats(i) for i in range(n)]
+        i = 0
+        while i < n:
+            if not flags[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < n and flags[j + 1]:
+                j += 1
+            first, run = mine[i - 1], mine[i : j + 1]
+            out.append(
+                {
+                    "job_id": job_id,
+                    "first_attempt": first["attempt"],
+                    "last_attempt": mine[j]["attempt"],
+                    "restarts": len(run),
+                    "resume_cursor": points[i - 1],
+                    "began": first["end"],
+                    "last_crash": mine[j]["end"],
+                    "gpu_h": gpus * sum(a["end"] - a["start"] for a in run) / 3_600_000,
+                }
+            )
+            i = j + 1
+    return out
+
+
+def reference_open_crash_loops(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> list[dict[str, Any]]:
+    """The crash loops a job is in now (docs/metric.md "Crash loops"): :func:`reference_crash_loops`' loops whose last
+    attempt is the last of the job's (as-of clipped) attempts that ended (not ``RUNNING``), in the same order."""
+    atts, _ = _clipped(attempts, spans, as_of)
+    last_ended: dict[str, int] = {}
+    for a in atts:
+        if a["end_reason"] != RUNNING:
+            last_ended[a["job_id"]] = max(a["attempt"], last_ended.get(a["job_id"], a["attempt"]))
+    loops = reference_crash_loops(jobs, attempts, spans, as_of)
+    return [lp for lp in loops if last_ended.get(lp["job_id"]) == lp["last_attempt"]]
+
+
+def reference_retry_chains(
+    jobs: list[dict] | None, attempts: list[dict], spans: list[dict], as_of: int | None = None
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """Retry chains (docs/metric.md "Retry chains") of the (as-of clipped) attempts: ``(per_job, fleet)``.
+
+    Per job (attempts in attempt order): ``attempts``; ``interruptions`` (ended by an interrupting end reason);
+    ``waits`` (ms from each interruption to the next attempt's start, for the interruptions an attempt follows);
+    ``restarts`` = their number; ``outcome`` = ``interrupted`` / ``cancelled`` / ``running`` / ``completed`` by the last
+    attempt's end reason; ``restart_wait_s`` (their sum) and ``median_restart_wait_s`` (their median; None without
+    one).  The fleet: ``retried_jobs`` (with an interruption), ``retried_ended`` (of those, not running),
+    ``retried_completed``, ``retry_completion_pct`` (100 * completed / ended; None when none ended), ``restarts`` and
+    ``median_restart_wait_s`` over every wait of every job.
+    """
+    import statistics
+
+    atts, _ = _clipped(attempts, spans, as_of)
+    per_job: dict[str, dict[str, Any]] = {}
+    every_wait: list[int] = []
+    for job_id in sorted({a["job_id"] for a in atts}):
+        mine = sorted((a for a in atts if a["job_id"] == job_id), key=lambda a: a["attempt"])
+        waits = [b["start"] - a["end"] for a, b in zip(mine, mine[1:]) if a["end_reason"] in INTERRUPTIONS]
+        last = mine[-1]["end_reason"]
+        outcome = "interrupted" if last in INTERRUPTIONS else last  # completed, cancelled or running
+        per_job[job_id] = {
+            "attempts": len(mine),
+            "interruptions": sum(a["end_reason"] in INTERRUPTIONS for a in mine),
+            "restarts": len(waits),
+            "outcome": outcome,
+            "restart_wait_s": sum(waits) / 1000,
+            "median_restart_wait_s": statistics.median(waits) / 1000 if waits else None,
+        }
+        every_wait += waits
+    retried = [j for j in per_job.values() if j["interruptions"] > 0]
+    ended = [j for j in retried if j["outcome"] != RUNNING]
+    completed = [j for j in ended if j["outcome"] == COMPLETED]
+    fleet = {
+        "retried_jobs": len(retried),
+        "retried_ended": len(ended),
+        "retried_completed": len(completed),
+        "retry_completion_pct": 100 * len(completed) / len(ended) if ended else None,
+        "restarts": len(every_wait),
+        "median_restart_wait_s": statistics.median(every_wait) / 1000 if every_wait else None,
+    }
+    return per_job, fleet
+
+
+def reference_storms(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    n: int,
+    window_ms: int,
+    by: str | None = None,
+    as_of: int | None = None,
+) -> list[dict[str, Any]]:
+    """Restart storms (docs/metric.md "Restart storms"): per group of ``by`` (``None``: the fleet), the interruption
+    instants (as-of clipped attempts ended by an interrupting end reason); ``t`` is dense when ``[t, t + window_ms)``
+    holds at least ``n`` of them, and its window runs to the last one there.  Overlapping (or touching) windows
+    merge; each merged window ``[first, last]`` is a storm: ``{"group", "first", "last", "interruptions" (instants in
+    it), "jobs" (distinct jobs among them)}``, by group then first."""
+    atts, _ = _clipped(attempts, spans, as_of)
+    rows = _job_rows(jobs)
+    groups: dict[Any, list[tuple[int, str]]] = defaultdict(list)
+    for a in atts:
+        if a["end_reason"] in INTERRUPTIONS:
+            value = job_row(a["job_id"], rows.get(a["job_id"])).get(by) if by else "fleet"
+            key = None if value is None else str(value)  # the SQL groups by the column as text
+            groups[key].append((a["end"], a["job_id"]))
+    out = []
+    for key in sorted(groups, key=str):
+        times = sorted(groups[key])
+        windows = []
+        for t, _ in times:
+            inside = [u for u, _ in times if t <= u < t + window_ms]
+            if len(inside) >= n:
+                windows.append([t, max(inside)])
+        windows.sort()
+        merged: list[list[int]] = []
+        for w in windows:
+            if merged and w[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], w[1])
+            else:
+                merged.append(list(w))
+        for lo, hi in merged:
+            hit = [(t, j) for t, j in times if lo <= t <= hi]
+            out.append(
+                {"group": key, "first": lo, "last": hi, "interruptions": len(hit), "jobs": len({j for _, j in hit})}
+            )
+    return out

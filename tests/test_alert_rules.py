@@ -152,6 +152,65 @@ TESTS = [
             }
         ],
     },
+    {  # a job in a crash loop of 2 restarts alerts after `for` (5m); one restart, or a job out of its loop, does not
+        "interval": "1m",
+        "input_series": [
+            series("ett_job_crash_loop_restarts", "0 0 1 2x30", job_id="poison", model="m"),
+            series("ett_job_owner", "1x32", job_id="poison", model="m", owner="ads"),
+            series("ett_job_crash_loop_restarts", "1x32", job_id="once", model="m"),
+            series("ett_job_owner", "1x32", job_id="once", model="m", owner="feed"),
+            series("ett_job_crash_loop_restarts", "0 1 2 0x29", job_id="recovered", model="m"),
+            series("ett_job_owner", "1x32", job_id="recovered", model="m", owner="feed"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "6m", "alertname": "EttCrashLoop", "exp_alerts": []},  # at 2 since 3m: pending
+            {
+                "eval_time": "20m",
+                "alertname": "EttCrashLoop",
+                "exp_alerts": [
+                    alert(
+                        "EttCrashLoop",
+                        {"job_id": "poison", "model": "m", "owner": "ads"},
+                        "job poison (model m, owner ads) is in a crash loop: 2 restarts crashed again from the same "
+                        "checkpoint, no progress saved (an alert from 2)",
+                        "crash-loop",
+                    )
+                ],
+            },
+        ],
+    },
+    {  # 12 failures and 6 preemptions an hour (a sample every 10 minutes): 18 in the last hour, a restart storm
+        "interval": "10m",
+        "input_series": [
+            series("ett_fleet_interruptions_total", "0+2x20", end_reason="failure"),
+            series("ett_fleet_interruptions_total", "0+1x20", end_reason="preemption"),
+        ],
+        "alert_rule_test": [
+            {
+                "eval_time": "120m",
+                "alertname": "EttRestartStorm",
+                "exp_alerts": [
+                    alert(
+                        "EttRestartStorm",
+                        {},
+                        "18 interruptions across the fleet in the last 1h (a restart storm is 5 or more, of any cause)",
+                        "restart-storm",
+                    )
+                ],
+            }
+        ],
+    },
+    {  # 4 preemptions, then none: no storm while they are in the window, nor after
+        "interval": "10m",
+        "input_series": [
+            series("ett_fleet_interruptions_total", "0 1 2 3 4x17", end_reason="preemption"),
+            series("ett_fleet_interruptions_total", "0x20", end_reason="failure"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "50m", "alertname": "EttRestartStorm", "exp_alerts": []},
+            {"eval_time": "180m", "alertname": "EttRestartStorm", "exp_alerts": []},
+        ],
+    },
     {  # pending and recovering too long, the one with a hostile id; a job that trains stays silent
         "interval": "1m",
         "input_series": [
@@ -292,13 +351,13 @@ def test_shipped_rules_are_the_defaults(capsys):
     for r in yaml.safe_load(SHIPPED.read_text())["groups"][0]["rules"]:
         section = r["annotations"]["runbook_url"].split("#", 1)[1]
         assert f'<a id="{section}"></a>' in runbook, section  # every link has its section
-    assert set(names) == set(alert_rules.RULE_NAMES) and len(names) == 8
+    assert set(names) == set(alert_rules.RULE_NAMES) and len(names) == 10
 
 
 @needs_promtool
 def test_promtool_check_rules_passes():
     res = subprocess.run([PROMTOOL, "check", "rules", str(SHIPPED)], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and "SUCCESS: 8 rules found" in res.stdout, res
+    assert res.returncode == 0 and "SUCCESS: 10 rules found" in res.stdout, res
 
 
 @needs_promtool
@@ -338,6 +397,8 @@ def test_thresholds_are_parameters(tmp_path, capsys):
         (["--ett-range", "6 hours"], "--ett-range"),
         (["--pending-over=-5m"], "--pending-over"),
         (["--interruptions-per-hour", "nan"], "--interruptions-per-hour"),
+        (["--crash-loop-restarts", "0"], "--crash-loop-restarts"),
+        (["--storm-window", "90 minutes"], "--storm-window"),
         (["--textfile", 'x"}.prom'], "--textfile"),
         (["--runbook", 'http://x/"{{'], "--runbook"),
     ],

@@ -172,7 +172,8 @@ def test_summarize_json_and_text_by_cause(tmp_path):
     assert doc["fleet"]["nof_by_cause"]["unknown"] == 0
     text = subprocess.run([sys.executable, "-m", "ettcore.cli", "summarize", str(d)], capture_output=True, text=True)
     line = next(x for x in text.stdout.splitlines() if x.strip().startswith("node_failure"))
-    assert line.split() == ["node_failure", "1", "60.00", "0.02"]
+    # cause, its category (a cause of the vocabulary: its group's label, "system (node, cluster)"), NoF, lost s, GPU-h
+    assert line.split() == ["node_failure", "system", "(node,", "cluster)", "1", "60.00", "0.02"]
 
 
 def test_prometheus_by_cause(tmp_path):

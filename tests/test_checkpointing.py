@@ -94,3 +94,33 @@ def test_optimum_beats_a_brute_force_grid(blocking: float, failures: float, trai
     assert w_star <= float(w_fine.min()) + 1e-9 * w_star  # nothing on the grid does better
     assert tau_grid == pytest.approx(tau, rel=2e-3)  # grid argmin within two grid steps
     assert w_star == pytest.approx(math.sqrt(2 * failures * train * blocking), rel=1e-12)
+
+
+def test_the_best_interval_maximizes_the_expected_ett() -> None:
+    """A 14-day job on 1,024 GPUs failing 0.005 times a GPU-day (an MTBF of 16,875 s) that saves every hour and blocks
+    60 s a save: the best interval is shorter, near Daly's optimum, and no interval of a dense grid does better."""
+    from ettcore.planning.expected import JobPlan, best_interval, expected_ett
+
+    plan = JobPlan(
+        tts_s=600, ttr_s=900, failures_per_gpu_day=0.005, work_s=14 * 86_400, gpus=1024, interval_s=3600, blocking_s=60
+    )
+    got = best_interval(plan)
+    mtbf = 86_400 / (0.005 * 1024)
+    assert got.young_s == pytest.approx(young_interval(60, mtbf))
+    assert got.interval_s == pytest.approx(daly_interval(60, mtbf), rel=0.02)
+    assert got.today_interval_s == 3600 and got.today_ett_pct == pytest.approx(expected_ett(plan).ett_pct)
+    assert got.gain_pct_points > 3  # 83.6 % at an hour, 87.1 % at the best interval
+    for tau in range(60, 20_001, 10):  # brute force, apart from the search
+        other = JobPlan(600, 900, 0.005, 14 * 86_400, 1024, float(tau), 60)
+        assert expected_ett(other).ett_pct <= got.ett_pct + 1e-9
+
+
+def test_without_failures_the_best_interval_is_one_stretch() -> None:
+    from ettcore.planning.expected import JobPlan, best_interval
+
+    plan = JobPlan(
+        tts_s=600, ttr_s=900, failures_per_gpu_day=0.0, work_s=86_400, gpus=8, interval_s=1800, blocking_s=30
+    )
+    got = best_interval(plan)
+    assert got.interval_s == pytest.approx(86_400) and got.young_s is None
+    assert got.ett_pct == pytest.approx(100 * 86_400 / (600 + 86_400))

@@ -10,7 +10,8 @@ waits in the queue (re-queue: recovery, no productive time).  With the rules mad
 below 0.8 some seconds after the failure, and the EttFleetEttBelow alert must reach the webhook within
 ``ALERT_BOUND_S``: what sets it is the range (the ratio crosses 0.8 once a fifth of the range is bad, 6 s), one
 scrape (2 s) and one evaluation (2 s) interval, Alertmanager's group_wait (1 s), and slack for a loaded 2-core
-machine.  The measured delays are printed (``pytest -s``) and stated in docs/guides/alerts-and-money.md.
+machine.  A second test exports the SYNTHETIC crash-loop example once and waits for EttCrashLoop at the webhook.
+The measured delays are printed (``pytest -s``) and stated in docs/guides/alerts-and-money.md.
 
 Skips only where a package is absent (saying which); a stack that is installed and fails to start is a failure.
 """
@@ -125,3 +126,46 @@ def test_stack_series_and_the_ett_alert_through_alertmanager(replayed, capsys):
     assert wall == 4 * 60 * minute  # by hand: 4 GPUs, every second since 00:00 is wall time
     owner = query(prom, "ett_job_owner")
     assert [(s["metric"]["job_id"], s["metric"]["owner"]) for s in owner] == [("r", "ads")]
+
+
+CRASH_LOOP_BOUND_S = 30.0  # first export -> webhook: start-up scrapes, one evaluation, group_wait, loaded-machine slack
+
+
+def test_a_crash_loop_reaches_alertmanager(tmp_path, capsys):
+    """The crash-loop worked example of docs/metric.md (SYNTHETIC, tests/test_crash_loops.py) exported at 50 minutes,
+    while job ``poison`` is in its loop (2 restarts from cursor 100, its retry running): EttCrashLoop (rules made with
+    ``--for 0s``) reaches the webhook for poison with its owner, and for no other job; Prometheus holds the loop's
+    2 restarts and the fleet's 9600 GPU-seconds of crash-loop restarts (8 GPUs x 2 x 10 minutes, by hand)."""
+    from test_cause_properties import _write
+    from test_crash_loops import MIN, B, worked_example
+
+    hook = Webhook()
+    rules = tmp_path / "rules.yml"
+    assert main(["export", "prometheus-rules", "--for", "0s", "--out", str(rules)]) == 0
+    state = tmp_path / "mon"
+    (state / "textfile").mkdir(parents=True)
+    trace = _write(worked_example(), tmp_path / "trace")
+    as_of = str((B + 50 * MIN) / 1000)
+    assert (
+        main(["export", "prometheus", str(trace), "--as-of", as_of, "--out", str(state / "textfile" / "ett.prom")]) == 0
+    )
+    written = time.monotonic()
+    with stack(state, rules, hook) as ports:
+        prom = int(ports["PROMETHEUS_PORT"])
+        deadline = time.monotonic() + CRASH_LOOP_BOUND_S + ports["start_s"]
+        while not hook.firing("EttCrashLoop") and time.monotonic() < deadline:
+            time.sleep(0.3)
+        fired = hook.firing("EttCrashLoop")
+        assert fired, f"no EttCrashLoop at the webhook ({len(hook.got)} posts)"
+        with capsys.disabled():
+            print(
+                f"\n[monitoring] export -> EttCrashLoop at the webhook: {fired[0][0] - written:.1f} s (with start-up)"
+            )
+        assert {a["labels"]["job_id"] for _, a in fired} == {"poison"}
+        alert = fired[0][1]
+        assert (alert["labels"]["model"], alert["labels"]["owner"]) == ("m", "ads")
+        assert alert["annotations"]["runbook_url"].endswith("#crash-loop")
+        assert "is in a crash loop: 2 restarts" in alert["annotations"]["summary"]
+        held = {s["metric"]["job_id"]: float(s["value"][1]) for s in query(prom, "ett_job_crash_loop_restarts")}
+        assert held == {"poison": 2.0, "advancing": 0.0, "preempted": 0.0}
+        assert float(query(prom, "ett_fleet_crash_loop_gpu_seconds_total")[0]["value"][1]) == 9600.0

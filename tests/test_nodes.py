@@ -16,11 +16,14 @@ import json
 import math
 from pathlib import Path
 
+import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ettcore import cli
 from ettcore.errors import InputError
-from ettcore.metric.nodes import causes, node_report, poisson_p_value
+from ettcore.metric.nodes import NodeReport, causes, node_report, poisson_p_value
 from ettcore.trace import load_trace
 
 T0 = 1_800_000_000
@@ -60,6 +63,15 @@ def test_exposure_shares_and_test_by_hand(tmp_path):
     assert got["n1"]["p_value"] == pytest.approx(1 - math.exp(-7 / 11))
     assert got["n3"]["p_value"] == 1.0
     assert rep.threshold == pytest.approx(0.01 / 3) and rep.flagged == []
+    # concentration: n1 and n2 hold half the one shared interruption each, n3 none
+    assert rep.concentration(1) == pytest.approx(0.5) and rep.concentration(2) == pytest.approx(1.0)
+    assert rep.concentration(10) == pytest.approx(1.0)
+    lorenz = rep.lorenz()
+    assert lorenz["node"].to_list() == ["n3", "n1", "n2"]
+    assert lorenz["node_share"].to_list() == pytest.approx([1 / 3, 2 / 3, 1.0])
+    assert lorenz["interruption_share"].to_list() == pytest.approx([0.0, 0.5, 1.0])
+    with pytest.raises(InputError):
+        rep.concentration(0)
 
 
 def test_cause_derived_from_end_reason_without_the_column(tmp_path):
@@ -116,4 +128,39 @@ def test_cli_outputs(tmp_path, capsys):
     assert cli.main(["nodes", str(path)]) == 0
     out = capsys.readouterr().out
     assert "0 flagged node(s)" in out and "n3" in out
+    assert "Concentration: the 3 node(s) with the most hold 100.0% of the interruptions." in out
     assert cli.main(["nodes", str(path), "--alpha", "2"]) == 2
+    assert cli.main(["nodes", str(path), "--json", "--worst", "1"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["concentration"]["worst"] == 1 and doc["concentration"]["share"] == pytest.approx(0.5)
+    assert [p["node"] for p in doc["concentration"]["lorenz"]] == ["n3", "n1", "n2"]
+    assert cli.main(["nodes", str(path), "--worst", "0"]) == 2
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.0, 3.0, 7.5]), min_size=1, max_size=30), st.integers(1, 40))
+def test_concentration_and_lorenz_properties(counts, worst):
+    """On SYNTHETIC per-node counts: the worst k hold the k largest counts (a plain sort, written apart), at least
+    their proportional share, more as k grows; the Lorenz curve ends at 1 and is convex (fewest first)."""
+    nodes = pl.DataFrame(
+        {
+            "node": [f"n{i:02d}" for i in range(len(counts))],
+            "exposure_gpu_h": [1.0] * len(counts),
+            "interruptions": counts,
+            "flagged": [False] * len(counts),
+        }
+    )
+    rep = NodeReport(nodes, (), 0.01, 0.01, 0.0, 0, 0.0, 0)
+    total = sum(counts)
+    got = rep.concentration(worst)
+    if total == 0:
+        assert got is None and rep.lorenz().height == 0
+        return
+    want = sum(sorted(counts, reverse=True)[:worst]) / total
+    assert got == pytest.approx(want)
+    assert got >= min(worst, len(counts)) / len(counts) - 1e-12
+    assert rep.concentration(worst + 1) >= got - 1e-12
+    shares = rep.lorenz()["interruption_share"].to_list()
+    assert shares[-1] == pytest.approx(1.0)
+    steps = [b - a for a, b in zip([0.0, *shares], shares)]
+    assert all(y >= x - 1e-12 for x, y in zip(steps, steps[1:]))

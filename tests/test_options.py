@@ -6,6 +6,9 @@ is written here by hand, from what the issue asks of each command; the test runs
 to it.  The effects checked:
 
 - ``--mapping`` adds a component (``data_loading``): the answer's ``mapping.components`` (the export: its series);
+- ``--causes-file`` (Llama 3's Table 5 as a user's causes file): a trace whose failure names one of its causes
+  (``faulty_gpu``, category GPU) is refused without it and measured with it: ``summarize`` counts it by cause and by
+  category, ``nodes`` counts it against the node, the export writes its ``cause`` and ``category`` series;
 - ``--as-of``, ``--since``, ``--until``: the answer's ``as_of`` / ``window`` (the export: its timestamps);
 - ``--exclude``: the window's exclusions list what they took out (the export: the excluded GPU-seconds);
 - ``--skip-invalid``: a trace with one bad job is refused without it and measured with it;
@@ -29,7 +32,7 @@ import pytest
 
 from ettcore import cli
 from ettcore.cli import measure_options
-from ettcore.config import SAMPLE_TRACE
+from ettcore.config import PACKAGE_DIR, SAMPLE_TRACE
 from ettcore.engines.spark import spark_available
 
 COMMANDS = ("summarize", "trend", "stalls", "opportunities", "nodes", "export prometheus", "validate")
@@ -39,6 +42,7 @@ TABLE = {
     "engine":         "A A R A R R A",
     "spark_master":   "A A R A R R A",  # (with --engine spark; alone it is refused everywhere)
     "mapping":        "A A A A A A A",
+    "causes_file":    "A A A A A A A",  # (a store refuses it: it keeps the causes it was ingested with)
     "as_of":          "A A A A A A R",
     "since":          "A A A A A A R",
     "until":          "A A A A A A R",
@@ -52,10 +56,12 @@ TABLE = {
 }
 # fmt: on
 ON_A_STORE = {  # cells where a store differs from a trace
-    ("skip_invalid", c): "R" for c in COMMANDS
+    (option, c): "R" for option in ("skip_invalid", "causes_file") for c in COMMANDS
 } | {("engine", "validate"): "R", ("spark_master", "validate"): "R"}  # a store's problems are read from its file
+LLAMA3 = PACKAGE_DIR.parent / "data" / "reference" / "llama3-causes.yaml"  # a user's causes file (docs/causes.md)
 VALUES = {
     "mapping": "{dir}/mapping.yaml",
+    "causes_file": str(LLAMA3),
     "as_of": "2026-01-05T12:00:00Z",
     "since": "2026-01-05T02:00:00Z",
     "until": "2026-01-05T20:00:00Z",
@@ -100,9 +106,15 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
         f.write("worked-example-bad,1,2026-01-05T00:00:00Z,2026-01-05T01:00:00Z,exploded\n")
     with open(bad / "jobs.csv", "a") as f:
         f.write("worked-example-bad,ranker-a,8,ads\n")
+    user = d / "user-causes"  # the sample, its first failure caused by a faulty GPU (a cause of the Llama 3 file)
+    shutil.copytree(SAMPLE_TRACE, user)
+    rows = (user / "attempts.csv").read_text().splitlines()
+    rows = [f"{rows[0]},cause", *(f"{r},{'faulty_gpu' if k == 0 else ''}" for k, r in enumerate(rows[1:]))]
+    assert rows[1].endswith("failure,faulty_gpu"), rows[1]
+    (user / "attempts.csv").write_text("\n".join(rows) + "\n")
     s = d / "fleet.duckdb"
     assert cli.main(["ingest", str(s), str(SAMPLE_TRACE), "--parquet", str(d / "mirror")]) == 0
-    return {"dir": d, "trace": SAMPLE_TRACE, "store": s, "bad": bad}
+    return {"dir": d, "trace": SAMPLE_TRACE, "store": s, "bad": bad, "user_causes": user}
 
 
 def _run(capsys, command: str, where: Path, *extra: str) -> tuple[int, str, str]:
@@ -162,6 +174,8 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     value = VALUES.get(option, "").format(dir=inputs["dir"])
     if kind == "trace" and option == "skip_invalid":
         where = inputs["bad"]
+    if kind == "trace" and option == "causes_file":
+        where = inputs["user_causes"]
     if _expected(option, command, kind) == "R":  # the option alone
         alone = {"engine": [flag, "spark"], "skip_invalid": [flag]}.get(option, [flag, value or REFUSED_MASTER])
         rc, _, err = _run(capsys, command, where, *alone)
@@ -178,6 +192,9 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     if option == "skip_invalid":  # refused without it, measured with it
         rc, _, err = _run(capsys, command, where)
         assert rc == 2 and "exploded" in err, err
+    if option == "causes_file":  # refused without it (validate: the cause is its problem), measured with it
+        rc, out, err = _run(capsys, command, where)
+        assert rc == 2 and "faulty_gpu" in (out if command == "validate" else err), (out, err)
     if option == "memory_limit":  # a budget too small for anything: DuckDB runs out, said in one line
         rc, _, err = _run(capsys, command, where, flag, "1KB")
         _refused(rc, err, "memory")
@@ -204,6 +221,12 @@ def _json_effect(option: str, command: str, kind: str, doc: dict, master: str | 
         assert ex["reason"] == "maintenance" and ex["wall_gpu_h"] > 0
     elif option == "skip_invalid" and command != "validate":
         assert doc["input"]["path"].endswith("bad")
+    elif option == "causes_file" and command == "summarize":
+        assert doc["fleet"]["nof_by_cause"]["faulty_gpu"] == 1 and doc["fleet"]["nof_by_category"]["GPU"] == 1
+    elif option == "causes_file" and command == "nodes":
+        assert "faulty_gpu" in doc["causes"]  # a cause of the hardware group: counted against the node
+    elif option == "causes_file" and command == "validate":
+        assert doc["problems"] == []
     elif option in ("engine", "spark_master"):
         assert doc["input"]["engine"] == "spark" and doc["input"]["spark_master"] == master
     elif option == "gpu_hour_price":
@@ -217,6 +240,9 @@ def _json_effect(option: str, command: str, kind: str, doc: dict, master: str | 
 def _export_effect(option: str, text: str) -> None:
     if option == "mapping":
         assert 'component="data_loading"' in text
+    elif option == "causes_file":
+        assert 'ett_fleet_interruptions_by_cause{cause="faulty_gpu"} 1' in text
+        assert 'ett_fleet_interruptions_by_category{category="GPU"} 1' in text
     elif option == "as_of":
         assert "ett_as_of_timestamp_seconds 1767614400" in text
     elif option == "since":

@@ -358,15 +358,27 @@ def test_cli_summarize_and_trend_by_uri(spark_master, sample_parquet, capsys):
     assert got.keys() == duck.keys() and len(got["jobs"]) == 4
     for key in ("synthetic", "as_of", "accounting", "not_started_by_as_of"):
         assert got[key] == duck[key], key
-    for g, d in zip(got["jobs"] + [got["fleet"]], duck["jobs"] + [duck["fleet"]]):
+
+    def same(g: dict, d: dict) -> None:
         assert g.keys() == d.keys()
         for k, v in d.items():
             if k == "labels":  # the jobs table's labels, as read: equal
                 assert g[k] == v == {"team": v["team"]}, k
-            elif isinstance(v, (int, float, dict)) and not isinstance(v, bool):  # numbers, and flat dicts of numbers
+            elif isinstance(v, dict):  # flat dicts of numbers (a retry chain's outcome is text)
+                same(g[k], v)
+            elif isinstance(v, (int, float)) and not isinstance(v, bool):
                 assert g[k] == pytest.approx(v, rel=1e-9, abs=1e-9), k
             else:
                 assert g[k] == v, k
+
+    for g, d in zip(got["jobs"] + [got["fleet"]], duck["jobs"] + [duck["fleet"]]):
+        same(g, d)
+    assert got["restarts"].keys() == duck["restarts"].keys()
+    same(got["restarts"]["retry_chains"], duck["restarts"]["retry_chains"])
+    for key in ("crash_loops", "storms"):
+        assert len(got["restarts"][key]) == len(duck["restarts"][key]), key
+        for g, d in zip(got["restarts"][key], duck["restarts"][key]):
+            same(g, d)
 
     # trend with an explicit as-of: the same buckets, and the same "not measured" note on stderr
     as_of = ["--as-of", "2026-01-05T06:00:00Z", "--every", "day", "--csv"]

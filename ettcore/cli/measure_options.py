@@ -3,13 +3,13 @@
 Every measuring command (``summarize``, ``trend``, ``stalls``, ``opportunities``, ``nodes``, ``export prometheus``,
 ``validate``) takes the input argument and every option of :data:`OPTIONS` (:func:`add_measure_options`), each with
 the same meaning: the engine (``--engine``, ``--spark-master``), what to open and how (``--mapping``,
-``--skip-invalid``, ``--memory-limit``, ``--temp-directory``), which part of time to measure (``--as-of``,
-``--since``, ``--until``, ``--exclude``), what a GPU-hour costs (``--gpu-hour-price``, ``--currency``) and how much
-slower than its ideal pace a train span may run before it is slow (``--slow-tolerance``).  A command
+``--causes-file``, ``--skip-invalid``, ``--memory-limit``, ``--temp-directory``), which part of time to measure
+(``--as-of``, ``--since``, ``--until``, ``--exclude``), what a GPU-hour costs (``--gpu-hour-price``, ``--currency``)
+and how much slower than its ideal pace a train span may run before it is slow (``--slow-tolerance``).  A command
 for which an option means nothing refuses it with one line that says why, exit 2 (:func:`check_refusals`, called by
 :func:`ettcore.cli.main` before the command runs); the command's ``--help`` says the same.  What cannot be known from
-the command alone (a fleet store refuses ``--skip-invalid``; a URI read by Spark refuses ``--memory-limit``) is
-refused by the opener, with the same kind of line.
+the command alone (a fleet store refuses ``--skip-invalid`` and ``--causes-file``; a URI read by Spark refuses
+``--memory-limit``; Spark refuses ``--causes-file``) is refused by the opener, with the same kind of line.
 
 :func:`open_measured` opens the input with those options: a trace (folder or DuckDB file), a fleet store, a store's
 Parquet mirror or a URI (Spark), or a live recorder run folder (:func:`open_live`).
@@ -76,6 +76,12 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("--mapping", "phase/owner mapping file (YAML or JSON) extending the defaults", {"metavar": "FILE"}),
     Option(
+        "--causes-file",
+        "a user's causes file (YAML or JSON: causes, each with its group and an optional display category) adding "
+        "causes the trace's cause column may name (docs/causes.md); trace folders and DuckDB trace files on DuckDB",
+        {"metavar": "FILE"},
+    ),
+    Option(
         "--as-of",
         "analysis time: running jobs are measured up to T, later work is not known (ISO-8601, zone-less = UTC, "
         "or epoch seconds; default: the trace's latest instant, a store's latest snapshot)",
@@ -126,7 +132,17 @@ OPTIONS: tuple[Option, ...] = (
     ),
 )
 FLAG_OF = {o.dest: o.flag for o in OPTIONS}
-OPEN_OPTIONS = ("mapping", "as_of", "since", "until", "exclude", "skip_invalid", "memory_limit", "temp_directory")
+OPEN_OPTIONS = (
+    "mapping",
+    "causes_file",
+    "as_of",
+    "since",
+    "until",
+    "exclude",
+    "skip_invalid",
+    "memory_limit",
+    "temp_directory",
+)
 
 # Why a command refuses an option (the option's dest -> the reason), shared by the commands that refuse alike
 NO_MONEY = "it shows no money (summarize, opportunities and export prometheus do)"

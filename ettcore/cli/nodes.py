@@ -21,14 +21,16 @@ from ettcore.cli.output import (
     write_csv,
 )
 from ettcore.errors import InputError, Problem
-from ettcore.metric.nodes import CAUSES, DEFAULT_ALPHA, NODE_CAUSES, node_report
+from ettcore.metric.nodes import DEFAULT_ALPHA, NODE_CAUSES, node_report
 from ettcore.metric.slow import check_tolerance
 from ettcore.metric.slow_nodes import SlowNodeReport, slow_node_report
 from ettcore.planning.reliability import fit_trace, project
+from ettcore.vocabulary import VOCABULARY
 
 
-def _causes(text: str) -> tuple[str, ...]:
-    return tuple(c.strip() for c in text.split(",") if c.strip())
+def _causes(text: str | None) -> tuple[str, ...] | None:
+    """The causes ``--causes`` names; None (not given): the node causes of the trace's vocabulary."""
+    return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +45,11 @@ def run(args: argparse.Namespace) -> int:
         "gpu_h": rep.gpu_h,
         "attempts_without_nodes": rep.attempts_without_nodes,
         "flagged": rep.flagged,
+        "concentration": {
+            "worst": args.worst,
+            "share": rep.concentration(args.worst),
+            "lorenz": records(rep.lorenz()),
+        },
     }
     mttf = None
     if args.mttf_at is not None:
@@ -89,6 +96,11 @@ def run(args: argparse.Namespace) -> int:
         print(format_table(rep.nodes, rep.nodes.columns, digits=3))
         print()
         print(f"{len(rep.flagged)} flagged node(s){': ' + ', '.join(rep.flagged) if rep.flagged else ''}")
+        share = rep.concentration(args.worst)
+        print(
+            f"Concentration: the {args.worst} node(s) with the most hold "
+            + ("no interruption (none counted)." if share is None else f"{100 * share:.1f}% of the interruptions.")
+        )
         if mttf is not None:
             _print_mttf(fit, proj, args)
         if slow is not None:
@@ -158,9 +170,8 @@ def register(sub) -> None:
     add_measure_options(p, "nodes", refuse={**refusals_duckdb_only("ett nodes"), **refusals_no_money()})
     p.add_argument(
         "--causes",
-        default=",".join(NODE_CAUSES),
-        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}; "
-        f"known: {','.join(CAUSES)})",
+        help=f"interruption causes counted against a node, comma-separated (default: {','.join(NODE_CAUSES)}, and a "
+        f"--causes-file's causes of their groups; known: {','.join(VOCABULARY.cause_names)}, and a --causes-file's)",
     )
     p.add_argument(
         "--alpha",
@@ -174,6 +185,13 @@ def register(sub) -> None:
         help="also slow GPU-hours per node (time lost to train spans slower than the job's ideal pace) and the nodes "
         "whose share is improbable (one-sided Mann-Whitney test, Bonferroni at --alpha; docs/metric.md), spans judged "
         "with --slow-tolerance; with --csv, one row a node of these instead",
+    )
+    p.add_argument(
+        "--worst",
+        type=int,
+        default=3,
+        metavar="K",
+        help="concentration: the share of the counted interruptions on the K nodes with the most (default 3)",
     )
     m = p.add_argument_group("MTTF against size (ettcore.planning.reliability)")
     m.add_argument(

@@ -13,6 +13,7 @@ from ettcore.cli.measure_options import add_measure_options, open_measured, pric
 from ettcore.cli.output import envelope, format_table, print_head, records, write_answer
 from ettcore.errors import InputError, Problem
 from ettcore.metric import money
+from ettcore.planning import checkpoint_advice as advice
 from ettcore.planning.opportunities import (
     BY_CHOICES,
     lost_by_component,
@@ -53,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
         ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by, repeated=repeated)
     except ValueError as exc:
         raise InputError(Problem(str(args.trace), None, None, str(exc))) from None
+    checkpointing = advice.checkpoint_advice(trace)
+    plan = {"work_h": advice.WORK_H, "ttr_s": advice.TTR_S, "save_phase": advice.SAVE_PHASE}
     target = (
         {"kind": "cut", "fraction": args.cut}
         if args.cut is not None
@@ -64,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         if prices is not None:
             doc["money"] = prices.as_dict()
         doc["rows"] = records(ranked)
+        doc.update(checkpointing=records(checkpointing), checkpointing_plan=plan)
         write_answer(doc)
         return 0
     print_head(trace)
@@ -90,7 +94,32 @@ def run(args: argparse.Namespace) -> int:
         *(["lost_cost_per_day", "returned_cost_per_day"] if prices is not None else []),
     ]
     print(format_table(ranked, cols, digits=2))
+    _print_checkpointing(checkpointing)
     return 0
+
+
+def _print_checkpointing(checkpointing: pl.DataFrame) -> None:
+    print()
+    print(
+        f"Checkpoint interval that maximizes expected ETT%, per model and size (measured: interruptions per GPU-hour, "
+        f"{advice.SAVE_PHASE} blocking and today's interval; planned: {advice.WORK_H:g} h of training, "
+        f"{advice.TTR_S:g} s restart overhead; a model without an interruption takes the fleet's rate at its size):"
+    )
+    cols = [
+        "model",
+        "gpus",
+        "interruptions",
+        "held_gpu_h",
+        "rate_from",
+        "blocking_s",
+        "interval_s",
+        "today_ett_pct",
+        "best_interval_s",
+        "best_ett_pct",
+        "young_s",
+        "advice",
+    ]
+    print(format_table(checkpointing, cols, digits=2) if checkpointing.height else "no job")
 
 
 def _fraction(text: str) -> float:

@@ -28,13 +28,12 @@ import duckdb
 import polars as pl
 
 from ettcore import __version__, engines, metric
-from ettcore.causes import CAUSES
 from ettcore.cli import schemas
 from ettcore.cli.measure_options import input_kind
 from ettcore.phases import components_in
 from ettcore.trace.instants import iso
 from ettcore.trace.load import quote_ident
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 NOT_SHOWN = ("attempts", "t0", "t1")  # per-job columns JSON leaves out (t0 and t1 come last, as instants)
 
@@ -58,20 +57,22 @@ FLEET_KEYS = ("jobs", "ett_pct", "ett_mean_pct", "wall_gpu_h", "productive_gpu_h
 CAUSE_KEYS = ("nof_by_cause", "lost_s_by_cause")  # per job in summarize --json (every cause of the vocabulary)
 
 
-def with_cause_structs(jobs: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
-    """``jobs`` with ``nof_by_cause`` and ``lost_s_by_cause``: one field a cause (vocabulary order, 0 where none),
-    from :func:`ettcore.metric.job_causes`'s long rows."""
-    nof = [pl.lit(0, pl.Int64).alias(c) for c in CAUSES]
-    lost = [pl.lit(0.0, pl.Float64).alias(c) for c in CAUSES]
+def with_cause_structs(jobs: pl.DataFrame, long: pl.DataFrame, vocabulary: Vocabulary = VOCABULARY) -> pl.DataFrame:
+    """``jobs`` with ``nof_by_cause`` and ``lost_s_by_cause``: one field a cause of ``vocabulary`` (the trace's:
+    :func:`ettcore.metric.vocabulary_of`; its order, 0 where none), from :func:`ettcore.metric.job_causes`'s long
+    rows."""
+    causes = vocabulary.cause_names
+    nof = [pl.lit(0, pl.Int64).alias(c) for c in causes]
+    lost = [pl.lit(0.0, pl.Float64).alias(c) for c in causes]
     if long.height:
         wide_n = long.pivot(on="cause", index="job_id", values="nof")
         wide_l = long.pivot(on="cause", index="job_id", values="lost_s")
         nof = [
-            pl.col(c).fill_null(0).cast(pl.Int64).alias(c) if c in wide_n.columns else e for c, e in zip(CAUSES, nof)
+            pl.col(c).fill_null(0).cast(pl.Int64).alias(c) if c in wide_n.columns else e for c, e in zip(causes, nof)
         ]
         lost = [
             pl.col(c).fill_null(0.0).cast(pl.Float64).alias(c) if c in wide_l.columns else e
-            for c, e in zip(CAUSES, lost)
+            for c, e in zip(causes, lost)
         ]
         n = (
             jobs.select("job_id")
@@ -87,26 +88,17 @@ def with_cause_structs(jobs: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
     return jobs.with_columns(pl.struct(nof).alias("nof_by_cause"), pl.struct(lost).alias("lost_s_by_cause"))
 
 
-def cause_table(long: pl.DataFrame) -> pl.DataFrame:
-    """Every cause of the vocabulary, in its order, with NoF, lost seconds and lost GPU-hours (0 where none)."""
-    got = {r["cause"]: r for r in long.iter_rows(named=True)}
-    return pl.DataFrame(
-        [
-            (c, got.get(c, {}).get("nof", 0), got.get(c, {}).get("lost_s", 0.0), got.get(c, {}).get("lost_gpu_h", 0.0))
-            for c in CAUSES
-        ],
-        schema={"cause": pl.Utf8, "nof": pl.Int64, "lost_s": pl.Float64, "lost_gpu_h": pl.Float64},
-        orient="row",
-    )
-
-
-def cause_record(long: pl.DataFrame) -> dict:
-    """``nof_by_cause``, ``lost_s_by_cause`` and ``lost_gpu_h_by_cause`` of a fleet or group (every cause)."""
-    t = cause_table(long)
+def cause_record(long: pl.DataFrame, vocabulary: Vocabulary = VOCABULARY) -> dict:
+    """``nof_by_cause``, ``lost_s_by_cause`` and ``lost_gpu_h_by_cause`` of a fleet or group (every cause of
+    ``vocabulary``, the trace's), and ``nof_by_category`` (NoF by display category: a user's causes file's, else the
+    cause group's label; :func:`ettcore.metric.by_category`)."""
+    t = metric.every_cause(long, vocabulary)
+    c = metric.by_category(t)
     return {
         "nof_by_cause": dict(zip(t["cause"], t["nof"])),
         "lost_s_by_cause": dict(zip(t["cause"], t["lost_s"])),
         "lost_gpu_h_by_cause": dict(zip(t["cause"], t["lost_gpu_h"])),
+        "nof_by_category": dict(zip(c["category"], c["nof"])),
     }
 
 

@@ -8,9 +8,10 @@ rules match metric names and fixed label names only, and the annotations print l
 templates at evaluation time, so a hostile job id cannot break a rule (``tests/test_alert_rules.py`` runs them with
 one through ``promtool test rules``).
 
-The metrics are those of ``docs/prometheus.md`` (the slow-job rule reads ``ett_job_slow_seconds``, slow time counted
-after the fact); the hung-job rule reads the live hang detection's
-``ett_job_hung`` (built on the ``hangs`` branch); the stale-export rule reads node_exporter's
+The metrics are those of ``docs/prometheus.md``; the slow-job rule reads ``ett_job_slow_seconds`` (slow time counted
+after the fact); the crash-loop rule reads ``ett_job_crash_loop_restarts`` (the crash loop a job is in now,
+:func:`ettcore.metric.restarts.open_crash_loops`); the hung-job rule reads the live hang detection's ``ett_job_hung``
+(built on the ``hangs`` branch); the stale-export rule reads node_exporter's
 ``node_textfile_mtime_seconds``.
 """
 
@@ -98,6 +99,21 @@ THRESHOLDS: tuple[Threshold, ...] = (
         5.0,
         "interruptions of one interruption cause in the last hour that make a burst",
         _positive(1e6),
+    ),
+    Threshold(
+        "crash_loop_restarts",
+        2.0,
+        "restarts of the crash loop a job is in now (ett_job_crash_loop_restarts) from which it alerts",
+        _positive(1e6),
+    ),
+    Threshold(
+        "storm_interruptions",
+        5.0,
+        "interruptions across the fleet, of any cause, within --storm-window that make a restart storm",
+        _positive(1e6),
+    ),
+    Threshold(
+        "storm_window", "1h", "the window of a restart storm (increase() of the counters)", _duration(10, 86400), str
     ),
     Threshold(
         "pending_over",
@@ -211,6 +227,20 @@ def rules(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
             "{{ $value | humanize }} interruptions by {{ $labels.cause }} in the last hour "
             f"(a burst is {p['interruptions_per_hour']:g} or more)",
             "interruption-burst",
+        ),
+        rule(
+            "EttCrashLoop",
+            _owner(f"ett_job_crash_loop_restarts >= {p['crash_loop_restarts']:g}"),
+            f"{job_text} is in a crash loop: {{{{ $value }}}} restarts crashed again from the same checkpoint, no "
+            f"progress saved (an alert from {p['crash_loop_restarts']:g})",
+            "crash-loop",
+        ),
+        rule(
+            "EttRestartStorm",
+            f"sum(increase(ett_fleet_interruptions_total[{p['storm_window']}])) >= {p['storm_interruptions']:g}",
+            f"{{{{ $value | humanize }}}} interruptions across the fleet in the last {p['storm_window']} "
+            f"(a restart storm is {p['storm_interruptions']:g} or more, of any cause)",
+            "restart-storm",
         ),
         rule(
             "EttJobPendingTooLong",

@@ -21,6 +21,8 @@ family (``<level>`` = fleet/model)  value
 ``ett_<level>_l2_gpu_seconds``     GPU-seconds of lost time per L2 component (labels ``component``, ``owner``)
 ``ett_<level>_interruptions``      interruptions (NoF) by end reason (label ``end_reason``: failure, preemption)
 ``ett_<level>_interruptions_by_cause``  interruptions (NoF) by interruption cause (label ``cause``)
+``ett_<level>_interruptions_by_category``  interruptions (NoF) by the causes' display category (label ``category``:
+                                   a ``--causes-file``'s categories, else the cause groups' labels)
 ``ett_<level>_excluded_gpu_seconds``  GPU-seconds left out by exclusion windows
 =================================  ===========================================================================
 
@@ -28,15 +30,21 @@ Per job the same figures in the job's own seconds (``ett_job_wall_seconds``, ``e
 ``ett_job_excluded_seconds``), GPU-seconds for L2 (``ett_job_l2_gpu_seconds``), ``ett_job_effective_training_ratio``
 (NaN for a job with no measured wall time), ``ett_job_interruptions`` (label ``end_reason``), ``ett_job_gpus``,
 ``ett_job_info`` (1, with the job's ``status``) and stalls (``ett_job_stalls``, ``ett_job_stall_seconds``,
-``ett_job_longest_stall_seconds``) and slow time (``ett_job_slow_seconds``; for the fleet and each model
+``ett_job_longest_stall_seconds``), slow time (``ett_job_slow_seconds``; for the fleet and each model
 ``ett_<level>_slow_gpu_seconds`` and, for the whole trace, the counter ``ett_<level>_slow_gpu_seconds_total``; the
-tolerance in ``ett_export_slow_tolerance``).  About the export itself: ``ett_trace_info`` (1, labels ``trace`` and
-``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window, ``ett_window_start_timestamp_seconds`` /
-``ett_window_end_timestamp_seconds``.
+tolerance in ``ett_export_slow_tolerance``) and the crash loop it is in now (``ett_job_crash_loop_restarts``: the open
+loop's restarts, 0 without one; :func:`ettcore.metric.restarts.open_crash_loops`).  Crash loops of the fleet and of
+each model: ``ett_<level>_crash_loop_restarts`` and ``ett_<level>_crash_loop_gpu_seconds`` (the GPU-seconds their
+restarts held), with their ``_total`` counters.  Crash loops are found over the whole trace to the as-of time, so an
+export of a window (``--since``, ``--until``, ``--exclude``) writes none of these.  About the export itself:
+``ett_trace_info`` (1, labels ``trace`` and ``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window,
+``ett_window_start_timestamp_seconds`` / ``ett_window_end_timestamp_seconds``.
 
 One meaning a label: ``end_reason`` is how an attempt ended (the interrupting end reasons of
-``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``), and
-``bucket`` a Level 1 bucket; every label value list is the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`).
+``ettcore/defaults/vocabulary.yaml``), ``cause`` only the interruption cause (``ettcore/defaults/causes.yaml``, and a
+``--causes-file``'s), ``category`` a cause's display category, and ``bucket`` a Level 1 bucket; every label value list
+is the vocabulary's (:data:`ettcore.vocabulary.VOCABULARY`, with the causes file's causes: the trace's,
+:func:`ettcore.metric.vocabulary_of`).
 
 Label values are escaped as the format asks (backslash, double quote, line feed), so any job id, model or owner
 name is data and cannot end a label, a line or a series.  Names and label names are fixed here, never taken from
@@ -51,13 +59,12 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.metric import hangs, intervals, money, slow, stalls
+from ettcore.metric import hangs, intervals, money, restarts, slow, stalls
 from ettcore.trace.load import Trace
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 L1_BUCKETS = VOCABULARY.bucket_stems  # label ``bucket`` -> column stem of job_summary / group_summary
 END_REASONS = VOCABULARY.interruptions  # label ``end_reason`` (each counted in the column nof_<end reason>)
-CAUSES = VOCABULARY.cause_names  # label ``cause``: the interruption causes
 JOB_OWNER_COLUMNS = ("owner", "team", "user", "account")
 """The jobs table's columns that name who owns a job, first present wins (``ett_job_owner``; the alerts name it)."""
 
@@ -132,10 +139,11 @@ def _group_families(
     counters: bool = False,
     money_rows: dict[Any, dict] | None = None,
     currency: str = "USD",
+    vocabulary: Vocabulary = VOCABULARY,
 ) -> Iterator[str]:
     """The families of the fleet (``key`` None) or of one row a model, from group_summary rows (GPU-hours);
     ``counters``: the monotone ``_total`` families too; ``money_rows``: each row's money (``money.group_money``,
-    by the row's key; the fleet's under None)."""
+    by the row's key; the fleet's under None); ``vocabulary``: the trace's (its causes and their categories)."""
 
     def lab(r: dict, *more: tuple[str, Any]) -> str:
         return labels(([(key, r[key])] if key else []) + list(more))
@@ -162,14 +170,27 @@ def _group_families(
         f"GPU-seconds of lost (non-productive) time of {what} per Level-2 component and owner.",
         lost,
     )
-    nof_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in CAUSES]
-    lost_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in CAUSES]
+    causes = vocabulary.cause_names
+    nof_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[0]) for r in rows for c in causes]
+    lost_by_cause = [(lab(r, ("cause", c)), r["by_cause"].get(c, (0, 0.0))[1] * 3600) for r in rows for c in causes]
+    categories = list(dict.fromkeys(vocabulary.category_of[c] for c in causes))  # in the causes' order
+    nof_by_category = [
+        (lab(r, ("category", k)), sum(n for c, (n, _) in r["by_cause"].items() if vocabulary.category_of[c] == k))
+        for r in rows
+        for k in categories
+    ]
     yield from family(f"ett_{level}_interruptions", f"Interruptions (NoF) of {what} by end reason.", nof)
     yield from family(
         f"ett_{level}_interruptions_by_cause",
         f"Interruptions (NoF) of {what} by interruption cause (ettcore/defaults/causes.yaml; unknown: the source did"
         " not say).",
         nof_by_cause,
+    )
+    yield from family(
+        f"ett_{level}_interruptions_by_category",
+        f"Interruptions (NoF) of {what} by the display category of their causes (a causes file's categories, else the"
+        " cause groups' labels).",
+        nof_by_category,
     )
     yield from family(
         f"ett_{level}_lost_gpu_seconds_by_cause",
@@ -208,6 +229,11 @@ def _group_families(
             nof_by_cause,
         )
         yield from family(
+            f"ett_{level}_interruptions_by_category_total",
+            f"Interruptions (NoF) of {what} by the display category of their causes, cumulative.",
+            nof_by_category,
+        )
+        yield from family(
             f"ett_{level}_lost_gpu_seconds_by_cause_total",
             f"GPU-seconds of {what} lost to each interruption cause (its recoveries), cumulative.",
             lost_by_cause,
@@ -241,6 +267,44 @@ def _group_families(
                 f"Cost of the lost GPU time held by {what} per component and owner, cumulative.",
                 lost_cost,
                 digits=MONEY_DIGITS,
+            )
+
+
+def _crash_loop_families(loops: pl.DataFrame, models: list[Any]) -> Iterator[str]:
+    """The crash loops of the fleet and of each of ``models`` (:func:`ettcore.metric.restarts.crash_loops`' rows):
+    their restarts and the GPU-seconds those held, as gauges and as ``_total`` counters (cumulative: a loop only
+    grows as the trace does)."""
+    by_model = {
+        r["model"]: r
+        for r in loops.group_by("model").agg(pl.col("restarts").sum(), pl.col("gpu_h").sum()).iter_rows(named=True)
+    }
+    levels = (
+        ("fleet", "the fleet", [("", (int(loops["restarts"].sum()), float(loops["gpu_h"].sum())))]),
+        (
+            "model",
+            "each model",
+            [
+                (
+                    labels([("model", m)]),
+                    (int(by_model.get(m, {}).get("restarts", 0)), float(by_model.get(m, {}).get("gpu_h", 0.0))),
+                )
+                for m in models
+            ],
+        ),
+    )
+    for level, what, rows in levels:
+        for suffix, kind in (("", "now"), ("_total", "cumulative")):
+            yield from family(
+                f"ett_{level}_crash_loop_restarts{suffix}",
+                f"Restarts of {what} in crash loops (crashed again from the same resume point, no progress saved), "
+                f"{'over the trace to the as-of time' if kind == 'now' else 'cumulative'}.",
+                [(lab, v[0]) for lab, v in rows],
+            )
+            yield from family(
+                f"ett_{level}_crash_loop_gpu_seconds{suffix}",
+                f"GPU-seconds {what} held in the restarts of its crash loops (they went nowhere), "
+                f"{'over the trace to the as-of time' if kind == 'now' else 'cumulative'}.",
+                [(lab, v[1] * 3600) for lab, v in rows],
             )
 
 
@@ -305,6 +369,7 @@ def exposition(
     time (:func:`slow_families`; None: the default).  ``live``: the thresholds of :func:`live_families` (the running
     jobs' hung and slow gauges)."""
     owners = _owners(trace)
+    vocabulary = metric.vocabulary_of(trace)  # a --causes-file adds causes (and categories) to the package's
     fleet = metric.fleet_summary(trace)
     models = metric.fleet_summary(trace, by="model")
     counters = trace.window.whole
@@ -359,6 +424,7 @@ def exposition(
             counters,
             fleet_money,
             cur,
+            vocabulary,
         )
         yield from _group_families(
             "model",
@@ -368,7 +434,12 @@ def exposition(
             counters,
             model_money,
             cur,
+            vocabulary,
         )
+    loops = restarts.crash_loops(trace) if counters else None  # found over the whole trace: no window cuts them
+    if loops is not None and fleet.height:
+        models_seen = [r["model"] for r in models.iter_rows(named=True)]
+        yield from _crash_loop_families(loops, models_seen)
 
     rows = list(
         jobs.join(
@@ -438,6 +509,15 @@ def exposition(
     yield from per_job(
         "ett_job_longest_stall_seconds", "Seconds of the job's longest stall.", lambda r, e: r["longest_stall_s"] or 0.0
     )
+    if loops is not None:
+        now = restarts.open_crash_loops(trace, loops)
+        open_restarts = dict(zip(now["job_id"], now["restarts"]))
+        yield from per_job(
+            "ett_job_crash_loop_restarts",
+            "Restarts of the crash loop the job is in now: crashed again from the same resume point, its last crash "
+            "the job's last ended attempt (0 without one; docs/metric.md, Crash loops).",
+            lambda r, e: open_restarts.get(r["job_id"], 0),
+        )
     running = [r["job_id"] for r in rows if r["status"] == "running"]
     spells = current_spells(trace, running)
 

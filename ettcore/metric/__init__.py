@@ -42,7 +42,7 @@ from ettcore.trace import span_store, window
 from ettcore.trace.instants import DAY_MS, HOUR_MS, parse_duration
 from ettcore.trace.load import Attribution, Trace, damaged_file, quote_ident, relation_kind
 from ettcore.trace.queries import sql
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 TREND_BUCKETS = ("hour", "day", "week", "month")
 ROLLING_BUCKETS = {"hour": HOUR_MS, "day": DAY_MS}  # buckets a trailing window can roll over (fixed length)
@@ -484,14 +484,43 @@ def cause_summary(trace: Any, by: str | None = None) -> pl.DataFrame:
     return name_groups(e.run("metric/group_cause_time"), by)
 
 
-def cause_table(trace: Any) -> pl.DataFrame:
-    """The fleet's :func:`cause_summary` over every cause of the vocabulary, in report order: ``cause, group, nof,
-    lost_s, lost_gpu_h`` (zero for a cause without interruptions)."""
-    got = cause_summary(trace).select("cause", "nof", "lost_s", "lost_gpu_h")
-    every = pl.DataFrame({"cause": list(VOCABULARY.cause_names), "group": [c.group for c in VOCABULARY.causes]})
-    return every.join(got, on="cause", how="left", maintain_order="left").with_columns(
-        pl.col("nof").fill_null(0), pl.col("lost_s").fill_null(0.0), pl.col("lost_gpu_h").fill_null(0.0)
+def vocabulary_of(trace: Any) -> Vocabulary:
+    """The vocabulary ``trace`` is read with (a user's causes file adds to the package's), on either engine."""
+    found = getattr(trace, "vocabulary", None) or getattr(getattr(trace, "trace", None), "vocabulary", None)
+    return found if isinstance(found, Vocabulary) else VOCABULARY
+
+
+def every_cause(long: pl.DataFrame, vocabulary: Vocabulary = VOCABULARY) -> pl.DataFrame:
+    """Every cause of ``vocabulary``, in report order, with the NoF, lost seconds and lost GPU-hours of ``long``
+    (:func:`cause_summary`'s rows of one fleet or group; zero for a cause without interruptions): ``cause, group,
+    category, nof, lost_s, lost_gpu_h`` (``category``: a user's causes file's display category, else the group's
+    label)."""
+    got = long.select("cause", "nof", "lost_s", "lost_gpu_h")
+    every = pl.DataFrame(
+        {
+            "cause": list(vocabulary.cause_names),
+            "group": [c.group for c in vocabulary.causes],
+            "category": [vocabulary.category_of[c] for c in vocabulary.cause_names],
+        }
     )
+    return every.join(got, on="cause", how="left", maintain_order="left").with_columns(
+        pl.col("nof").fill_null(0).cast(pl.Int64),
+        pl.col("lost_s").fill_null(0.0).cast(pl.Float64),
+        pl.col("lost_gpu_h").fill_null(0.0).cast(pl.Float64),
+    )
+
+
+def by_category(causes: pl.DataFrame) -> pl.DataFrame:
+    """:func:`every_cause`'s rows summed by display category, in the order the categories first appear:
+    ``category, nof, lost_s, lost_gpu_h``."""
+    return causes.group_by("category", maintain_order=True).agg(
+        pl.col("nof").sum(), pl.col("lost_s").sum(), pl.col("lost_gpu_h").sum()
+    )
+
+
+def cause_table(trace: Any) -> pl.DataFrame:
+    """The fleet's :func:`cause_summary` over every cause of the trace's vocabulary (:func:`every_cause`)."""
+    return every_cause(cause_summary(trace), vocabulary_of(trace))
 
 
 def l2_matrix(trace: Any) -> pl.DataFrame:

@@ -8,9 +8,9 @@ Reads the attempts' optional ``nodes`` column (a Slurm host list, :mod:`ettcore.
   exclusion windows), so the nodes' exposures add up to the fleet's GPU-hours on listed nodes.
 - **Interruptions** of a node: the measured interruptions whose cause is in ``causes`` (default
   :data:`NODE_CAUSES`: the causes of the groups the vocabulary counts against a node (``node: true`` in
-  ``ettcore/defaults/causes.yaml``): every cause but preemption, a user or application error and a time limit, which
-  are not the node's doing), each shared ``1 / k`` across the ``k`` nodes of its attempt.  ``rate_per_1k_gpu_h`` is
-  ``1000 x interruptions / exposure_gpu_h``.
+  ``ettcore/defaults/causes.yaml``; with a user's causes file, its causes of those groups too): every cause but
+  preemption, a user or application error and a time limit, which are not the node's doing), each shared ``1 / k``
+  across the ``k`` nodes of its attempt.  ``rate_per_1k_gpu_h`` is ``1000 x interruptions / exposure_gpu_h``.
 - **The test**: under the null hypothesis every node fails at the fleet's rate per GPU-hour,
   ``r = (counted interruptions) / (GPU-hours of the attempts on listed nodes)``.  An attempt's interruptions are
   then Poisson with mean ``r x`` its GPU-hours, and so is ``involved``, the count of counted interruptions of the
@@ -20,6 +20,10 @@ Reads the attempts' optional ``nodes`` column (a Slurm host list, :mod:`ettcore.
   ``m`` nodes with exposure), so the chance of flagging any node of a fleet without a bad one is at most ``alpha``
   (default 0.01).  A node of a multi-node run that failed shares that failure's ``involved`` with its neighbours;
   a lemon is told from them by its other failures.
+
+- **Concentration**: the share of the node-attributed interruptions (shared as above) on the ``k`` nodes with the
+  most (:meth:`NodeReport.concentration`), and their Lorenz curve over the nodes with exposure
+  (:meth:`NodeReport.lorenz`): failures piled on a handful of nodes, beside the test's flags.
 
 The queries are ``ettcore/sql/metric/attempt_causes.sql`` and ``node_exposure.sql``.
 """
@@ -31,7 +35,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from ettcore import metric
-from ettcore.causes import CAUSES
 from ettcore.errors import InputError, Problem
 from ettcore.trace.hostlist import expand_field, no_nodes
 from ettcore.trace.load import Trace, quote_ident, relation_kind
@@ -77,18 +80,20 @@ def register_given(trace: Trace) -> None:
 def register_causes(trace: Trace) -> None:
     """The view ``attempt_causes`` (``attempt_causes.sql``): every measured interruption with its cause, the
     attempt's ``cause`` where given, else derived from its end reason (preemption -> preemption, failure ->
-    unknown).  A given cause outside :data:`CAUSES` is an input error naming file, row and ``cause``."""
+    unknown).  A given cause outside the trace's vocabulary (:func:`ettcore.metric.vocabulary_of`: the package's and
+    a user's causes file's) is an input error naming file, row and ``cause``."""
     metric.prepare(trace)
     register_given(trace)
+    known = metric.vocabulary_of(trace).cause_names
     bad = trace.con.execute(
         "SELECT _file, _row, cause FROM attempt_given WHERE nullif(lower(trim(cause)), '') IS NOT NULL "
         "AND NOT list_contains($c, lower(trim(cause))) ORDER BY _file, _row LIMIT 50",
-        {"c": list(CAUSES)},
+        {"c": list(known)},
     ).fetchall()
     if bad:
         raise InputError(
             [
-                Problem(f, r, "cause", f"unknown cause {c!r}; known: {', '.join(CAUSES)}", table="attempts")
+                Problem(f, r, "cause", f"unknown cause {c!r}; known: {', '.join(known)}", table="attempts")
                 for f, r, c in bad
             ]
         )
@@ -97,17 +102,18 @@ def register_causes(trace: Trace) -> None:
 
 
 def causes(trace: Trace) -> pl.DataFrame:
-    """NoF by cause: ``cause, nof`` for every cause of :data:`CAUSES` (zero included), in its order."""
+    """NoF by cause: ``cause, nof`` for every cause of the trace's vocabulary (zero included), in its order."""
     register_causes(trace)
+    known = metric.vocabulary_of(trace).cause_names
     got = dict(trace.con.execute("SELECT cause, count(*) FROM attempt_causes GROUP BY cause").fetchall())
-    return pl.DataFrame({"cause": list(CAUSES), "nof": [int(got.get(c, 0)) for c in CAUSES]})
+    return pl.DataFrame({"cause": list(known), "nof": [int(got.get(c, 0)) for c in known]})
 
 
-def _check_causes(chosen: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = [c for c in chosen if c not in CAUSES]
+def _check_causes(chosen: tuple[str, ...], known: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = [c for c in chosen if c not in known]
     if unknown or not chosen:
         raise InputError(
-            Problem("--causes", None, "causes", f"unknown cause(s) {unknown or chosen!r}; known: {', '.join(CAUSES)}")
+            Problem("--causes", None, "causes", f"unknown cause(s) {unknown or chosen!r}; known: {', '.join(known)}")
         )
     return tuple(chosen)
 
@@ -159,6 +165,29 @@ class NodeReport:
     def flagged(self) -> list[str]:
         return self.nodes.filter(pl.col("flagged"))["node"].to_list()
 
+    def concentration(self, worst: int) -> float | None:
+        """The share (0-1) of the node-attributed interruptions (each shared ``1 / k`` across its attempt's ``k``
+        nodes) that fell on the ``worst`` nodes with the most; None when no node has one."""
+        if worst < 1:
+            raise InputError(Problem("--worst", None, "worst", f"at least one node, got {worst!r}"))
+        shares = self.nodes["interruptions"].sort(descending=True)
+        total = float(shares.sum())
+        return float(shares.head(worst).sum()) / total if total > 0 else None
+
+    def lorenz(self) -> pl.DataFrame:
+        """The Lorenz curve of the interruptions over the nodes with exposure: one row a node, fewest interruptions
+        first (then by name), ``node, node_share, interruption_share``: the cumulative shares (0-1) of the nodes
+        and of their interruptions up to it.  Empty when no node has an interruption."""
+        df = self.nodes.filter(pl.col("exposure_gpu_h") > 0).sort("interruptions", "node")
+        total = float(df["interruptions"].sum())
+        if total <= 0:
+            return pl.DataFrame(schema={"node": pl.String, "node_share": pl.Float64, "interruption_share": pl.Float64})
+        return df.select(
+            "node",
+            (pl.int_range(1, pl.len() + 1) / pl.len()).cast(pl.Float64).alias("node_share"),
+            (pl.col("interruptions").cum_sum() / total).alias("interruption_share"),
+        )
+
 
 def poisson_p_value(observed: int, expected: float) -> float:
     """One-sided ``P(Poisson(expected) >= observed)`` (1 for ``observed == 0``)."""
@@ -171,9 +200,11 @@ def poisson_p_value(observed: int, expected: float) -> float:
     return float(stats.poisson.sf(observed - 1, expected))
 
 
-def node_report(trace: Trace, causes: tuple[str, ...] = NODE_CAUSES, alpha: float = DEFAULT_ALPHA) -> NodeReport:
-    """Interruptions per node per GPU-hour and the flagged nodes (module doc)."""
-    chosen = _check_causes(tuple(causes))
+def node_report(trace: Trace, causes: tuple[str, ...] | None = None, alpha: float = DEFAULT_ALPHA) -> NodeReport:
+    """Interruptions per node per GPU-hour and the flagged nodes (module doc); ``causes`` default: the node causes
+    of the trace's vocabulary (:data:`NODE_CAUSES`, with a user's causes file's causes of the node groups)."""
+    vocabulary = metric.vocabulary_of(trace)
+    chosen = _check_causes(vocabulary.node_causes if causes is None else tuple(causes), vocabulary.cause_names)
     if not (0 < alpha < 1):
         raise InputError(Problem("--alpha", None, "alpha", f"must be in (0, 1), got {alpha!r}"))
     register_causes(trace)

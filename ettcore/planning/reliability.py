@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.metric.nodes import SYSTEM_CAUSES, register_causes
 from ettcore.planning.expected import JobPlan, expected_ett, simulate_ett
@@ -79,9 +80,13 @@ def fit_failure_rate(failures: int, gpu_h: float, confidence: float = 0.95) -> F
     return FailureRate(int(failures), float(gpu_h), confidence, failures / gpu_h, lo, hi)
 
 
-def fit_trace(trace: Trace, confidence: float = 0.95, causes: tuple[str, ...] = SYSTEM_CAUSES) -> FailureRate:
-    """:func:`fit_failure_rate` on a trace: its measured interruptions of ``causes`` over its measured GPU-hours."""
+def fit_trace(trace: Trace, confidence: float = 0.95, causes: tuple[str, ...] | None = None) -> FailureRate:
+    """:func:`fit_failure_rate` on a trace: its measured interruptions of ``causes`` over its measured GPU-hours;
+    ``causes`` default: the MTTF causes of the trace's vocabulary (:data:`SYSTEM_CAUSES`, with a user's causes file's
+    causes of the MTTF groups)."""
     register_causes(trace)
+    if causes is None:
+        causes = metric.vocabulary_of(trace).mttf_causes
     n = trace.con.execute(
         "SELECT count(*) FROM attempt_causes WHERE list_contains($c, cause)", {"c": list(causes)}
     ).fetchall()[0][0]

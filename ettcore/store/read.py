@@ -89,6 +89,9 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     if opts.skip_invalid:
         why = "a fleet store holds only rows checked when they were ingested: give --skip-invalid to `ett ingest`"
         raise InputError(Problem("--skip-invalid", None, "skip_invalid", why))
+    if opts.causes_file is not None:
+        why = "a fleet store keeps the causes of the vocabulary it was ingested with; it reads no causes file"
+        raise InputError(Problem("--causes-file", None, "causes_file", why))
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), None, None, "store file does not exist"))

@@ -81,8 +81,9 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def key(files: list[tuple[str, Path]], phase_rows: list[tuple]) -> str | None:
-    """The content key of a trace: ``files`` are (table, file) of every file read; None when a file cannot be read."""
+def key(files: list[tuple[str, Path]], phase_rows: list[tuple], vocabulary: str = VOCABULARY.digest) -> str | None:
+    """The content key of a trace: ``files`` are (table, file) of every file read, ``vocabulary`` the digest of the
+    vocabulary it is read with (a user's causes file changes it); None when a file cannot be read."""
     try:
         ordered = sorted((t, str(Path(f).resolve())) for t, f in files)
         with ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1))) as pool:
@@ -97,6 +98,7 @@ def key(files: list[tuple[str, Path]], phase_rows: list[tuple]) -> str | None:
                 "format": FORMAT,
                 "code": _code_digest(),
                 "phases": [list(map(str, r)) for r in phase_rows],
+                "vocabulary": vocabulary,
                 "files": [[t, f, n, d] for (t, f), n, d in zip(ordered, sizes, digests)],
             }
         ).encode()

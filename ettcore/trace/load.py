@@ -54,7 +54,7 @@ from ettcore.trace.instants import parse_instant
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
-from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY
+from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY, Vocabulary
 
 TABLES = VOCABULARY.tables
 REQUIRED_TABLES = ("attempts", "spans")
@@ -218,6 +218,8 @@ class CheckedTrace:
     metadata: dict = field(default_factory=dict)
     latest_ms: int | None = None  # the trace's latest instant (the default as-of), once computed
     spark_trace: Any = field(default=None, repr=False)  # the trace opened on Spark (ettcore.engines), once opened
+    # the vocabulary the trace is read with: the package's, or with a user's causes file (load_trace(causes_file=))
+    vocabulary: Vocabulary = field(default=VOCABULARY, repr=False)
 
     @property
     def synthetic(self) -> bool:
@@ -653,7 +655,7 @@ def apply_limits(
         ) from None
 
 
-def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> None:
+def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, vocabulary: Vocabulary = VOCABULARY) -> None:
     rows = phase_map.rows()
     df = pl.DataFrame(
         {
@@ -666,15 +668,15 @@ def _register_phases(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap) -> Non
     ).with_columns((pl.col("phase") == "train").alias("is_train"))
     con.register("_arrow_phases", df.to_arrow())
     con.execute("CREATE OR REPLACE TEMP TABLE ett_phases AS SELECT * FROM _arrow_phases")
-    register_causes(con)
+    register_causes(con, vocabulary)
 
 
-def register_causes(con: duckdb.DuckDBPyConnection) -> None:
+def register_causes(con: duckdb.DuckDBPyConnection, vocabulary: Vocabulary = VOCABULARY) -> None:
     """The small table ``ett_causes``: the vocabulary's causes with ids, groups and the end reason each cause is
     derived from (:attr:`ettcore.vocabulary.Vocabulary.cause_rows`); the metric's SQL joins it (a trace and a store
     alike)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE ett_causes ({CAUSE_TABLE_COLUMNS})")
-    con.executemany("INSERT INTO ett_causes VALUES (?, ?, ?, ?)", list(VOCABULARY.cause_rows))
+    con.executemany("INSERT INTO ett_causes VALUES (?, ?, ?, ?, ?)", list(vocabulary.cause_rows))
 
 
 def _default_as_of(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -787,6 +789,7 @@ def load_trace(
     since: str | int | float | None = None,
     until: str | int | float | None = None,
     exclude: Any = None,
+    causes_file: str | Path | None = None,
 ) -> Trace:
     """Open a trace, check it, and prepare the views the metric reads.
 
@@ -798,17 +801,19 @@ def load_trace(
     DuckDB spills to ``temp_directory``.
     ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
     :class:`~ettcore.trace.window.Exclusion`) set the measured part of time (:mod:`ettcore.trace.window`); the default
-    measures every instant.
+    measures every instant.  ``causes_file``: a user's causes file (:func:`ettcore.vocabulary.read_causes_file`)
+    whose causes the trace's ``cause`` column may name, beside the vocabulary's.
     """
     path = Path(path)
     phase_map = load_phase_map(mapping)
+    vocabulary = VOCABULARY if causes_file is None else VOCABULARY.with_causes(causes_file)
     as_of_ms = parse_as_of(as_of)
     window = make_window(since, until, exclude)
     sources = discover(path)
     # hashed before anything reads the files (a CSV is read whole just below): a file rewritten between this hash and
     # the one after the checks is never kept as clean, whichever content the checks saw
     read_files = [(src.table, f) for src in sources for f in src.files]
-    key = check_cache.key(read_files, phase_map.rows()) if check_cache.enabled() else None
+    key = check_cache.key(read_files, phase_map.rows(), vocabulary.digest) if check_cache.enabled() else None
     con = _connect(sources, memory_limit, temp_directory)
     present = set()
     column_problems: list[Problem] = []
@@ -826,7 +831,7 @@ def load_trace(
         got = _register_typed(con, table, table in present, phase_map.all_components)
         if table == "jobs":
             labels = got
-    _register_phases(con, phase_map)
+    _register_phases(con, phase_map, vocabulary)
     metadata = {}
     meta_file = path / "trace.json" if path.is_dir() else None
     if meta_file is not None and meta_file.is_file():
@@ -847,12 +852,13 @@ def load_trace(
         sources=sources,
         temp_directory=None if temp_directory is None else Path(temp_directory),
         window=window,
+        vocabulary=vocabulary,
     )
     known = check_cache.lookup(key)
     if known is not None and any(src.kind in ("csv", "jsonl") for src in sources):
         # text tables were read whole above: the verdict stands for them only if they still hold what was hashed
         # (a file rewritten between the hash and the read, as a live trace's may be, is checked as new content)
-        known = known if check_cache.key(read_files, phase_map.rows()) == key else None
+        known = known if check_cache.key(read_files, phase_map.rows(), vocabulary.digest) == key else None
     try:
         if known is not None:  # this very content passed every check before
             checks.register_no_findings(con)
@@ -874,7 +880,7 @@ def load_trace(
         known is None
         and key is not None
         and not trace.problems
-        and check_cache.key(read_files, phase_map.rows()) == key
+        and check_cache.key(read_files, phase_map.rows(), vocabulary.digest) == key
     ):
         # kept only if the files still hold what was hashed before the checks read them
         check_cache.store(key, trace.accounting, trace.latest_ms)

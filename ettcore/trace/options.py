@@ -1,10 +1,10 @@
 """How a trace or a fleet store is opened and which part of its time is measured: one definition.
 
-:class:`TraceOptions` holds what every measuring ``ett`` command takes (``--mapping``, ``--as-of``, ``--since``,
-``--until``, ``--exclude``, ``--skip-invalid``, ``--memory-limit``, ``--temp-directory``) and what every opener reads
-(:func:`ettcore.trace.load.load_trace`, :func:`ettcore.engines.open_trace`, :func:`ettcore.store.open_store`), by the
-same names.  An opener that cannot honour one says so (an :class:`~ettcore.errors.InputError` naming the flag); none
-ignores one.
+:class:`TraceOptions` holds what every measuring ``ett`` command takes (``--mapping``, ``--causes-file``,
+``--as-of``, ``--since``, ``--until``, ``--exclude``, ``--skip-invalid``, ``--memory-limit``, ``--temp-directory``)
+and what every opener reads (:func:`ettcore.trace.load.load_trace`, :func:`ettcore.engines.open_trace`,
+:func:`ettcore.store.open_store`), by the same names.  An opener that cannot honour one says so (an
+:class:`~ettcore.errors.InputError` naming the flag); none ignores one.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ class TraceOptions:
     """The options that open and cut a trace or a store (all optional)."""
 
     mapping: str | Path | None = None  # phase/owner mapping file extending the defaults (ettcore.phases)
+    causes_file: str | Path | None = None  # a user's causes file extending the vocabulary's (ettcore.vocabulary)
     as_of: Any = None  # analysis time for running jobs (ISO-8601 or epoch seconds); default: the trace's latest
     since: Any = None  # measure from this instant on (the window is [since, until))
     until: Any = None  # measure before this instant

@@ -1,0 +1,199 @@
+"""Causes users own: a user's causes file adds causes to the vocabulary (``ettcore.vocabulary.read_causes_file``),
+each in one of the vocabulary's groups (which decide what ``ett nodes``, the MTTF fit and crash loops count) with a
+display category of the user's.  Llama 3's Table 5 (``data/reference/llama3-table5.csv``) written as such a file
+(``data/reference/llama3-causes.yaml``) is read back with its groups and categories; a bad file is refused with one
+line naming the file, the entry and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from ettcore.config import PACKAGE_DIR
+from ettcore.errors import InputError
+from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
+
+DATA = PACKAGE_DIR.parent / "data" / "reference"
+LLAMA3 = DATA / "llama3-causes.yaml"
+
+
+def table5() -> list[dict]:
+    """Llama 3's Table 5 as transcribed (component, category, count, cause)."""
+    with open(DATA / "llama3-table5.csv", newline="", encoding="utf-8") as f:
+        return [{**r, "count": int(r["count"])} for r in csv.DictReader(f)]
+
+
+def test_llama3_table5_as_a_causes_file():
+    rows = table5()
+    assert sum(r["count"] for r in rows) == 419  # the paper's unexpected interruptions
+    v = VOCABULARY.with_causes(LLAMA3)
+    added = [r["cause"] for r in rows]
+    # the user's causes after the vocabulary's own, unknown last
+    assert v.cause_names == (*[c for c in VOCABULARY.cause_names if c != UNKNOWN_CAUSE], *added, UNKNOWN_CAUSE)
+    assert {c: v.category_of[c] for c in added} == {r["cause"]: r["category"] for r in rows}
+    assert v.category_of["node_failure"] == VOCABULARY.group("system").label  # a cause of the defaults: its group's
+    assert v.group_of["faulty_gpu"] == "hardware" and v.group_of["software_bug"] == "user"
+    # the groups decide: GPU and host components count against the node and in the MTTF fit, a software bug neither
+    assert "faulty_gpu" in v.node_causes and "faulty_gpu" in v.mttf_causes and "software_bug" not in v.node_causes
+    assert "nccl_watchdog_timeout" in v.node_causes and "nccl_watchdog_timeout" not in v.mttf_causes
+    assert set(added) <= set(v.crash_causes)
+    assert v.cause_colors["faulty_gpu"] == VOCABULARY.group("hardware").color  # no colour given: its group's
+    assert v.digest != VOCABULARY.digest and VOCABULARY.with_causes(LLAMA3).digest == v.digest
+    ids = [r[0] for r in v.cause_rows]
+    assert ids == list(range(1, len(v.causes) + 1))
+
+
+def _file(tmp_path: Path, causes) -> Path:
+    p = tmp_path / "causes.yaml"
+    p.write_text(yaml.safe_dump({"causes": causes}), encoding="utf-8")
+    return p
+
+
+@pytest.mark.parametrize(
+    "causes, row, field, words",
+    [
+        ([{"cause": "gpu", "group": "fabric"}], 1, "group", "unknown group 'fabric'"),
+        ([{"cause": "gpu", "group": "hardware"}, {"cause": "gpu", "group": "system"}], 2, "cause", "named twice"),
+        ([{"cause": "hardware", "group": "hardware"}], 1, "cause", "named twice"),  # a cause of the vocabulary
+        ([{"cause": "Faulty GPU", "group": "hardware"}], 1, "cause", "is not a name"),
+        ([{"cause": "gpu", "group": "hardware", "color": "red"}], 1, "color", "#rrggbb"),
+        ([{"cause": "gpu", "group": "hardware", "owner": "x"}], 1, "owner", "unknown field"),
+        ([{"cause": "gpu"}], 1, "group", "missing field"),
+        ([{"cause": "gpu", "group": "hardware", "category": 3}], 1, "category", "expected str"),
+        ([], None, "causes", "non-empty list"),
+    ],
+)
+def test_a_bad_causes_file_is_one_line(tmp_path, causes, row, field, words):
+    path = _file(tmp_path, causes)
+    with pytest.raises(InputError) as info:
+        VOCABULARY.with_causes(path)
+    (p,) = info.value.problems
+    assert (p.file, p.row, p.field) == (str(path), row, field)
+    assert words in p.message
+
+
+def test_an_unreadable_causes_file(tmp_path):
+    with pytest.raises(InputError) as info:
+        VOCABULARY.with_causes(tmp_path / "missing.yaml")
+    assert info.value.problems[0].file == str(tmp_path / "missing.yaml")
+
+
+def _llama3_trace(folder: Path) -> Path:
+    """The SYNTHETIC trace of Table 5 (``ettcore.synthetic.table5``): one job of 16,384 GPUs, 419 failures carrying
+    Table 5's causes as often as the table counts them, then a completed attempt."""
+    from ettcore.synthetic.table5 import write_table5_trace
+
+    return write_table5_trace(folder)
+
+
+def test_llama3_counts_come_back_by_cause_and_category(tmp_path, monkeypatch):
+    from ettcore import metric
+    from ettcore.trace import load_trace
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = _llama3_trace(tmp_path / "t")
+    t = load_trace(folder, causes_file=LLAMA3)
+    assert t.synthetic
+    got = metric.cause_table(t)
+    rows = table5()
+    by_cause = dict(zip(got["cause"], got["nof"]))
+    assert {r["cause"]: by_cause[r["cause"]] for r in rows} == {r["cause"]: r["count"] for r in rows}
+    assert sum(by_cause.values()) == 419  # nothing else: no preemption, no unknown
+    want_categories: dict[str, int] = {}
+    for r in rows:
+        want_categories[r["category"]] = want_categories.get(r["category"], 0) + r["count"]
+    by_category = {
+        r["category"]: r["nof"] for r in got.group_by("category").agg(pl.col("nof").sum()).iter_rows(named=True)
+    }
+    assert {k: v for k, v in by_category.items() if v} == want_categories
+    assert want_categories == {
+        "GPU": 268,
+        "Dependency": 56,
+        "Network": 35,
+        "Unplanned Maintenance": 32,
+        "Host": 21,
+        "Unknown": 7,
+    }
+    # the same files without the causes file: the checks refuse the first cause they do not know (the verdict kept
+    # for the causes file's vocabulary is not reused)
+    with pytest.raises(InputError) as info:
+        load_trace(folder)
+    assert {p.field for p in info.value.problems} == {"cause"}
+    assert "faulty_gpu" in info.value.problems[0].message
+
+
+def _want_by_category() -> dict[str, int]:
+    """Table 5's counts summed by its categories (from the transcribed CSV, not from ettcore)."""
+    want: dict[str, int] = {}
+    for r in table5():
+        want[r["category"]] = want.get(r["category"], 0) + r["count"]
+    return want
+
+
+def test_llama3_counts_come_back_in_ett_summarize_and_the_export(tmp_path, monkeypatch, capsys):
+    """``--causes-file`` on the measuring commands: the SYNTHETIC Llama 3 trace's 419 interruptions come back by
+    cause and by category in ``ett summarize`` (JSON and text) and in ``ett export prometheus``."""
+    from ettcore import cli
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = str(_llama3_trace(tmp_path / "t"))
+    rows, by_category = table5(), _want_by_category()
+
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["synthetic"] is True
+    fleet = doc["fleet"]
+    assert {r["cause"]: fleet["nof_by_cause"][r["cause"]] for r in rows} == {r["cause"]: r["count"] for r in rows}
+    assert sum(fleet["nof_by_cause"].values()) == fleet["nof"] == 419
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == by_category
+    (job,) = doc["jobs"]
+    assert job["nof_by_cause"]["faulty_gpu"] == 148 and job["nof_by_cause"]["system_memory"] == 2
+
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3)]) == 0
+    text = capsys.readouterr().out
+    assert "SYNTHETIC" in text
+    cause_rows = _table_after(text, "Interruptions by cause")
+    want = {r["cause"]: r["count"] for r in rows}
+    assert {r[0]: int(r[-3]) for r in cause_rows if r[0] in want} == want
+    assert cause_rows[[r[0] for r in cause_rows].index("faulty_gpu")][1] == "GPU"
+    category_rows = _table_after(text, "Interruptions by category")
+    got = {" ".join(r[:-3]): int(r[-3]) for r in category_rows}
+    assert {k: v for k, v in got.items() if v} == by_category
+
+    out = tmp_path / "ett.prom"
+    assert cli.main(["export", "prometheus", folder, "--causes-file", str(LLAMA3), "--out", str(out)]) == 0
+    lines = set(out.read_text().splitlines())
+    assert 'ett_trace_info{trace="' + folder + '",synthetic="true"} 1' in lines
+    for r in rows:
+        assert f'ett_fleet_interruptions_by_cause{{cause="{r["cause"]}"}} {r["count"]}' in lines
+    for category, n in by_category.items():
+        assert f'ett_fleet_interruptions_by_category{{category="{category}"}} {n}' in lines
+        assert f'ett_model_interruptions_by_category{{model="llama3-405b",category="{category}"}} {n}' in lines
+
+
+def _table_after(text: str, title: str) -> list[list[str]]:
+    """The rows (split on blanks) of the text table printed under the line starting with ``title``."""
+    lines = text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith(title)) + 3  # title, header, rule
+    rows = []
+    for ln in lines[start:]:
+        if not ln.strip():
+            break
+        rows.append(ln.split())
+    return rows
+
+
+def test_the_spark_engine_refuses_a_causes_file(tmp_path, capsys):
+    """Spark reads the vocabulary's causes only: refused in one line before any session starts."""
+    from ettcore import cli
+
+    folder = str(_llama3_trace(tmp_path / "t"))
+    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--engine", "spark"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--causes-file" in err[0] and "--engine duckdb" in err[0]
