@@ -35,6 +35,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_integration_lightning.py": ("framework",),
     "test_integration_torchrun.py": ("framework",),
     "test_live_hangs.py": ("framework",),
+    "test_slow_torchrun.py": ("framework",),
     "test_fuzz_importers.py": ("fuzz",),
     "test_fuzz_loaders.py": ("fuzz",),
     "test_store_faults.py": ("slow",),  # kills refreshes, compactions and removals at random instants (minutes)

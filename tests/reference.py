@@ -585,6 +585,15 @@ def _group_key(job: dict, by: str | None) -> Any:
     return job["labels"].get(by)
 
 
+def grouped_jobs(result: dict[str, Any], by: str | None) -> list[tuple[Any, list[dict]]]:
+    """:func:`reference_metrics`'s jobs by group (``by=None``: one group, the fleet), sorted by key (``None`` last,
+    else ``str`` of the key)."""
+    groups: dict[Any, list[dict]] = defaultdict(list)
+    for job in result["jobs"].values():
+        groups[_group_key(job, by)].append(job)
+    return [(key, groups[key]) for key in sorted(groups, key=lambda k: (k is None, str(k)))]
+
+
 def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[str, Any]]:
     """Fleet (``by=None``: one row) or per-group figures from :func:`reference_metrics`.
 
@@ -598,12 +607,8 @@ def reference_fleet(result: dict[str, Any], by: str | None = None) -> list[dict[
     exclusion windows left out (``excluded_gpu_h``).
     Rows are sorted by key (``str`` of the key).
     """
-    groups: dict[Any, list[dict]] = defaultdict(list)
-    for job in result["jobs"].values():
-        groups[_group_key(job, by)].append(job)
     rows = []
-    for key in sorted(groups, key=lambda k: (k is None, str(k))):
-        js = groups[key]
+    for key, js in grouped_jobs(result, by):
         wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
         prod_g = sum(j["gpus"] * j["productive_s"] for j in js)
         pcts = [j["ett_pct"] for j in js if j["ett_pct"] is not None]
@@ -971,6 +976,99 @@ def reference_live(
             "state": state,
         }
     return out
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` with linear interpolation between ranks (DuckDB's ``quantile_cont``)."""
+    xs = sorted(values)
+    pos = q * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (pos - lo) * (xs[hi] - xs[lo])
+
+
+def reference_slow(
+    jobs: list[dict] | None,
+    attempts: list[dict],
+    spans: list[dict],
+    as_of: int | None = None,
+    *,
+    tolerance: float = 0.25,
+    since: int | None = None,
+    until: int | None = None,
+    exclusions: Iterable[dict] = (),
+) -> dict[str, dict[str, Any]]:
+    """Slow time per listed job (docs/metric.md, "Slow time").
+
+    Advancing train spans: the job's (as-of clipped) train spans with ``end > start`` and ``cursor_end >
+    cursor_start``; in each attempt the first of them (by start, then end) is warm-up.  Ideal seconds per cursor
+    unit: the 10th percentile (linear interpolation) of ``seconds / advance`` over the advancing spans past warm-up,
+    when there are at least 5; else none, and no slow time.  A span past warm-up of ``d`` seconds advancing ``dc`` is
+    slow when ``d > (1 + tolerance) * dc * ideal``; its slow time is ``(d - dc * ideal) * (e - split) / (e - s)``
+    (:func:`replay_splits`: the new-data share), counted when positive and when its start lies in ``[since, until)``
+    and in no exclusion that applies to the job.  Returns ``{job_id: {"ideal" (s per unit or None), "slow":
+    [(start_ms, slow_s), ...], "slow_s", "slow_gpu_h", "ett_ideal_pct"}}`` for the jobs :func:`reference_metrics`
+    lists.
+    """
+    exclusions = list(exclusions)
+    res = reference_metrics(jobs, attempts, spans, as_of, since=since, until=until, exclusions=exclusions)
+    _, sps = clip_to_as_of(attempts, spans, res["as_of"], res["cut"])
+    rows = _job_rows(jobs)
+    out = {}
+    for job_id, m in res["jobs"].items():
+        trains = sorted(
+            (s for s in sps if s["job_id"] == job_id and s["phase"] == "train"), key=lambda s: (s["start"], s["end"])
+        )
+        share = {(s, e): (e - split) / (e - s) if e > s else 0.0 for s, split, e in replay_splits(trains)}
+        seen: set[Any] = set()
+        judged = []
+        for s in trains:
+            if s["end"] > s["start"] and s["cursor_end"] > s["cursor_start"]:
+                if s["attempt"] in seen:
+                    judged.append(s)
+                seen.add(s["attempt"])
+        rates = [((s["end"] - s["start"]) / 1000) / (s["cursor_end"] - s["cursor_start"]) for s in judged]
+        ideal = _quantile(rates, 0.1) if len(rates) >= 5 else None
+        excl = job_exclusions(job_id, rows.get(job_id), exclusions)
+        found = []
+        for s in judged if ideal is not None else []:
+            d = (s["end"] - s["start"]) / 1000
+            ideal_s = (s["cursor_end"] - s["cursor_start"]) * ideal
+            slow = (d - ideal_s) * share[(s["start"], s["end"])]
+            if d > (1 + tolerance) * ideal_s and slow > 0 and is_counted(s["start"], since, until, excl):
+                found.append((s["start"], slow))
+        slow_s = sum(v for _, v in found)
+        wall = m["wall"] if "wall" in m else m["wall_s"]
+        prod = m["productive"] if "productive" in m else m["productive_s"]
+        out[job_id] = {
+            "ideal": ideal,
+            "slow": found,
+            "slow_s": slow_s,
+            "slow_gpu_h": m["gpus"] * slow_s / 3600,
+            "ett_ideal_pct": 100 * max(0.0, prod - slow_s) / wall if wall > 0 else None,
+        }
+    return out
+
+
+def reference_group_slow(result: dict[str, Any], slow: dict[str, dict[str, Any]], by: str | None = None) -> list[dict]:
+    """Slow time per group (``by=None``: the fleet) of :func:`reference_metrics`'s jobs, from :func:`reference_slow`:
+    ``key, jobs, slow_spans, slow_gpu_h, ett_pct, ett_ideal_pct = 100 * sum(gpus * max(0, productive_s - slow_s)) /
+    sum(gpus * wall_s)``, sorted by key as :func:`reference_fleet`."""
+    rows = []
+    for key, js in grouped_jobs(result, by):
+        wall_g = sum(j["gpus"] * j["wall_s"] for j in js)
+        ideal_g = sum(j["gpus"] * max(0.0, j["productive_s"] - slow[j["job_id"]]["slow_s"]) for j in js)
+        rows.append(
+            {
+                "key": key,
+                "jobs": len(js),
+                "slow_spans": sum(len(slow[j["job_id"]]["slow"]) for j in js),
+                "slow_gpu_h": sum(slow[j["job_id"]]["slow_gpu_h"] for j in js),
+                "ett_pct": 100 * sum(j["gpus"] * j["productive_s"] for j in js) / wall_g if wall_g > 0 else None,
+                "ett_ideal_pct": 100 * ideal_g / wall_g if wall_g > 0 else None,
+            }
+        )
+    return rows
 
 
 def _clipped(attempts: list[dict], spans: list[dict], as_of: int | None) -> tuple[list[dict], list[dict]]:

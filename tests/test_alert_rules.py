@@ -288,6 +288,31 @@ TESTS = [
             },
         ],
     },
+    {  # slow time growing 30 s a minute passes 1h at 121m and alerts from 126m; 10 s a minute stays silent
+        "interval": "1m",
+        "input_series": [
+            series("ett_job_slow_seconds", "0+30x150", job_id="s", model="m"),
+            series("ett_job_owner", "1x150", job_id="s", model="m", owner="ads"),
+            series("ett_job_slow_seconds", "0+10x150", job_id="ok", model="m"),
+            series("ett_job_owner", "1x150", job_id="ok", model="m", owner="feed"),
+        ],
+        "alert_rule_test": [
+            {"eval_time": "124m", "alertname": "EttJobSlowTooLong", "exp_alerts": []},
+            {
+                "eval_time": "130m",
+                "alertname": "EttJobSlowTooLong",
+                "exp_alerts": [
+                    alert(
+                        "EttJobSlowTooLong",
+                        {"job_id": "s", "model": "m", "owner": "ads"},
+                        "job s (model m, owner ads) has lost 1h 5m 0s to steps slower than its ideal pace "
+                        "(slow time over 1h)",
+                        "job-slow",
+                    )
+                ],
+            },
+        ],
+    },
     {  # no export file at all (never written, or deleted) is stale too
         "interval": "1m",
         "input_series": [series("node_textfile_mtime_seconds", "0+60x40", file="/t/other.prom")],
@@ -326,13 +351,13 @@ def test_shipped_rules_are_the_defaults(capsys):
     for r in yaml.safe_load(SHIPPED.read_text())["groups"][0]["rules"]:
         section = r["annotations"]["runbook_url"].split("#", 1)[1]
         assert f'<a id="{section}"></a>' in runbook, section  # every link has its section
-    assert set(names) == set(alert_rules.RULE_NAMES) and len(names) == 9
+    assert set(names) == set(alert_rules.RULE_NAMES) and len(names) == 10
 
 
 @needs_promtool
 def test_promtool_check_rules_passes():
     res = subprocess.run([PROMTOOL, "check", "rules", str(SHIPPED)], capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0 and "SUCCESS: 9 rules found" in res.stdout, res
+    assert res.returncode == 0 and "SUCCESS: 10 rules found" in res.stdout, res
 
 
 @needs_promtool

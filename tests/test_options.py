@@ -15,6 +15,8 @@ to it.  The effects checked:
 - ``--memory-limit``: 1KB runs DuckDB out of memory, said in one line; 2GB runs;
 - ``--temp-directory``: a file is refused, naming the flag; a folder runs;
 - ``--gpu-hour-price``, ``--currency``: the answer's money (the export: the cost series and their currency);
+- ``--slow-tolerance`` (``summarize``, ``trend``; ``nodes`` with ``--slow``): the answer's ``slow.tolerance`` (the
+  export: ``ett_export_slow_tolerance``);
 - ``--engine spark`` with ``--spark-master`` (the Spark tests' ``spark://`` master, the project's cluster of
   ``tools/spark/start.sh``): the answer says it ran on Spark, on that master (one run for both cells: Spark plans the
   metric's queries slowly, many seconds a command on 2 cores).
@@ -50,6 +52,7 @@ TABLE = {
     "temp_directory": "A A A A A A A",
     "gpu_hour_price": "A R R A R A R",
     "currency":       "A R R A R A R",
+    "slow_tolerance": "A A R R A A R",  # (with nodes --slow)
 }
 # fmt: on
 ON_A_STORE = {  # cells where a store differs from a trace
@@ -67,6 +70,7 @@ VALUES = {
     "temp_directory": "{dir}/spill",
     "gpu_hour_price": "2.5",
     "currency": "EUR",
+    "slow_tolerance": "0.5",
 }
 REFUSED_MASTER = "spark://127.0.0.1:7077"  # what --spark-master is given where it is refused before any use
 spark_cell = [
@@ -182,6 +186,7 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
         "spark_master": ["--engine", "spark", flag, spark_if_needed],
         "skip_invalid": [flag],
         "currency": ["--gpu-hour-price", "2.5", flag, value],
+        "slow_tolerance": ["--slow", flag, value] if command == "nodes" else [flag, value],
     }.get(option, [flag, value])
     export = command == "export prometheus"
     if option == "skip_invalid":  # refused without it, measured with it
@@ -228,6 +233,8 @@ def _json_effect(option: str, command: str, kind: str, doc: dict, master: str | 
         assert doc["money"]["gpu_hour_price"] == 2.5
     elif option == "currency":
         assert doc["money"]["currency"] == "EUR"
+    elif option == "slow_tolerance":
+        assert doc["slow"]["tolerance"] == 0.5
 
 
 def _export_effect(option: str, text: str) -> None:
@@ -249,6 +256,8 @@ def _export_effect(option: str, text: str) -> None:
         assert 'currency="USD"' in text
     elif option == "currency":
         assert 'currency="EUR"' in text and 'currency="USD"' not in text
+    elif option == "slow_tolerance":
+        assert "\nett_export_slow_tolerance 0.5\n" in text
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -44,6 +44,7 @@ ANSWERS = [
     ("stalls-live", ["stalls", "{t}", "--live", "--json"]),
     ("opportunities", ["opportunities", "{t}", "--json", "--gpu-hour-price", "3"]),
     ("nodes", ["nodes", "{t}", "--json", "--mttf-at", "1024"]),
+    ("nodes", ["nodes", "{t}", "--json", "--slow"]),
     ("validate", ["validate", "{t}", "--json"]),
 ]
 

@@ -93,8 +93,10 @@ def exclusions(draw, trace: dict, stamps: list[int]) -> list[dict]:
 
 
 @st.composite
-def traces_with_window(draw):
-    trace = draw(traces(max_jobs=3))
+def traces_with_window(draw, train_counts: tuple[int, ...] | None = None):
+    """A random trace (``train_counts``: as :func:`trace_strategies.job_trace`) with a random window, exclusions and
+    now and then an as-of time."""
+    trace = draw(traces(max_jobs=3) if train_counts is None else traces(max_jobs=3, train_counts=train_counts))
     stamps = _stamps(trace)
     since = None if draw(st.integers(0, 2)) == 0 else _instant(draw, stamps)
     until = None if draw(st.integers(0, 2)) == 0 else _instant(draw, stamps)

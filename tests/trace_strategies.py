@@ -67,9 +67,15 @@ def _span(job: str, attempt: int, phase: str, start: int, end: int, c0=None, c1=
     )
 
 
+TRAIN_COUNTS = (0, 1, 1, 2, 2, 3)  # train spans an attempt that trains has, drawn from
+
+
 @st.composite
-def job_trace(draw, job_id: str, base_ms: int) -> tuple[list[dict], list[dict]]:
-    """Attempts and spans of one valid job starting at ``base_ms``."""
+def job_trace(
+    draw, job_id: str, base_ms: int, train_counts: tuple[int, ...] = TRAIN_COUNTS
+) -> tuple[list[dict], list[dict]]:
+    """Attempts and spans of one valid job starting at ``base_ms`` (each attempt that trains has one of
+    ``train_counts`` train spans)."""
     n_att = draw(st.integers(1, 4))
     never_trains = draw(st.integers(0, 7)) == 0
     attempts: list[dict] = []
@@ -97,7 +103,7 @@ def job_trace(draw, job_id: str, base_ms: int) -> tuple[list[dict], list[dict]]:
             t += _dur(draw, 5)  # uncovered stall before training
 
         startup_failure = not last and draw(st.integers(0, 4)) == 0
-        n_train = 0 if (never_trains or startup_failure) else draw(st.sampled_from([0, 1, 1, 2, 2, 3]))
+        n_train = 0 if (never_trains or startup_failure) else draw(st.sampled_from(train_counts))
         c = draw(st.sampled_from(["ckpt", "ckpt", "hw", "above", "zero"]))
         c = {"ckpt": ckpt, "hw": hw, "above": hw + draw(st.integers(1, 50)), "zero": 0}[c]
         for i in range(n_train):
@@ -162,8 +168,11 @@ def job_trace(draw, job_id: str, base_ms: int) -> tuple[list[dict], list[dict]]:
 
 
 @st.composite
-def traces(draw, max_jobs: int = 4, with_jobs_table: bool | None = None) -> dict[str, Any]:
-    """A random valid trace of 1..``max_jobs`` jobs (see the module docstring)."""
+def traces(
+    draw, max_jobs: int = 4, with_jobs_table: bool | None = None, train_counts: tuple[int, ...] = TRAIN_COUNTS
+) -> dict[str, Any]:
+    """A random valid trace of 1..``max_jobs`` jobs (see the module docstring); ``train_counts``: as
+    :func:`job_trace`."""
     n_jobs = draw(st.integers(1, max_jobs))
     attempts: list[dict] = []
     spans: list[dict] = []
@@ -173,7 +182,7 @@ def traces(draw, max_jobs: int = 4, with_jobs_table: bool | None = None) -> dict
         base = draw(st.sampled_from(ANCHORS_MS)) + draw(st.integers(0, 150)) * MINUTE
         if draw(st.integers(0, 3)) == 0:
             base += draw(st.integers(0, MINUTE - 1))
-        a, s = draw(job_trace(job_id, base))
+        a, s = draw(job_trace(job_id, base, train_counts))
         attempts += a
         spans += s
         gpus = draw(st.one_of(st.sampled_from([1, 8, 128, 2048]), st.integers(1, 2048)))

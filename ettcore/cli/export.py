@@ -19,10 +19,16 @@ from pathlib import Path
 import duckdb
 
 from ettcore.atomic import write_text
-from ettcore.cli.measure_options import add_measure_options, open_live, prices_of, refusals_duckdb_only
+from ettcore.cli.measure_options import (
+    add_measure_options,
+    open_live,
+    prices_of,
+    refusals_duckdb_only,
+)
 from ettcore.cli.stalls import add_live_args, live_options
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.exporters import alert_rules, prometheus
+from ettcore.metric.slow import check_tolerance
 from ettcore.trace.instants import iso
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
@@ -49,7 +55,8 @@ def duration_s(text: str, flag: str) -> float | None:
 def run_prometheus(args: argparse.Namespace) -> int:
     prices = prices_of(args)
     within = duration_s(args.job_series_within, "--job-series-within")
-    options = {"prices": prices, "job_series_within_s": within, **live_options(args)}
+    tolerance = check_tolerance(args.slow_tolerance)
+    options = {"prices": prices, "job_series_within_s": within, "slow_tolerance": tolerance, **live_options(args)}
     if args.every is None:
         trace = open_live(args, now_by_default=False)
         if args.out:

@@ -4,12 +4,12 @@ Every measuring command (``summarize``, ``trend``, ``stalls``, ``opportunities``
 ``validate``) takes the input argument and every option of :data:`OPTIONS` (:func:`add_measure_options`), each with
 the same meaning: the engine (``--engine``, ``--spark-master``), what to open and how (``--mapping``,
 ``--causes-file``, ``--skip-invalid``, ``--memory-limit``, ``--temp-directory``), which part of time to measure
-(``--as-of``, ``--since``, ``--until``, ``--exclude``) and what a GPU-hour costs (``--gpu-hour-price``,
-``--currency``).  A command for which an option means nothing refuses it with one line that says why, exit 2
-(:func:`check_refusals`, called by :func:`ettcore.cli.main` before the command runs); the command's ``--help`` says
-the same.  What cannot be known from the command alone (a fleet store refuses ``--skip-invalid`` and
-``--causes-file``; a URI read by Spark refuses ``--memory-limit``; Spark refuses ``--causes-file``) is refused by the
-opener, with the same kind of line.
+(``--as-of``, ``--since``, ``--until``, ``--exclude``), what a GPU-hour costs (``--gpu-hour-price``, ``--currency``)
+and how much slower than its ideal pace a train span may run before it is slow (``--slow-tolerance``).  A command
+for which an option means nothing refuses it with one line that says why, exit 2 (:func:`check_refusals`, called by
+:func:`ettcore.cli.main` before the command runs); the command's ``--help`` says the same.  What cannot be known from
+the command alone (a fleet store refuses ``--skip-invalid`` and ``--causes-file``; a URI read by Spark refuses
+``--memory-limit``; Spark refuses ``--causes-file``) is refused by the opener, with the same kind of line.
 
 :func:`open_measured` opens the input with those options: a trace (folder or DuckDB file), a fleet store, a store's
 Parquet mirror or a URI (Spark), or a live recorder run folder (:func:`open_live`).
@@ -124,6 +124,12 @@ OPTIONS: tuple[Option, ...] = (
         {"metavar": "PRICE|FILE"},
     ),
     Option("--currency", "the currency of --gpu-hour-price (default USD)", {"metavar": "CODE"}),
+    Option(
+        "--slow-tolerance",
+        "how far over its ideal pace a train span may run before it is slow, as a fraction (default 0.25: 25 %%; "
+        "docs/metric.md, 'Slow time'); jitter below it is not slowness",
+        {"metavar": "FRACTION"},
+    ),
 )
 FLAG_OF = {o.dest: o.flag for o in OPTIONS}
 OPEN_OPTIONS = (
@@ -146,6 +152,13 @@ NO_WINDOW = "the checks read every row, whatever the analysis time or the measur
 
 def refusals_no_money() -> dict[str, str]:
     return {"gpu_hour_price": NO_MONEY, "currency": NO_MONEY}
+
+
+NO_SLOW = "it shows no slow time (summarize, trend, nodes --slow and export prometheus do)"
+
+
+def refusals_no_slow() -> dict[str, str]:
+    return {"slow_tolerance": NO_SLOW}
 
 
 def refusals_duckdb_only(what: str) -> dict[str, str]:

@@ -1,4 +1,5 @@
-"""``ett nodes TRACE``: interruptions per node per GPU-hour, and the nodes whose count is improbable (lemons)."""
+"""``ett nodes TRACE``: interruptions per node per GPU-hour, and the nodes whose count is improbable (lemons); with
+``--slow``, slow GPU-hours per node and the nodes whose share is improbable (:mod:`ettcore.metric.slow_nodes`)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,10 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
+from ettcore.errors import InputError, Problem
 from ettcore.metric.nodes import DEFAULT_ALPHA, NODE_CAUSES, node_report
+from ettcore.metric.slow import check_tolerance
+from ettcore.metric.slow_nodes import SlowNodeReport, slow_node_report
 from ettcore.planning.reliability import fit_trace, project
 from ettcore.vocabulary import VOCABULARY
 
@@ -63,12 +67,18 @@ def run(args: argparse.Namespace) -> int:
             "projection": {k: jsonable(v) for k, v in vars(proj).items()},
         }
         head["mttf"] = mttf
+    if args.slow_tolerance is not None and not args.slow:
+        raise InputError(Problem("--slow-tolerance", None, None, "applies with --slow only"))
+    tolerance = check_tolerance(args.slow_tolerance)
+    slow = slow_node_report(trace, tolerance=tolerance, alpha=args.alpha) if args.slow else None
+    if slow is not None:
+        head["slow"] = _slow_json(slow, tolerance)
     if args.json:
         doc = {**envelope("nodes", "nodes", trace, args), **head}
         doc["nodes"] = records(rep.nodes)
         write_answer(doc)
     elif args.csv:
-        write_csv(rep.nodes, trace)
+        write_csv(rep.nodes if slow is None else slow.nodes, trace)
     else:
         print_head(trace)
         print(
@@ -93,7 +103,39 @@ def run(args: argparse.Namespace) -> int:
         )
         if mttf is not None:
             _print_mttf(fit, proj, args)
+        if slow is not None:
+            _print_slow(slow, tolerance)
     return 0
+
+
+def _slow_json(slow: SlowNodeReport, tolerance: float) -> dict:
+    """The ``slow`` key of ``nodes --slow --json``: slow GPU-hours per node and the rank test (docs/metric.md)."""
+    return {
+        "tolerance": tolerance,
+        "alpha": slow.alpha,
+        "threshold": slow.threshold,
+        "slow_gpu_h": slow.slow_gpu_h,
+        "attributed": slow.attributed,
+        "flagged": slow.flagged,
+        "nodes": records(slow.nodes),
+    }
+
+
+def _print_slow(slow: SlowNodeReport, tolerance: float) -> None:
+    print()
+    print(
+        f"Slow time (spans over {1 + tolerance:g} x the job's ideal pace; docs/metric.md): "
+        f"{slow.slow_gpu_h:.3f} slow GPU-hours on listed nodes, each slow span's "
+        + ("put on the node that held it back." if slow.attributed == "holder" else "shared 1/k across its nodes.")
+    )
+    print(
+        f"Flagged: one-sided Mann-Whitney p-value of the node's slow fractions against the other nodes' < "
+        f"{slow.alpha:g} / nodes with exposure = {slow.threshold:.3g} (Bonferroni)."
+    )
+    print()
+    print(format_table(slow.nodes, slow.nodes.columns, digits=3))
+    print()
+    print(f"{len(slow.flagged)} flagged slow node(s){': ' + ', '.join(slow.flagged) if slow.flagged else ''}")
 
 
 def _print_mttf(fit, proj, args) -> None:
@@ -136,6 +178,13 @@ def register(sub) -> None:
         type=float,
         default=DEFAULT_ALPHA,
         help=f"family-wise false-alarm rate of the flag (default {DEFAULT_ALPHA}; Bonferroni over the nodes)",
+    )
+    p.add_argument(
+        "--slow",
+        action="store_true",
+        help="also slow GPU-hours per node (time lost to train spans slower than the job's ideal pace) and the nodes "
+        "whose share is improbable (one-sided Mann-Whitney test, Bonferroni at --alpha; docs/metric.md), spans judged "
+        "with --slow-tolerance; with --csv, one row a node of these instead",
     )
     p.add_argument(
         "--worst",

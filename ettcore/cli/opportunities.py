@@ -9,7 +9,7 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
-from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
+from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of, refusals_no_slow
 from ettcore.cli.output import envelope, format_table, print_head, records, write_answer
 from ettcore.errors import InputError, Problem
 from ettcore.metric import money
@@ -145,7 +145,7 @@ def _positive(text: str) -> float:
 def register(subparsers: Any) -> None:
     """Add ``ett opportunities TRACE [--by owner|component] [--cut F | (best decile)] [--json]``."""
     p = subparsers.add_parser("opportunities", help="rank owners' components by GPU-hours a day a target would return")
-    add_measure_options(p, "opportunities")
+    add_measure_options(p, "opportunities", refuse=refusals_no_slow())
     p.add_argument(
         "--by", choices=BY_CHOICES, default="component", help="one row per owner's component (default) or per owner"
     )

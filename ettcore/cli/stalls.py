@@ -15,6 +15,7 @@ from ettcore.cli.measure_options import (
     open_measured,
     refusals_duckdb_only,
     refusals_no_money,
+    refusals_no_slow,
 )
 from ettcore.cli.output import envelope, format_table, jsonable, print_head, records, write_answer, write_csv
 from ettcore.errors import InputError, Problem
@@ -131,7 +132,7 @@ def register(sub) -> None:
     p = sub.add_parser(
         "stalls", help="train spans whose data cursor stood still longer than a threshold, per job (reporting only)"
     )
-    refuse = {**refusals_duckdb_only("ett stalls"), **refusals_no_money()}
+    refuse = {**refusals_duckdb_only("ett stalls"), **refusals_no_money(), **refusals_no_slow()}
     add_measure_options(p, "stalls", refuse=refuse, run_folder=True)
     add_live_args(p)
     p.add_argument(

@@ -1,4 +1,5 @@
-"""``ett summarize TRACE``: ETT%, Level 1 and Level 2 per job, per group and for the fleet."""
+"""``ett summarize TRACE``: ETT%, Level 1 and Level 2 per job, per group and for the fleet, and slow time beside them
+(:mod:`ettcore.cli.slow_fields`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from ettcore import metric
+from ettcore.cli import slow_fields
 from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of
 from ettcore.cli.output import (
     CAUSE_KEYS,
@@ -146,12 +148,22 @@ def run(args: argparse.Namespace) -> int:
         why = f"unknown column {args.storm_by!r} to find storms by; choose one of: {allowed}"
         raise InputError(Problem("--storm-by", None, "storm_by", why))
     got = _restarts(trace, args, n, window_ms)
+    slowed = slow_fields.measure(trace, args.slow_tolerance, args.by)
+    slow_keys = slow_fields.JOB_KEYS if slowed is not None else ()
+    slow_answer = None
+    if slowed is not None:
+        jobs = slow_fields.with_job_columns(jobs, slowed)
+        if tables is not None:
+            tables["jobs"] = slow_fields.with_job_cost(tables["jobs"], slowed)
+        slow_answer = slow_fields.answer(slowed, *((tables["jobs"], prices.currency) if tables is not None else ()))
     if args.json:
         jobs = _with_restart_structs(with_cause_structs(jobs, metric.job_causes(trace), vocabulary), got)
         head = envelope("summarize", "summarize", trace, args)
         fleet_rec = group_records(fleet, None, extra)[0] if fleet.height else None
         if fleet_rec is not None:
             fleet_rec.update(cause_record(fleet_causes, vocabulary))
+            if slowed is not None:
+                fleet_rec.update(slow_fields.group_fields(slowed, None))
         tail: dict[str, Any] = {
             "fleet": fleet_rec,
             "accounting": trace.accounting,
@@ -163,7 +175,11 @@ def run(args: argparse.Namespace) -> int:
             for rec in recs:
                 mine = group_causes.filter(pl.col(args.by).cast(pl.Utf8) == str(rec[args.by]))
                 rec.update(cause_record(mine, vocabulary))
+                if slowed is not None:
+                    rec.update(slow_fields.group_fields(slowed, args.by, rec[args.by]))
             tail["groups"] = recs
+        if slow_answer is not None:
+            tail["slow"] = slow_answer
         money_cols: list[str] = []
         if tables is not None:
             tail["money"] = _money_json(tables, prices)
@@ -172,7 +188,12 @@ def run(args: argparse.Namespace) -> int:
             jobs = jobs.join(m, on="job_id", how="left", maintain_order="left")
         labels = [c for c in trace.labels if c in jobs.columns]
         write_summary_json(
-            head, jobs, tail, labels=labels, extra=(*extra, *CAUSE_KEYS, "retry_chain", "crash_loop"), money=money_cols
+            head,
+            jobs,
+            tail,
+            labels=labels,
+            extra=(*extra, *CAUSE_KEYS, "retry_chain", "crash_loop", *slow_keys),
+            money=money_cols,
         )
     elif args.csv:
         write_csv(jobs, trace)
@@ -214,6 +235,9 @@ def run(args: argparse.Namespace) -> int:
                 )
             )
         _print_restarts(got, args, n, window_ms)
+        if slowed is not None:
+            print()
+            slow_fields.print_tables(slowed, args.by, slow_answer)
         if tables is not None:
             _print_money(tables, prices)
     return 0

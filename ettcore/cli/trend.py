@@ -1,4 +1,4 @@
-"""``ett trend INPUT --every BUCKET [--window DURATION]``: fleet ETT% and component GPU-hours per bucket."""
+"""``ett trend INPUT --every BUCKET [--window DURATION]``: fleet ETT%, component GPU-hours and slow time per bucket."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ettcore import metric
+from ettcore.cli import slow_fields
 from ettcore.cli.measure_options import add_measure_options, open_measured, refusals_no_money
 from ettcore.cli.output import (
     envelope,
@@ -22,9 +23,12 @@ from ettcore.cli.output import (
 def run(args: argparse.Namespace) -> int:
     trace = open_measured(args)
     df = metric.trend(trace, every=args.every, window=args.window)
+    df, slowed = slow_fields.with_trend_columns(trace, df, args.every, args.window, args.slow_tolerance)
     if args.json:
         doc = envelope("trend", "trend", trace, args)
         doc.update(every=args.every, window_length=args.window, buckets=records(df))
+        if slowed is not None:
+            doc["slow"] = slowed
         write_answer(doc)
     elif args.csv:
         print_window(trace, out=sys.stderr)  # the CSV itself stays one table

@@ -15,6 +15,7 @@ from ettcore.cli.measure_options import (
     add_measure_options,
     open_measured,
     refusals_no_money,
+    refusals_no_slow,
 )
 from ettcore.cli.output import envelope, write_answer
 from ettcore.errors import InputError, Problem, summarize_problems
@@ -26,6 +27,7 @@ REFUSED = {
     "exclude": NO_WINDOW,
     "skip_invalid": "validate lists every problem and leaves nothing out",
     **refusals_no_money(),
+    **refusals_no_slow(),
 }
 
 

@@ -8,9 +8,10 @@ rules match metric names and fixed label names only, and the annotations print l
 templates at evaluation time, so a hostile job id cannot break a rule (``tests/test_alert_rules.py`` runs them with
 one through ``promtool test rules``).
 
-The metrics are those of ``docs/prometheus.md``; the crash-loop rule reads ``ett_job_crash_loop_restarts`` (the
-crash loop a job is in now, :func:`ettcore.metric.restarts.open_crash_loops`); the hung-job rule reads the live hang
-detection's ``ett_job_hung`` (built on the ``hangs`` branch); the stale-export rule reads node_exporter's
+The metrics are those of ``docs/prometheus.md``; the slow-job rule reads ``ett_job_slow_seconds`` (slow time counted
+after the fact); the crash-loop rule reads ``ett_job_crash_loop_restarts`` (the crash loop a job is in now,
+:func:`ettcore.metric.restarts.open_crash_loops`); the hung-job rule reads the live hang detection's ``ett_job_hung``
+(built on the ``hangs`` branch); the stale-export rule reads node_exporter's
 ``node_textfile_mtime_seconds``.
 """
 
@@ -123,6 +124,13 @@ THRESHOLDS: tuple[Threshold, ...] = (
     ),
     Threshold(
         "recovering_over", "30m", "a job recovering (TTR) for longer than this alerts", _duration(1, 30 * 86400), str
+    ),
+    Threshold(
+        "slow_over",
+        "1h",
+        "a job whose slow time (seconds beyond its ideal pace, ett_job_slow_seconds) exceeds this alerts",
+        _duration(1, 30 * 86400),
+        str,
     ),
     Threshold(
         "stale_after",
@@ -256,6 +264,20 @@ def rules(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
             f"missing): its refresher is dead; the other ETT alerts read its last values",
             "export-stale",
         ),
+        *_slow_rules(p, rule, job_text),
+    ]
+
+
+def _slow_rules(p: dict[str, Any], rule: Callable[..., dict[str, Any]], job_text: str) -> list[dict[str, Any]]:
+    """The slow-time rule: a job whose slow time (docs/metric.md, "Slow time") exceeds ``--slow-over``."""
+    return [
+        rule(
+            "EttJobSlowTooLong",
+            _owner(f"ett_job_slow_seconds > {duration_seconds(p['slow_over'])}"),
+            f"{job_text} has lost {{{{ $value | humanizeDuration }}}} to steps slower than its ideal pace "
+            f"(slow time over {p['slow_over']})",
+            "job-slow",
+        )
     ]
 
 

@@ -30,11 +30,13 @@ Per job the same figures in the job's own seconds (``ett_job_wall_seconds``, ``e
 ``ett_job_excluded_seconds``), GPU-seconds for L2 (``ett_job_l2_gpu_seconds``), ``ett_job_effective_training_ratio``
 (NaN for a job with no measured wall time), ``ett_job_interruptions`` (label ``end_reason``), ``ett_job_gpus``,
 ``ett_job_info`` (1, with the job's ``status``) and stalls (``ett_job_stalls``, ``ett_job_stall_seconds``,
-``ett_job_longest_stall_seconds``) and the crash loop it is in now (``ett_job_crash_loop_restarts``: the open loop's
-restarts, 0 without one; :func:`ettcore.metric.restarts.open_crash_loops`).  Crash loops of the fleet and of each
-model: ``ett_<level>_crash_loop_restarts`` and ``ett_<level>_crash_loop_gpu_seconds`` (the GPU-seconds their restarts
-held), with their ``_total`` counters.  Crash loops are found over the whole trace to the as-of time, so an export of
-a window (``--since``, ``--until``, ``--exclude``) writes none of these.  About the export itself:
+``ett_job_longest_stall_seconds``), slow time (``ett_job_slow_seconds``; for the fleet and each model
+``ett_<level>_slow_gpu_seconds`` and, for the whole trace, the counter ``ett_<level>_slow_gpu_seconds_total``; the
+tolerance in ``ett_export_slow_tolerance``) and the crash loop it is in now (``ett_job_crash_loop_restarts``: the open
+loop's restarts, 0 without one; :func:`ettcore.metric.restarts.open_crash_loops`).  Crash loops of the fleet and of
+each model: ``ett_<level>_crash_loop_restarts`` and ``ett_<level>_crash_loop_gpu_seconds`` (the GPU-seconds their
+restarts held), with their ``_total`` counters.  Crash loops are found over the whole trace to the as-of time, so an
+export of a window (``--since``, ``--until``, ``--exclude``) writes none of these.  About the export itself:
 ``ett_trace_info`` (1, labels ``trace`` and ``synthetic``), ``ett_as_of_timestamp_seconds`` and, with a window,
 ``ett_window_start_timestamp_seconds`` / ``ett_window_end_timestamp_seconds``.
 
@@ -57,7 +59,7 @@ from typing import Any, Iterable, Iterator
 import polars as pl
 
 from ettcore import metric
-from ettcore.metric import hangs, intervals, money, restarts, stalls
+from ettcore.metric import hangs, intervals, money, restarts, slow, stalls
 from ettcore.trace.load import Trace
 from ettcore.vocabulary import VOCABULARY, Vocabulary
 
@@ -356,14 +358,16 @@ def exposition(
     trace: Trace,
     prices: money.Prices | None = None,
     job_series_within_s: float | None = DEFAULT_JOB_SERIES_WITHIN_S,
+    slow_tolerance: float | None = None,
     **live: Any,
 ) -> Iterator[str]:
     """Every line of the export of a loaded trace (without line ends), in a stable order.
 
     ``prices``: money families too; ``job_series_within_s``: per-job series only for jobs running or ended that
     recently before the as-of time (None: every job).  The ``_total`` counters are written when the export measures
-    the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``live``: the thresholds of
-    :func:`live_families` (the running jobs' hung and slow gauges)."""
+    the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``slow_tolerance``: that of slow
+    time (:func:`slow_families`; None: the default).  ``live``: the thresholds of :func:`live_families` (the running
+    jobs' hung and slow gauges)."""
     owners = _owners(trace)
     vocabulary = metric.vocabulary_of(trace)  # a --causes-file adds causes (and categories) to the package's
     fleet = metric.fleet_summary(trace)
@@ -551,7 +555,48 @@ def exposition(
             lambda r, e: round(jm[r["job_id"]]["lost_cost"], MONEY_DIGITS),
             [[cur]],
         )
+    yield from slow_families(trace, [r["job_id"] for r in rows], job_lab, counters, slow_tolerance)
     yield from live_families(trace, **live)
+
+
+# --------------------------------------------------------------------------- slow time
+
+
+def slow_families(
+    trace: Trace, job_ids: list[str], job_lab: list[list[tuple[str, Any]]], counters: bool, tolerance: float | None
+) -> Iterator[str]:
+    """Slow time (:mod:`ettcore.metric.slow`, docs/metric.md): the tolerance, the fleet's and each model's slow
+    GPU-seconds (a gauge, and a ``_total`` counter when ``counters``) and each listed job's slow seconds (``job_ids``,
+    labelled ``job_lab``).  Counted after the fact; not the live ``ett_job_slow`` flag of :func:`live_families`."""
+    t = slow.check_tolerance(tolerance)
+    yield from family(
+        "ett_export_slow_tolerance",
+        "How far over its job's ideal pace a train span may run before it is slow (a fraction; --slow-tolerance).",
+        [("", t)],
+    )
+    fleet = slow.group_slow(trace, None, t)
+    models = slow.group_slow(trace, "model", t)
+    for level, frame, key in (("fleet", fleet, None), ("model", models, "model")):
+        samples = [
+            (labels([(key, r[key])] if key else []), r["slow_gpu_h"] * 3600) for r in frame.iter_rows(named=True)
+        ]
+        what = "the fleet" if key is None else "each model"
+        yield from family(
+            f"ett_{level}_slow_gpu_seconds",
+            f"GPU-seconds of slow time of {what}: train spans over (1 + tolerance) x their job's ideal pace, their "
+            "time beyond it (productive time, counted beside ETT%).",
+            samples,
+        )
+        if counters:
+            yield from family(
+                f"ett_{level}_slow_gpu_seconds_total", f"GPU-seconds of slow time of {what}, cumulative.", samples
+            )
+    per_job = {r["job_id"]: r for r in slow.job_slow(trace, t).iter_rows(named=True)}
+    yield from family(
+        "ett_job_slow_seconds",
+        "Seconds of slow time of the job (its train spans' time beyond its ideal pace; not the live ett_job_slow).",
+        [(labels(lab), per_job[j]["slow_s"] if j in per_job else 0.0) for j, lab in zip(job_ids, job_lab)],
+    )
 
 
 # --------------------------------------------------------------------------- live hang detection

@@ -48,6 +48,19 @@ def rank_progress_name(job_id: str, rank: int) -> str:
     return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', job_id)}-rank-{int(rank):05d}.json"
 
 
+def _typed_fields(doc: Any, fields: dict[str, tuple], file: str, row: int | None, what: str) -> dict[str, Any]:
+    """``doc``'s ``fields`` when it is a JSON object holding each with one of its types (a bool is no number), else an
+    input error naming the file, the row (a line; None for a whole file) and the field."""
+    if not isinstance(doc, dict):
+        raise InputError(Problem(file, row, None, f"not a {what}: not a JSON object"))
+    for key, kinds in fields.items():
+        v = doc.get(key)
+        if isinstance(v, bool) or not isinstance(v, kinds):
+            names = "/".join(k.__name__ for k in kinds)
+            raise InputError(Problem(file, row, key, f"expected {names}, got {v!r}"))
+    return {k: doc[k] for k in fields}
+
+
 def read_rank_progress(directory: str | Path) -> list[dict[str, Any]]:
     """Every rank's last progress kept in a run folder (``progress/*-rank-*.json``; none: an empty list), each
     ``{job_id, attempt, rank, node, step, cursor, t}`` (``t``: epoch seconds of the rank's last step).  A file that is
@@ -59,14 +72,54 @@ def read_rank_progress(directory: str | Path) -> list[dict[str, Any]]:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise InputError(Problem(str(path), None, None, f"not a rank progress file: {exc}")) from None
-        if not isinstance(doc, dict):
-            raise InputError(Problem(str(path), None, None, "not a rank progress file: not a JSON object"))
-        for key, kinds in RANK_PROGRESS_FIELDS.items():
-            v = doc.get(key)
-            if isinstance(v, bool) or not isinstance(v, kinds):
-                names = "/".join(k.__name__ for k in kinds)
-                raise InputError(Problem(str(path), None, key, f"expected {names}, got {v!r}"))
-        out.append({k: doc[k] for k in RANK_PROGRESS_FIELDS})
+        out.append(_typed_fields(doc, RANK_PROGRESS_FIELDS, str(path), None, "rank progress file"))
+    return out
+
+
+# Each rank's work and wait per window (who held a slow job back): one JSON line a window, appended by the rank
+# (ettcore.integrations.rank_timing), in this folder of the run folder
+RANK_TIMING_DIR = "timing"
+RANK_TIMING_FIELDS = {
+    "job_id": (str,),
+    "attempt": (int,),
+    "rank": (int,),
+    "node": (str,),
+    "start": (int, float),
+    "end": (int, float),
+    "steps": (int,),
+    "work_s": (int, float),
+    "wait_s": (int, float),
+}
+
+
+def rank_timing_name(job_id: str, rank: int) -> str:
+    """The file name of one rank's windows (inside :data:`RANK_TIMING_DIR`)."""
+    return f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', job_id)}-rank-{int(rank):05d}.jsonl"
+
+
+def read_rank_timing(directory: str | Path) -> list[dict[str, Any]]:
+    """Every rank's windows kept in a run folder (``timing/*-rank-*.jsonl``; none: an empty list), in file then line
+    order, each ``{job_id, attempt, rank, node, start, end, steps, work_s, wait_s}`` (``start``, ``end``: epoch
+    seconds).  A line that is not such an object is an input error naming the file, the line and the field; a last
+    line cut short by a rank that died while appending it is left out (the rank's earlier windows stand)."""
+    folder = Path(directory) / RANK_TIMING_DIR
+    out = []
+    for path in sorted(folder.glob("*-rank-*.jsonl")) if folder.is_dir() else []:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(Problem(str(path), None, None, f"not a rank timing file: {exc}")) from None
+        lines = text.split("\n")
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                doc = json.loads(line)
+            except ValueError as exc:
+                if n == len(lines):  # no newline after it: cut short while being written
+                    continue
+                raise InputError(Problem(str(path), n, None, f"not a rank timing line: {exc}")) from None
+            out.append(_typed_fields(doc, RANK_TIMING_FIELDS, str(path), n, "rank timing line"))
     return out
 
 

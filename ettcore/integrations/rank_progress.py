@@ -26,6 +26,12 @@ from typing import Callable
 from ettcore.importers.recorder import RANK_PROGRESS_DIR, rank_progress_name
 
 
+def rank_head(job_id: str, attempt: int, rank: int, node: str | None) -> dict:
+    """What every record a rank keeps in the run folder starts with: ``job_id, attempt, rank, node`` (the host name
+    unless given)."""
+    return {"job_id": str(job_id), "attempt": int(attempt), "rank": int(rank), "node": node or socket.gethostname()}
+
+
 class RankProgress:
     """One rank's last progress, written by a daemon thread at most every ``interval_s`` seconds."""
 
@@ -41,12 +47,7 @@ class RankProgress:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(run_dir) / RANK_PROGRESS_DIR / rank_progress_name(job_id, rank)
-        self.head = {
-            "job_id": str(job_id),
-            "attempt": int(attempt),
-            "rank": int(rank),
-            "node": node or socket.gethostname(),
-        }
+        self.head = rank_head(job_id, attempt, rank, node)
         self.interval_s = float(interval_s)
         self.clock = clock
         self.steps = 0

@@ -337,6 +337,12 @@ class Engine(Protocol):
     def set_groups(self, by: str | None) -> None:
         """Point the ``job_groups`` view at one column (checked against the trace's columns) or the whole fleet."""
 
+    def define(self, view: str, name: str) -> None:
+        """Make ``view`` the result of one query of ``ettcore/sql/`` (``metric/<name>``) over the prepared views."""
+
+    def define_values(self, view: str, values: dict[str, float]) -> None:
+        """Make ``view`` one row of the given numbers (DOUBLE columns named after the keys), bound, never pasted."""
+
     @property
     def phase_map(self) -> PhaseMap:
         """The trace's phases, components and owners (the defaults, or as a mapping file extends them)."""
@@ -369,6 +375,13 @@ class DuckDBEngine:
 
     def set_groups(self, by: str | None) -> None:
         _set_groups(self.trace, by)
+
+    def define(self, view: str, name: str) -> None:
+        self.trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_ident(view)} AS {sql(name)}")
+
+    def define_values(self, view: str, values: dict[str, float]) -> None:
+        cols = ", ".join(f"CAST(${k} AS DOUBLE) AS {quote_ident(k)}" for k in values)
+        self.trace.con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(view)} AS SELECT {cols}", values)
 
     @property
     def phase_map(self) -> PhaseMap:

@@ -118,7 +118,7 @@ def _check_causes(chosen: tuple[str, ...], known: tuple[str, ...]) -> tuple[str,
     return tuple(chosen)
 
 
-def _register_node_attempts(trace: Trace) -> int:
+def register_node_attempts(trace: Trace) -> int:
     """The table ``node_attempts`` (job_key, attempt, node, k) of the measured attempts with a node list; returns
     how many measured attempts have none."""
     rows = trace.con.execute(
@@ -208,7 +208,7 @@ def node_report(trace: Trace, causes: tuple[str, ...] | None = None, alpha: floa
     if not (0 < alpha < 1):
         raise InputError(Problem("--alpha", None, "alpha", f"must be in (0, 1), got {alpha!r}"))
     register_causes(trace)
-    without = _register_node_attempts(trace)
+    without = register_node_attempts(trace)
     df = trace.sql(sql("metric/node_exposure"), {"causes": list(chosen)})
     counted = int(
         trace.con.execute(

@@ -526,6 +526,16 @@ class SparkTrace:
         _ensure_registered(self)
         self.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
 
+    def define(self, view: str, name: str) -> None:
+        _ensure_registered(self)
+        with input_errors(self.trace.path):
+            self.spark.sql(spark_sql(name)).createOrReplaceTempView(view)
+
+    def define_values(self, view: str, values: dict[str, float]) -> None:
+        _ensure_registered(self)
+        schema = ", ".join(f"{_q(k)} double" for k in values)
+        self.spark.createDataFrame([tuple(float(v) for v in values.values())], schema).createOrReplaceTempView(view)
+
     def __getattr__(self, name: str) -> Any:
         """What the trace says of itself (window, accounting, labels, metadata, ...) is the checked trace's."""
         if name.startswith("__") or name in ("spark", "trace"):

@@ -20,6 +20,10 @@ decimal literals (``100.0``, ``1000.0``, ``3600.0``)
 ``date_trunc(unit, <date>)``
     SQLGlot emits Spark's ``TRUNC(date, unit)``, which returns NULL for
     ``'day'``.  Rewritten to ``DATE_TRUNC(unit, x)`` (the caller casts to DATE).
+``quantile_cont(x, p)``
+    SQLGlot emits ``PERCENTILE_CONT(x, p)``, which Spark refuses (it takes ``WITHIN GROUP``).  Rewritten to Spark's
+    ``PERCENTILE(x, p)``: the exact percentile, interpolated linearly between ranks at ``(n - 1) x p``, as DuckDB's
+    ``quantile_cont`` is (the slow time's ideal pace, ``job_ideal_pace.sql``).
 ``lead(...)`` / ``lag(...)`` over a named window with a frame
     DuckDB ignores the frame for offset functions; Spark refuses it.  The named
     window is inlined there without its frame (other functions keep it).
@@ -71,6 +75,8 @@ def _rewrite(node: exp.Expression, windows: dict[str, exp.Window]) -> exp.Expres
         return exp.Cast(this=node.copy(), to=exp.DataType.build("DOUBLE"))
     if _is_recursive_unnest(node):
         return exp.Anonymous(this="INLINE", expressions=[node.this])
+    if isinstance(node, exp.PercentileCont) and node.expression is not None:
+        return exp.Anonymous(this="PERCENTILE", expressions=[node.this, node.expression])
     if isinstance(node, exp.DateTrunc):
         return exp.TimestampTrunc(this=node.this, unit=node.args.get("unit"))
     if isinstance(node, exp.CTE) and node.args.get("materialized") is not None:

@@ -28,6 +28,7 @@ import torch.distributed as dist  # noqa: E402
 torch.set_num_threads(1)
 
 from ettcore.integrations.torchrun import record_worker  # noqa: E402
+from tools.campaigns.jobs import ddp_linear  # noqa: E402
 from tools.campaigns.jobs.ground_truth import EventLog  # noqa: E402
 
 STEP_PAD_S = 0.02
@@ -43,14 +44,7 @@ def main() -> None:
     log = EventLog(a.work, restart)
     log.lifetime(FIRST_T)  # every rank: the agent started before and ends after each of its workers
     tl = record_worker(writer="rank0", model="linear", progress_interval_s=0.25)  # records on rank 0 only
-    with tl.phase("trainer_init", "process_group_init"):
-        dist.init_process_group("gloo")
-    with tl.phase("trainer_init", "model_setup"):
-        torch.manual_seed(0)
-        model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(16, 1))
-        opt = torch.optim.SGD(model.parameters(), lr=0.05)
-        g = torch.Generator().manual_seed(rank)
-        x, y = torch.randn(256, 16, generator=g), torch.randn(256, 1, generator=g)
+    model, opt, x, y = ddp_linear.setup(tl, rank)
     ckpt = a.work / "elastic-checkpoint.pt"
     step = 0
     if ckpt.exists():
@@ -72,11 +66,7 @@ def main() -> None:
                 log.write("worker_crash", step, now, now)
                 raise RuntimeError(f"injected worker failure after step {step}")
             t0 = time.time()
-            i = (step * 8) % 256
-            loss = torch.nn.functional.mse_loss(model(x[i : i + 8]), y[i : i + 8])
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            ddp_linear.train_step(model, opt, x, y, step)
             time.sleep(STEP_PAD_S)
             step += 1
             if rank == 0:
