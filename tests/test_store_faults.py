@@ -90,7 +90,7 @@ OPERATIONS = {
     "compact": lambda s, f: ["store", "compact", str(s)],
 }
 KILL_POINTS = {  # the steps each operation passes (ettcore.store.db.STEPS)
-    "refresh": [s for s in STEPS if s not in ("removed", "copied", "swapped")],
+    "refresh": [s for s in STEPS if s not in ("removed", "copied", "swapped", "exported", "published")],
     "remove-source": ["attached", "removed", "running", "summed", "recorded", "committed"],
     "compact": ["attached", "copied", "swapped"],
 }

@@ -36,7 +36,8 @@ from ettcore.cli import (
 )
 from ettcore.cli.measure_options import check_refusals
 from ettcore.cli.output import format_table, job_json_blocks, table_blocks, write_summary_json
-from ettcore.errors import InputError, Problem, summarize_problems
+from ettcore.errors import InputError, Problem, io_cause, summarize_problems
+from ettcore.store.db import damaged
 
 __all__ = ["COMMANDS", "build_parser", "format_table", "job_json_blocks", "main", "table_blocks", "write_summary_json"]
 
@@ -93,11 +94,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    except duckdb.IOException as exc:
-        print(
-            f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}",
-            file=sys.stderr,
-        )
+    except duckdb.Error as exc:  # a file damaged, or one that cannot be read or written, where no nearer code says so
+        where = next((str(v) for k in ("store", "trace", "input") if (v := getattr(args, k, None))), "input")
+        refusal = damaged(where, exc)
+        if refusal is None and isinstance(exc, duckdb.IOException):
+            refusal = InputError(Problem(where, None, None, f"cannot read or write it: {io_cause(exc)}"))
+        if refusal is None:
+            raise  # not the file's fault: a bug, with its traceback
+        print(f"ett: {refusal.problems[0].line()}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import duckdb
 
-from ettcore.errors import InputError, Problem
+from ettcore.errors import InputError, Problem, io_cause
 from ettcore.phases import UNATTRIBUTED, PhaseMap
 from ettcore.store import db, statements
 from ettcore.store.read import register_phases
@@ -67,7 +67,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
     con.execute("SET TimeZone = 'UTC'")
     db.attach(con, path, read_only=False)
     try:
-        with db.transaction(con):
+        with db.transaction(con, path, "the removal"):
             meta = db.meta(con, path)
             db.step("attached")
             statements.run(con, "removed_jobs", {"source": source})
@@ -110,6 +110,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
             db.step("summed")
             db.set_meta(con, "as_of_ms", as_of_ms)
             db.step("recorded")
+        db.checkpoint(con, path, "the removal")
     finally:
         con.close()
     return Removal(store=path, source=source, ingest_id=ingest_id, jobs=jobs, running=running, as_of_ms=as_of_ms)
@@ -152,6 +153,7 @@ def compact(store: str | Path) -> Compaction:
     con = duckdb.connect()
     db.attach(con, path, read_only=False)  # the write lock: no refresh, no reader, until the copy is in place
     tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
+    swapped = False
     try:
         db.meta(con, path)
         con.execute("CHECKPOINT st")  # nothing of the store left in its write-ahead log
@@ -165,11 +167,22 @@ def compact(store: str | Path) -> Compaction:
         _fsync(tmp)
         db.step("copied")
         os.replace(tmp, path)
+        swapped = True
         _fsync(path.parent, directory=True)
         db.step("swapped")
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
+        if isinstance(exc, (OSError, *db.WRITE_FAULTS)) and not swapped:  # a full disk: the copy goes, the store stays
+            raise InputError(
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    f"the compaction is not done: {io_cause(exc)}; the store is as before (a compaction needs free "
+                    "space about the store's size beside it)",
+                )
+            ) from None
         raise
     finally:
         con.close()

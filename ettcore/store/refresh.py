@@ -273,7 +273,7 @@ def ingest_trace(
     db.attach(con, path, read_only=False)
     skipped_ids = list(trace.excluded_jobs)
     try:
-        with db.transaction(con):
+        with db.transaction(con, path):
             if creating or not db.has_table(con, "ett_store"):
                 db.create(con, trace.phase_map, db.grid_of(grid))
             meta = db.meta(con, path)
@@ -379,9 +379,7 @@ def ingest_trace(
                 },
             )
             db.step("recorded")
-        # the write-ahead log into the file now (DuckDB would at DETACH): a reader then opens a checkpointed file
-        con.execute("CHECKPOINT st")
-        db.step("checkpointed")
+        db.checkpoint(con, path)
     finally:
         db.detach(con)
     return Refresh(
