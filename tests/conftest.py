@@ -43,10 +43,13 @@ TIERS: dict[str, tuple[str, ...]] = {
 IMPLIED = {"torch": ("framework",), "slurm": ("service",)}
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its tiers; keep every Spark test on one xdist worker (one JVM, one session), first.
 
-    Runs before pytest-xdist's own hook (which is ``trylast``), so ``--dist loadgroup`` sees the group.
+    ``tryfirst``: pytest-xdist's worker names each test's group in its id in its own hook of this name (a plain one),
+    so the groups this adds must be there before it runs; otherwise a Spark test marked here but not grouped by its
+    module runs on any worker, and two Spark applications on the project's cluster starve each other of memory.
     """
     for item in items:
         tiers = set(TIERS.get(item.path.name, ()))

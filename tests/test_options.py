@@ -141,10 +141,15 @@ def _expected(option: str, command: str, kind: str) -> str:
 
 
 @pytest.fixture
-def spark_if_needed(request, option):
+def spark_if_needed(request, option, command, kind):
     """The master of the Spark tests' session (conftest.spark_session: on the project's cluster, its heap and
-    settings), for the cells that run Spark; None for the others."""
-    return request.getfixturevalue("spark_master") if option == "engine" else None
+    settings), for the cells that run Spark (the spark-marked ones); None for the others, a refused --engine among
+    them: a session started there would be a second application on the cluster, waiting for its memory."""
+    return (
+        request.getfixturevalue("spark_master")
+        if option == "engine" and _expected(option, command, kind) == "A"
+        else None
+    )
 
 
 @pytest.mark.parametrize("option, command, kind", list(_cells()))

@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
         )
     rest = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PROJECT_ROOT), *([rest] if rest else [])])}
+    env["ETT_PROG"] = "ett live-job"  # the campaign's usage line names the command that ran it
     command = [sys.executable, str(CAMPAIGN), *args.campaign_args]
     if {"-h", "--help"} & set(args.campaign_args):  # the campaign's help, printed and exiting as every ett help does
         shown = subprocess.run(command, env=env, capture_output=True, text=True)

@@ -290,7 +290,9 @@ def add_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = add_arguments(argparse.ArgumentParser(description="Run the paired live-job experiment.")).parse_args(argv)
+    # run by `ett live-job`, its usage says so ($ETT_PROG); run as a script, its own name
+    parser = argparse.ArgumentParser(prog=os.environ.get("ETT_PROG"), description="Run the paired live-job experiment.")
+    args = add_arguments(parser).parse_args(argv)
     return args.func(args)
 
 
