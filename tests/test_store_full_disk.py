@@ -40,7 +40,7 @@ OPERATIONS = {  # op -> (its arguments on store S, the steps it passes; the last
     ),
     "remove-source": (
         lambda s, f: ["store", "remove-source", str(s), "other"],
-        ["attached", "removed", "running", "summed", "recorded", "committed", "checkpointed"],
+        ["attached", "removed", "summed", "recorded", "committed", "checkpointed"],
         "committed",
     ),
     "compact": (lambda s, f: ["store", "compact", str(s)], ["attached", "copied", "swapped"], "copied"),

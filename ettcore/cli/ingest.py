@@ -129,7 +129,8 @@ NOTES_SHOWN = 20  # notes of replaced jobs a refresh prints (--all-notes: every 
 
 
 def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
-    """What a refresh prints: counts, the store's analysis time, and a note per job replaced (the first
+    """What a refresh prints: counts, the source's analysis time (its horizon: the store measures each source's
+    running jobs to its own), and a note per job replaced (the first
     :data:`NOTES_SHOWN`, and how many more, unless ``all_notes``)."""
     lines = [
         f"ingest {r.ingest_id} into {r.store} (source {r.source}): {r.jobs_read} job(s) read: {len(r.new)} new, "

@@ -318,11 +318,19 @@ def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: s
     return changed
 
 
+def horizons(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Each source's horizon (epoch ms), the instant its running jobs are measured to: the latest instant of its jobs
+    (as a trace's default as-of), or a later snapshot time given to one of its ingests since its last removal
+    (``source_horizons.sql``); in source order.  Two clusters polled at different times are each known only up to
+    their own latest snapshot."""
+    return {source: int(ms) for source, ms in statements.rows(con, "source_horizons") if ms is not None}
+
+
 def as_of_ms(con: duckdb.DuckDBPyConnection, given: int | None = None) -> int | None:
-    """The store's analysis time: the latest instant of its jobs (as a trace's default as-of), or a later snapshot
-    time given to an ingest (``given``, or an earlier ingest's of a source not removed since)."""
-    row = statements.value(con, "store_as_of", {"given": given})
-    return None if row is None else int(row)
+    """The store's analysis time: the latest of its sources' horizons (:func:`horizons`), or ``given`` (this
+    ingest's snapshot time) where later; None for a store without jobs."""
+    times = [*horizons(con).values(), *([] if given is None else [given])]
+    return max(times) if times else None
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: Any) -> None:

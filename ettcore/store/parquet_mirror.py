@@ -315,6 +315,7 @@ def _export(
         "published_id": last,
         "published_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "as_of_ms": int(meta["as_of_ms"]) if meta.get("as_of_ms") else None,
+        "horizons": db.horizons(con),
         "phases": json.loads(meta["phases"]),
         "synthetic": meta.get("synthetic") == "true",
         "description": meta.get("description", ""),
