@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _input_of(args: argparse.Namespace) -> str:
+    """The file or folder a command read or wrote, as its one line names it."""
+    return next((str(v) for k in ("store", "trace", "input") if (v := getattr(args, k, None))), "input")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -95,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except duckdb.Error as exc:  # a file damaged, or one that cannot be read or written, where no nearer code says so
-        where = next((str(v) for k in ("store", "trace", "input") if (v := getattr(args, k, None))), "input")
+        where = _input_of(args)
         refusal = damaged(where, exc)
         if refusal is None and isinstance(exc, duckdb.IOException):
             refusal = InputError(Problem(where, None, None, f"cannot read or write it: {io_cause(exc)}"))
@@ -105,6 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a Spark job that failed on the cluster (a worker lost beyond its retries): one line
+        from ettcore.engines.spark import job_failure
+
+        refusal = job_failure(exc, _input_of(args))
+        if refusal is None:
+            raise  # not the cluster's: a bug, with its traceback
+        print(f"ett: {refusal.problems[0].line()}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
