@@ -47,6 +47,24 @@ class InputError(ValueError):
         super().__init__(head + more)
 
 
+# How a user recovers a damaged store or DuckDB trace file: a store keeps nothing its sources do not hold
+REBUILD = "; rebuild it from its sources (a store: ingest them again into a new store, ett ingest NEW SOURCE...)"
+
+
+def io_cause(exc: BaseException) -> str:
+    """Why a file could not be read or written, without the wording of the library that tried (DuckDB's ``IO Error:
+    Could not write file "...": ``): ``the disk is full (no space left on device)`` for ENOSPC, else the operating
+    system's reason (an ``OSError``'s, or the text after the message's last ``: ``)."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "No space left on device" in text or getattr(exc, "errno", None) == 28:
+        return "the disk is full (no space left on device)"
+    if "not a valid DuckDB database file" in text:
+        return "its header is not a DuckDB database's (another kind of file, or a damaged one)"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return text.rsplit(": ", 1)[-1]
+
+
 def _shape(p: Problem) -> tuple:
     """What makes two problems 'the same problem': file, field and the message without its values.
 

@@ -13,6 +13,8 @@ import os
 import socket
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -180,22 +182,29 @@ def spark_cluster(tmp_path_factory):
     ``$ETT_SPARK_DIR`` (CI starts it, as it starts Slurm), else one this test process starts in a folder of its own
     and stops at its end.  The URLs of its ``ports`` file (``SPARK_MASTER_URL``, ``SPARK_CONNECT_URL``,
     ``SPARK_MASTER_WEBUI``...).  Skips the Spark tests only where pyspark or Java is missing."""
-    import subprocess
-
     from ettcore.engines import spark as sp
 
     if not sp.spark_available():
         pytest.skip("pyspark or Java not installed")
-    root = Path(__file__).resolve().parent.parent
     given = os.environ.get("ETT_SPARK_DIR")
     if given and (Path(given) / "ports").is_file():
         ports = _ports(Path(given))
         sp.check_reachable(ports["SPARK_MASTER_URL"])
         yield ports
         return
-    folder = tmp_path_factory.mktemp("spark-cluster")
+    with own_spark_cluster(tmp_path_factory.mktemp("spark-cluster")) as ports:
+        yield ports
+
+
+@contextmanager
+def own_spark_cluster(folder: Path) -> Iterator[dict[str, str]]:
+    """A Spark cluster of its own (``tools/spark/start.sh`` with the state folder ``folder``), its ``ports``; stopped
+    and its folder purged on leaving."""
+    import subprocess
+
     import pyspark
 
+    root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "ETT_SPARK_DIR": str(folder), "SPARK_HOME": os.path.dirname(pyspark.__file__)}
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
     start = subprocess.run([root / "tools/spark/start.sh", "--fresh"], env=env, capture_output=True, text=True)

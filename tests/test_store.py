@@ -69,8 +69,8 @@ def test_incremental_store_equals_one_shot(trace, other, rnd):
         one_shot = _figures(load_trace(write_trace_folder(trace, tmp / "union")))
         # batches of jobs, in random order, one of them twice; one job first arrives with half its spans (a running
         # job seen early, or a row corrected later) and then whole; a second source (job ids like the first's: jobs
-        # are keyed by source and id) comes in between and is removed at the end (its latest instant may have moved
-        # the store's analysis time, and its removal moves it back: the running jobs are measured again each time)
+        # are keyed by source and id) comes in between and is removed at the end (its latest instant may be later than
+        # the first source's: each source's running jobs are measured to its own horizon, so neither moves the other)
         batches = [set() for _ in range(rnd.randint(1, 3))]
         for j in job_ids:
             rnd.choice(batches).add(j)

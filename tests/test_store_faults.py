@@ -90,8 +90,8 @@ OPERATIONS = {
     "compact": lambda s, f: ["store", "compact", str(s)],
 }
 KILL_POINTS = {  # the steps each operation passes (ettcore.store.db.STEPS)
-    "refresh": [s for s in STEPS if s not in ("removed", "copied", "swapped")],
-    "remove-source": ["attached", "removed", "running", "summed", "recorded", "committed"],
+    "refresh": [s for s in STEPS if s not in ("removed", "copied", "swapped", "exported", "published")],
+    "remove-source": ["attached", "removed", "summed", "recorded", "committed"],
     "compact": ["attached", "copied", "swapped"],
 }
 RANDOM_KILLS = {"refresh": 5, "remove-source": 3, "compact": 3}

@@ -396,9 +396,9 @@ def test_slurm_campaign_store_same_on_spark(session, tmp_path):
 @needs_spark
 @spark_group
 def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
-    """Replaced jobs (one without spans now), the same ids from two sources, a removed source, and beside the
-    published folders a half-written one and one the pointer does not name: Spark on the mirror, given as a URI, gives
-    the store's frames."""
+    """Replaced jobs (one without spans now), the same ids from two sources with different horizons (a's running job
+    ended later than b's is seen), a removed source, and beside the published folders a half-written one and one the
+    pointer does not name: Spark on the mirror, given as a URI, gives the store's frames."""
     s, mirror = batches["store"], tmp_path / "mirror"
     shutil.copytree(batches["mirror"], mirror)
     # a folder of a later refresh, complete but never named by the pointer, and one still under its temporary name;
@@ -415,7 +415,10 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     assert jobs["job_id"].to_list() == [f"{src}/{j}" for src in "ab" for j in sample]
     row = jobs.filter(pl.col("job_id") == "a/sample-running").row(0, named=True)
     assert (row["status"], row["wall_s"], row["source"]) == ("completed", 8 * 3600.0, "a")
-    assert jobs.filter(pl.col("job_id") == "b/sample-running")["status"].to_list() == ["running"]
+    # b's running job to b's own horizon (its latest instant, 2026-01-06T04:00Z: 6 h), not to a's later 06:00
+    row = jobs.filter(pl.col("job_id") == "b/sample-running").row(0, named=True)
+    assert (row["status"], row["wall_s"]) == ("running", 6 * 3600.0)
+    assert spark.trace.horizons == {"a": 1767679200000, "b": 1767672000000}
     assert figures["by"]["source"].to_list() == ["a", "b"]
     # another store's mirror with a folder changed since the pointer named it: an error, not other figures
     other, changed = tmp_path / "other.duckdb", tmp_path / "changed"

@@ -36,7 +36,8 @@ from ettcore.cli import (
 )
 from ettcore.cli.measure_options import check_refusals
 from ettcore.cli.output import format_table, job_json_blocks, table_blocks, write_summary_json
-from ettcore.errors import InputError, Problem, summarize_problems
+from ettcore.errors import InputError, Problem, io_cause, summarize_problems
+from ettcore.store.db import damaged
 
 __all__ = ["COMMANDS", "build_parser", "format_table", "job_json_blocks", "main", "table_blocks", "write_summary_json"]
 
@@ -69,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _input_of(args: argparse.Namespace) -> str:
+    """The file or folder a command read or wrote, as its one line names it."""
+    return next((str(v) for k in ("store", "trace", "input") if (v := getattr(args, k, None))), "input")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -93,14 +99,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    except duckdb.IOException as exc:
-        print(
-            f"ett: {Problem(str(getattr(args, 'trace', '?')), None, None, str(exc).splitlines()[0]).line()}",
-            file=sys.stderr,
-        )
+    except duckdb.Error as exc:  # a file damaged, or one that cannot be read or written, where no nearer code says so
+        where = _input_of(args)
+        refusal = damaged(where, exc)
+        if refusal is None and isinstance(exc, duckdb.IOException):
+            refusal = InputError(Problem(where, None, None, f"cannot read or write it: {io_cause(exc)}"))
+        if refusal is None:
+            raise  # not the file's fault: a bug, with its traceback
+        print(f"ett: {refusal.problems[0].line()}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a Spark job that failed on the cluster (a worker lost beyond its retries): one line
+        from ettcore.engines.spark import job_failure
+
+        refusal = job_failure(exc, _input_of(args))
+        if refusal is None:
+            raise  # not the cluster's: a bug, with its traceback
+        print(f"ett: {refusal.problems[0].line()}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from ettcore.trace.load import is_uri, load_trace, parse_as_of
 
 KINDS = ("auto", "trace", *io.IMPORTER_KINDS)
 OVERLAP_DEFAULT = "10m"
+SACCT_TIMEOUT_DEFAULT = f"{sacct_poll.TIMEOUT_S_DEFAULT:g}s"  # how long one sacct call may take (--sacct-timeout)
 FIRST_POLL_DEFAULT_MS = 24 * HOUR_MS  # a source's first poll without --poll-since reads the last 24 hours
 GOODPUT_KEYS = {"job_name", "jsonPayload", "step_count", "step_start_time", "job_start_time", "job_end_time"}
 
@@ -128,7 +129,8 @@ NOTES_SHOWN = 20  # notes of replaced jobs a refresh prints (--all-notes: every 
 
 
 def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
-    """What a refresh prints: counts, the store's analysis time, and a note per job replaced (the first
+    """What a refresh prints: counts, the source's analysis time (its horizon: the store measures each source's
+    running jobs to its own), and a note per job replaced (the first
     :data:`NOTES_SHOWN`, and how many more, unless ``all_notes``)."""
     lines = [
         f"ingest {r.ingest_id} into {r.store} (source {r.source}): {r.jobs_read} job(s) read: {len(r.new)} new, "
@@ -175,7 +177,7 @@ def _ingest_import(
 def _run_sources(args: argparse.Namespace) -> int:
     if not args.sources:
         raise InputError(Problem("SOURCE", None, None, "give a SOURCE to ingest, or --slurm to poll Slurm's sacct"))
-    for flag in ("poll_since", "overlap", "accounts", "partition"):
+    for flag in ("poll_since", "overlap", "accounts", "partition", "sacct_timeout"):
         if getattr(args, flag) is not None:
             raise InputError(Problem(f"--{flag.replace('_', '-')}", None, flag, "is an option of --slurm polls"))
     kind = _kind(args.sources, args.kind)
@@ -208,7 +210,10 @@ def _run_slurm(args: argparse.Namespace) -> int:
         since_ms = int(time.time() * 1000) - FIRST_POLL_DEFAULT_MS
         why = "first poll of this source: the last 24 h"
     open_ids = polls.open_jobs(args.store, args.source)
-    p = sacct_poll.poll(since_ms / 1000, open_ids, accounts=args.accounts, partition=args.partition)
+    timeout_ms = parse_duration(args.sacct_timeout or SACCT_TIMEOUT_DEFAULT, "--sacct-timeout")
+    p = sacct_poll.poll(
+        since_ms / 1000, open_ids, accounts=args.accounts, partition=args.partition, timeout_s=timeout_ms / 1000
+    )
     taken_ms = int(p.taken_s * 1000)
     states = ", ".join(f"{s} {n}" for s, n in sorted(p.states.items())) or "none"
     print(
@@ -311,6 +316,12 @@ def register(sub: Any) -> None:
         metavar="DURATION",
         help=f"margin before the last poll read again (default {OVERLAP_DEFAULT}: accounting that reached "
         "slurmdbd late is not missed)",
+    )
+    s.add_argument(
+        "--sacct-timeout",
+        metavar="DURATION",
+        help=f"how long one sacct call may take before the poll gives up, the store untouched (default "
+        f"{SACCT_TIMEOUT_DEFAULT}; e.g. 90s, 5m)",
     )
     s.add_argument("--accounts", metavar="LIST", help="only jobs of these accounts (sacct --accounts)")
     s.add_argument("--partition", metavar="LIST", help="only jobs of these partitions (sacct --partition)")

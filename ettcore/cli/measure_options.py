@@ -29,6 +29,7 @@ from typing import Any
 
 from ettcore import engines, store
 from ettcore.cli import mirror
+from ettcore.engines.mirror_format import check_files, is_mirror, read_local_pointer
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.metric import money
 from ettcore.trace.instants import iso
@@ -231,7 +232,6 @@ def input_kind(args: argparse.Namespace) -> str:
         return "store"
     if is_run_folder(path):
         return "run folder"
-    from ettcore.engines.mirror_format import is_mirror
     from ettcore.trace.load import is_uri
 
     if is_mirror(path):
@@ -252,7 +252,9 @@ def open_measured(args: argparse.Namespace, quiet: bool = False) -> Any:
             print(f"ett: {trace.recomputed}: attributing again from the store's rows", file=sys.stderr)
         return trace
     if a_store:
-        where = str(mirror.mirror_for_spark(where))  # Spark reads the store's Parquet mirror
+        where = str(mirror.mirror_for_spark(where))  # Spark reads the store's Parquet mirror (its files checked)
+    elif is_mirror(where):  # a local mirror given itself: its files as published, before Spark reads them
+        check_files(where, read_local_pointer(where))
     trace = engines.open_trace(where, opts, engine=args.engine, spark_master=args.spark_master)
     if quiet:
         return trace

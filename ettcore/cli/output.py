@@ -356,6 +356,15 @@ def print_window(trace: Any, out=None) -> None:
         print(file=out)
 
 
+def as_of_field(trace: Any) -> str | dict[str, str] | None:
+    """The envelope's ``as_of``: the analysis time, or, where a store of several sources measured each source's
+    running jobs to its own horizon (``StoreTrace.horizons``), an object of one instant a source."""
+    horizons = getattr(trace, "horizons", None)
+    if horizons:
+        return {source: iso(ms) for source, ms in horizons.items()}
+    return iso(trace.as_of_ms) if trace.as_of_ms is not None else None
+
+
 def envelope(schema: str, command: str, trace: Any, args: Any) -> dict[str, Any]:
     """The keys every ``--json`` answer starts with (``ettcore/schemas/envelope.schema.json``); the window carries the
     exclusion windows and what each took out."""
@@ -371,7 +380,7 @@ def envelope(schema: str, command: str, trace: Any, args: Any) -> dict[str, Any]
             "spark_master": (args.spark_master or engines.DEFAULT_MASTER) if engine == "spark" else None,
         },
         "synthetic": bool(trace.synthetic),
-        "as_of": iso(trace.as_of_ms) if trace.as_of_ms is not None else None,
+        "as_of": as_of_field(trace),
         "window": {
             "since": iso(w.since_ms),
             "until": iso(w.until_ms),

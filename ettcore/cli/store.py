@@ -27,6 +27,8 @@ def run_info(args: argparse.Namespace) -> int:
     jobs = con.execute("SELECT source, count(*) FROM st.ett_jobs GROUP BY 1 ORDER BY 1").fetchall()
     print("sources: " + (", ".join(f"{s} ({n} jobs)" for s, n in jobs) or "none"))
     print(f"analysis time: {iso(int(meta['as_of_ms'])) if meta.get('as_of_ms') else 'none'}")
+    for source, ms in store.horizons(con).items():  # each source's running jobs are measured to its own
+        print(f"horizon of {source}: {iso(ms)}")
     ingests = con.sql(
         "SELECT ingest_id, source, ingested_at, snapshot_ms, jobs_read, new, changed, unchanged, skipped_jobs, inputs "
         "FROM st.ett_ingests ORDER BY ingest_id"
@@ -47,7 +49,7 @@ def run_remove(args: argparse.Namespace) -> int:
     r = store.remove_source(args.store, args.source)
     print(
         f"removed source {r.source} from {r.store} (removal {r.ingest_id}): {r.jobs} job(s); "
-        f"{r.running} running job(s) measured to the new analysis time; analysis time {iso(r.as_of_ms)}"
+        f"the store's analysis time {iso(r.as_of_ms)} (each source keeps its own horizon)"
     )
     return 0
 

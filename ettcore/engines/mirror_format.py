@@ -12,10 +12,15 @@ that :mod:`ettcore.store.parquet_mirror` writes after each committed refresh and
 ``CURRENT.json`` (:data:`POINTER`)
     the last published state, replaced atomically once its folders are complete: ``published_id`` (the last refresh
     or source removal it includes), ``folders`` (the ids whose folder holds rows), ``removals`` (source and id), the
-    store's analysis time ``as_of_ms``, its ``phases``, ``synthetic`` and ``description``, its ``sources`` (of its
+    store's analysis time ``as_of_ms`` and each source's ``horizons`` (source: epoch ms, the instant its running jobs
+    are measured to; a pointer written before has none, and its reader measures every job to ``as_of_ms``), its
+    ``phases``, ``synthetic`` and ``description``, its ``sources`` (of its
     attempts, as the store's reader counts them), the count of current ``rows`` a table, each table's ``columns``
     (name: DuckDB type, in the store's order), the jobs' ``labels`` (as the store's reader tells them) and
-    ``store_id`` (which store it mirrors).
+    ``store_id`` (which store it mirrors); and ``files``, each Parquet file of the named folders (``ingest-<N>/
+    <table>.parquet``) with its length in bytes and its CRC-32, which a local mirror is checked against before
+    Spark reads it (:func:`check_files`: a damaged file is refused, never read into a wrong answer; a pointer
+    written before ``files`` existed is read unchecked).
 
 The **current version** of a job (source, ``job_id``) is its rows of the highest ingest id among the named folders,
 less the rows of a source removed after them (a removal's id comes from the ingests' sequence): what the store holds,
@@ -25,6 +30,7 @@ because a refresh replaces a job as a whole and every row of the new version car
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +93,39 @@ def is_mirror(path: Any) -> bool:
     """True when the local folder ``path`` holds a mirror's pointer (a URI is told on Spark:
     :func:`ettcore.engines.spark.mirror.is_mirror_uri`)."""
     return not is_uri(path) and (Path(str(path)) / POINTER).is_file()
+
+
+def file_digest(path: Path) -> list[int]:
+    """A Parquet file's length in bytes and CRC-32 (zlib's), as the pointer's ``files`` keep them."""
+    crc, size = 0, 0
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+    return [size, crc]
+
+
+def check_files(folder: str | Path, doc: dict) -> None:
+    """Refuse a local mirror whose Parquet files differ from what their publish wrote (length or CRC-32): damaged
+    or replaced since.  One line naming the file, and how to recover."""
+    root = Path(folder)
+    for name, want in (doc.get("files") or {}).items():
+        f = root / name
+        try:
+            got = file_digest(f)
+        except OSError as exc:
+            got, why = None, f"cannot be read ({exc.strerror or exc})"
+        else:
+            why = f"its {'length' if got[0] != want[0] else 'content (CRC-32)'} differs from what was published"
+        if got != list(want):
+            raise InputError(
+                Problem(
+                    str(f),
+                    None,
+                    None,
+                    f"damaged Parquet mirror: {why}; no answer given; publish the store into a new folder (ett store "
+                    "publish STORE NEWDIR) and read that one",
+                )
+            )
 
 
 def pointer_text(doc: dict) -> str:

@@ -14,7 +14,9 @@ another job (its first attempt starting at a requeue).  Asking by id returns eve
 run (same ``DBIndex``) seen by two calls keep the later call's version.
 
 The snapshot time of a poll (:attr:`Poll.taken_s`) is when its last ``sacct`` call returned: every time in the
-export is at or before it.  ``sacct`` missing or failing is one :class:`~ettcore.errors.InputError` line.
+export is at or before it.  ``sacct`` missing, failing (a non-zero exit), giving no answer within the timeout
+(``--sacct-timeout``, default :data:`TIMEOUT_S_DEFAULT` seconds) or printing a table cut short (a row with fewer
+fields than its header) is one :class:`~ettcore.errors.InputError` line naming ``sacct``, before the store is touched.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from ettcore.importers.slurm import FAR_END, SACCT_FORMAT
 
 ID_CHUNK = 500  # job ids a `sacct --jobs` call (sacct's own advice: as few calls as it takes)
 BASE = ("--allusers", "--duplicates", "--allocations", "--parsable2")
+TIMEOUT_S_DEFAULT = 600.0  # seconds a sacct call may take (--sacct-timeout)
 
 
 @dataclass
@@ -52,7 +55,7 @@ class Poll:
         return sum(self.states.values())
 
 
-def sacct(argv: Sequence[str], env: dict | None = None, timeout_s: float = 600.0) -> str:
+def sacct(argv: Sequence[str], env: dict | None = None, timeout_s: float = TIMEOUT_S_DEFAULT) -> str:
     """Run ``sacct`` with ``argv`` (``SLURM_TIME_FORMAT=%s``); its standard output, or one clear error."""
     exe = shutil.which("sacct", path=(env or os.environ).get("PATH"))
     if exe is None:
@@ -68,13 +71,36 @@ def sacct(argv: Sequence[str], env: dict | None = None, timeout_s: float = 600.0
     try:
         out = subprocess.run([exe, *argv], env=run_env, capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        raise InputError(Problem("sacct", None, None, f"gave no answer within {timeout_s:g} s")) from None
+        raise InputError(
+            Problem("sacct", None, None, f"gave no answer within {timeout_s:g} s (--sacct-timeout sets the limit)")
+        ) from None
     except OSError as exc:
         raise InputError(Problem("sacct", None, None, f"cannot run {exe}: {exc}")) from None
     if out.returncode != 0:
         first = next((x.strip() for x in out.stderr.splitlines() if x.strip()), "no message")
         raise InputError(Problem("sacct", None, None, f"failed (exit {out.returncode}): {first}"))
     return out.stdout
+
+
+def check_whole(text: str) -> None:
+    """Refuse a text export cut short: every row has as many ``|``-separated fields as the header (sacct killed
+    mid-write, a pipe closed early, a full disk on its side)."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    if not lines:
+        return
+    width = len(lines[0].split("|"))
+    for n, row in enumerate(lines[1:], start=1):
+        got = len(row.split("|"))
+        if got != width:
+            raise InputError(
+                Problem(
+                    "sacct",
+                    n,
+                    None,
+                    f"printed a table cut short or malformed ({got} of the header's {width} fields); "
+                    "nothing ingested (the next poll reads these jobs again)",
+                )
+            )
 
 
 def sacct_time(t_s: float) -> str:
@@ -115,19 +141,28 @@ def poll(
     accounts: str | None = None,
     partition: str | None = None,
     env: dict | None = None,
+    timeout_s: float = TIMEOUT_S_DEFAULT,
 ) -> Poll:
-    """The jobs with a run in any state from ``since_s`` on, and the ``open_ids`` jobs, with every run of each."""
+    """The jobs with a run in any state from ``since_s`` on, and the ``open_ids`` jobs, with every run of each;
+    each ``sacct`` call may take up to ``timeout_s`` seconds."""
     select = [f"--{k}={v}" for k, v in (("accounts", accounts), ("partition", partition)) if v]
     found = sacct(
         [*BASE, "--noheader", "--format=JobIDRaw", "--starttime", sacct_time(since_s), "--endtime", FAR_END, *select],
         env,
+        timeout_s,
     )
     window = list(dict.fromkeys(x.strip() for x in found.splitlines() if x.strip()))
     ids = list(dict.fromkeys([*window, *open_ids]))
     texts = [
-        sacct([*BASE, f"--format={SACCT_FORMAT}", "--jobs", ",".join(ids[k : k + ID_CHUNK]), "--endtime", FAR_END], env)
+        sacct(
+            [*BASE, f"--format={SACCT_FORMAT}", "--jobs", ",".join(ids[k : k + ID_CHUNK]), "--endtime", FAR_END],
+            env,
+            timeout_s,
+        )
         for k in range(0, len(ids), ID_CHUNK)
     ]
+    for text in texts:
+        check_whole(text)
     taken = time.time()
     text, states, jobs = merge(texts)
     return Poll(

@@ -2,7 +2,8 @@
 
 ``ett ingest STORE SOURCE`` reads a source through the loader (:func:`ettcore.trace.load_trace`, or an importer first),
 compares each job's digest with the stored one, replaces the jobs that are new or changed as a whole, and attributes
-only those (and running jobs, when the store's analysis time moved) with the metric's own SQL
+only those (and the source's running jobs, when its horizon moved: each source's running jobs are measured to its
+own latest snapshot) with the metric's own SQL
 (:func:`ettcore.metric.prepare` on the loaded source, the other jobs left out): there is no second attribution kernel
 (:mod:`ettcore.store.refresh`).  The measuring commands open a store (:func:`open_store`) as a trace whose per-job
 results, paces, stalls and the fleet's slot sums are the stored ones, so fleet figures, trends and the Prometheus
@@ -11,7 +12,7 @@ source's removal and a compaction are each one transaction, or one atomic rename
 the file, its tables and the bounded wait for another process are :mod:`ettcore.store.db`'s.  See ``docs/store.md``.
 """
 
-from ettcore.store.db import DEFAULT_SOURCE, FORMAT, GRID_MS, VERSION, attach, meta, wait_seconds
+from ettcore.store.db import DEFAULT_SOURCE, FORMAT, GRID_MS, VERSION, attach, horizons, meta, wait_seconds
 from ettcore.store.housekeeping import compact, remove_source
 from ettcore.store.read import StoreTrace, is_store, open_store, skipped_problems
 from ettcore.store.refresh import Refresh, ingest_path, ingest_trace
@@ -25,6 +26,7 @@ __all__ = [
     "StoreTrace",
     "attach",
     "compact",
+    "horizons",
     "ingest_path",
     "ingest_trace",
     "is_store",

@@ -17,7 +17,7 @@ from typing import Any
 
 import duckdb
 
-from ettcore.errors import InputError, Problem
+from ettcore.errors import REBUILD, InputError, Problem, io_cause
 from ettcore.phases import PhaseMap
 from ettcore.store import statements
 from ettcore.store.statements import Column
@@ -59,10 +59,12 @@ SUM_TABLES = {
     "res_interruption_slots": ("interruption_slots", ("slot_ms",)),
 }
 
-# The named points of a refresh, a removal and a compaction, in order.  Test hooks: ETT_STORE_KILL_AT=<name> makes
-# the process kill itself (SIGKILL) on reaching one (the kill-safety test); ETT_STORE_HOLD_AT=<name> makes it wait
-# there ETT_STORE_HOLD_S seconds (default 5), holding the store (the concurrency tests).  ETT_STORE_PROFILE=1 prints
-# the seconds spent since the previous point, on stderr.
+# The named points of a refresh, a removal, a compaction and a Parquet publish (``exported``: the new folders
+# written; ``published``: the mirror's pointer replaced), in order.  Test hooks: ETT_STORE_KILL_AT=<name> makes the
+# process kill itself (SIGKILL) on reaching one (the kill-safety test); ETT_STORE_HOLD_AT=<name> makes it wait there
+# ETT_STORE_HOLD_S seconds (default 5), holding the store (the concurrency tests); ETT_STORE_FILL_AT=<name> fills the
+# file system of the file ETT_STORE_FILL_FILE names until no byte is left (the full-disk test).
+# ETT_STORE_PROFILE=1 prints the seconds spent since the previous point, on stderr.
 STEPS = (
     "attached",
     "compared",
@@ -77,6 +79,8 @@ STEPS = (
     "removed",
     "copied",
     "swapped",
+    "exported",
+    "published",
 )
 _clock = {"t": time.monotonic()}
 
@@ -91,6 +95,19 @@ def step(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     if os.environ.get("ETT_STORE_HOLD_AT") == name:
         time.sleep(float(os.environ.get("ETT_STORE_HOLD_S", "5")))
+    if os.environ.get("ETT_STORE_FILL_AT") == name:
+        _fill(Path(os.environ["ETT_STORE_FILL_FILE"]))
+
+
+def _fill(filler: Path) -> None:
+    """Write ``filler`` until its file system has no byte left (the full-disk test hook)."""
+    block = b"\0" * (1 << 16)
+    with filler.open("ab", buffering=0) as f:
+        try:
+            while f.write(block):
+                pass
+        except OSError:
+            pass
 
 
 def wait_seconds() -> float:
@@ -104,6 +121,19 @@ def wait_seconds() -> float:
 def literal(path: Path) -> str:
     """A SQL string literal of a path (ATTACH takes no bound parameter)."""
     return "'" + str(path).replace("'", "''") + "'"
+
+
+def damaged(path: str | Path, exc: BaseException) -> InputError | None:
+    """The one line of a store file found damaged while it was read (a block failing DuckDB's checksum, a file
+    shorter than its own index); None for another error."""
+    text = str(exc)
+    if "Corrupt database file" in text:
+        why = "a block of the file fails its checksum"
+    elif "Could not read enough bytes" in text:
+        why = "the file is shorter than its own index says (truncated)"
+    else:
+        return None
+    return InputError(Problem(str(path), None, None, f"damaged: {why}; no answer given{REBUILD}"))
 
 
 def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: str = "st", wait: bool = True) -> None:
@@ -126,16 +156,20 @@ def attach(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool, name: st
             return True
         except duckdb.IOException as exc:
             text = str(exc)
+            if "No space left on device" in text:  # the write-ahead log of a commit, not yet in the file
+                raise InputError(
+                    Problem(str(path), None, None, f"cannot open it: {io_cause(exc)}; free space, then run it again")
+                ) from None
             if "lock" not in text.lower():
                 raise InputError(
-                    Problem(str(path), None, None, f"not a readable store: {text.splitlines()[0]}")
+                    Problem(str(path), None, None, f"not a readable store: {io_cause(exc)}{REBUILD}")
                 ) from None
             return False
         except duckdb.OutOfMemoryException:
             raise  # the memory budget, not the file: said as such (ettcore.cli.main)
         except duckdb.Error as exc:
             raise InputError(
-                Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
+                Problem(str(path), None, None, f"damaged or not a store: {io_cause(exc)}{REBUILD}")
             ) from None
 
     held = "held by another process (a refresh or a reader)"
@@ -191,8 +225,8 @@ def meta(con: duckdb.DuckDBPyConnection, path: Path) -> dict[str, str]:
     try:
         rows = statements.rows(con, "metadata")
     except duckdb.Error as exc:
-        raise InputError(
-            Problem(str(path), None, None, f"damaged or not a store: {str(exc).splitlines()[0]}")
+        raise damaged(path, exc) or InputError(
+            Problem(str(path), None, None, f"damaged or not a store: {io_cause(exc)}{REBUILD}")
         ) from None
     m = dict(rows)
     if m.get("format") != FORMAT:
@@ -284,31 +318,80 @@ def merge_schema(con: duckdb.DuckDBPyConnection, target: str, source_relation: s
     return changed
 
 
+def horizons(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Each source's horizon (epoch ms), the instant its running jobs are measured to: the latest instant of its jobs
+    (as a trace's default as-of), or a later snapshot time given to one of its ingests since its last removal
+    (``source_horizons.sql``); in source order.  Two clusters polled at different times are each known only up to
+    their own latest snapshot."""
+    return {source: int(ms) for source, ms in statements.rows(con, "source_horizons") if ms is not None}
+
+
 def as_of_ms(con: duckdb.DuckDBPyConnection, given: int | None = None) -> int | None:
-    """The store's analysis time: the latest instant of its jobs (as a trace's default as-of), or a later snapshot
-    time given to an ingest (``given``, or an earlier ingest's of a source not removed since)."""
-    row = statements.value(con, "store_as_of", {"given": given})
-    return None if row is None else int(row)
+    """The store's analysis time: the latest of its sources' horizons (:func:`horizons`), or ``given`` (this
+    ingest's snapshot time) where later; None for a store without jobs."""
+    times = [*horizons(con).values(), *([] if given is None else [given])]
+    return max(times) if times else None
 
 
 def set_meta(con: duckdb.DuckDBPyConnection, key: str, value: Any) -> None:
     statements.run(con, "update_metadata", {"key": key, "value": "" if value is None else str(value)})
 
 
+# What DuckDB raises when it cannot write the store's file or its write-ahead log (a full disk, a file it may not
+# write, a device gone): a fault of the deployment, said in one line, not a bug's traceback
+WRITE_FAULTS = (duckdb.IOException, duckdb.TransactionException, duckdb.FatalException)
+
+
+def not_committed(path: Path, what: str, exc: BaseException) -> InputError:
+    """The one line of a store write that failed before its commit: nothing of it is in the store."""
+    return InputError(
+        Problem(
+            str(path),
+            None,
+            None,
+            f"{what} is not committed: {io_cause(exc)}; the store is as before (free space, then run it again)",
+        )
+    )
+
+
 @contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """One transaction on the store: committed when the block ends (step ``committed``), rolled back when it raises."""
+def transaction(con: duckdb.DuckDBPyConnection, path: Path, what: str = "the refresh") -> Iterator[None]:
+    """One transaction on the store at ``path``: committed when the block ends (step ``committed``), rolled back when
+    it raises; a write DuckDB cannot do (:data:`WRITE_FAULTS`, a full disk) is one line saying ``what`` is not
+    committed."""
     con.execute("BEGIN TRANSACTION")
     try:
         yield
         con.execute("COMMIT")
-    except BaseException:
+    except BaseException as exc:
         try:
             con.execute("ROLLBACK")
         except duckdb.Error:
             pass
+        if isinstance(exc, WRITE_FAULTS):
+            raise not_committed(path, what, exc) from None
         raise
     step("committed")
+
+
+def checkpoint(con: duckdb.DuckDBPyConnection, path: Path, what: str = "the refresh") -> None:
+    """Write the committed write-ahead log into the store file (DuckDB would at DETACH: a reader then opens a
+    checkpointed file; step ``checkpointed``).  Where it cannot (a full disk), the commit stands in the log beside the
+    file, which readers replay and the next write finishes: one line says so."""
+    try:
+        con.execute("CHECKPOINT st")
+    except WRITE_FAULTS as exc:
+        raise InputError(
+            Problem(
+                str(path),
+                None,
+                None,
+                f"{what} is committed, but not yet written into the store file: {io_cause(exc)}; it is kept in "
+                f"{path.name}.wal beside it, readers see it, and the next ett ingest or ett store command that "
+                "writes the store finishes writing it (free space first)",
+            )
+        ) from None
+    step("checkpointed")
 
 
 def detach(con: duckdb.DuckDBPyConnection, name: str = "st") -> None:

@@ -1,9 +1,10 @@
 """A store's housekeeping: removing a source (``ett store remove-source``) and compaction (``ett store compact``).
 
 Removing a source is one transaction: its jobs' rows, results and index rows go, their share of the fleet's sums is
-subtracted, the removal is recorded in ``ett_removals`` (its id from the sequence ingests use), and when the store's
-analysis time moves back (the source held the latest instant or snapshot), the other sources' running jobs are
-measured again up to the new one.  The store then gives the figures a store built without that source gives.
+subtracted, and the removal is recorded in ``ett_removals`` (its id from the sequence ingests use).  Each other
+source's running jobs stay measured to that source's own horizon (:func:`ettcore.store.db.horizons`), which the
+removal does not move; the store's analysis time (the latest horizon) may move back.  The store then gives the
+figures a store built without that source gives.
 
 A DuckDB file does not shrink when rows are deleted.  Compaction copies the store into a new file next to it while
 holding the store's write lock (a refresh or a reader waits, bounded), then puts the copy in its place with one
@@ -22,11 +23,10 @@ from pathlib import Path
 
 import duckdb
 
-from ettcore.errors import InputError, Problem
-from ettcore.phases import UNATTRIBUTED, PhaseMap
+from ettcore.errors import InputError, Problem, io_cause
 from ettcore.store import db, statements
 from ettcore.store.read import register_phases
-from ettcore.store.refresh import delete_jobs, remeasure_open
+from ettcore.store.refresh import delete_jobs
 from ettcore.store.results import sum_tables
 from ettcore.store.statements import Column
 
@@ -39,19 +39,7 @@ class Removal:
     source: str
     ingest_id: int
     jobs: int
-    running: int
-    as_of_ms: int | None
-
-
-def _phase_map(rows: list) -> PhaseMap:
-    """The store's phase map, from its rows (``PhaseMap.rows()``)."""
-    body = [r for r in rows if r[1] != UNATTRIBUTED]
-    return PhaseMap(
-        phases=tuple(r[1] for r in body),
-        component_of={r[1]: r[2] for r in body},
-        owner_of={r[2]: r[3] for r in body if r[3] != "(none)"},
-        components=tuple(dict.fromkeys(r[2] for r in body)),
-    )
+    as_of_ms: int | None  # the store's analysis time after it (the latest of the sources' horizons left)
 
 
 def _existing(path: Path) -> Path:
@@ -67,7 +55,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
     con.execute("SET TimeZone = 'UTC'")
     db.attach(con, path, read_only=False)
     try:
-        with db.transaction(con):
+        with db.transaction(con, path, "the removal"):
             meta = db.meta(con, path)
             db.step("attached")
             statements.run(con, "removed_jobs", {"source": source})
@@ -100,19 +88,15 @@ def remove_source(store: str | Path, source: str) -> Removal:
                 },
             )
             db.step("removed")
-            old_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
             as_of_ms = db.as_of_ms(con)
-            running = 0
-            if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, _phase_map(rows), as_of_ms, int(meta["grid_ms"]), "ett_gone")
-            db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")
             db.set_meta(con, "as_of_ms", as_of_ms)
             db.step("recorded")
+        db.checkpoint(con, path, "the removal")
     finally:
         con.close()
-    return Removal(store=path, source=source, ingest_id=ingest_id, jobs=jobs, running=running, as_of_ms=as_of_ms)
+    return Removal(store=path, source=source, ingest_id=ingest_id, jobs=jobs, as_of_ms=as_of_ms)
 
 
 def _drop_labels(con: duckdb.DuckDBPyConnection, source: str) -> None:
@@ -152,6 +136,7 @@ def compact(store: str | Path) -> Compaction:
     con = duckdb.connect()
     db.attach(con, path, read_only=False)  # the write lock: no refresh, no reader, until the copy is in place
     tmp = path.with_name(f".{path.name}.compact-{os.getpid()}")
+    swapped = False
     try:
         db.meta(con, path)
         con.execute("CHECKPOINT st")  # nothing of the store left in its write-ahead log
@@ -165,11 +150,22 @@ def compact(store: str | Path) -> Compaction:
         _fsync(tmp)
         db.step("copied")
         os.replace(tmp, path)
+        swapped = True
         _fsync(path.parent, directory=True)
         db.step("swapped")
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
+        if isinstance(exc, (OSError, *db.WRITE_FAULTS)) and not swapped:  # a full disk: the copy goes, the store stays
+            raise InputError(
+                Problem(
+                    str(path),
+                    None,
+                    None,
+                    f"the compaction is not done: {io_cause(exc)}; the store is as before (a compaction needs free "
+                    "space about the store's size beside it)",
+                )
+            ) from None
         raise
     finally:
         con.close()

@@ -36,12 +36,14 @@ from ettcore.engines.mirror_format import (
     POINTER,
     ROW_TABLES,
     VERSION,
+    check_files,
+    file_digest,
     folder_id,
     folder_name,
     pointer_text,
     read_local_pointer,
 )
-from ettcore.errors import InputError, Problem
+from ettcore.errors import InputError, Problem, io_cause
 from ettcore.store import db, statements
 from ettcore.store.read import labels
 from ettcore.store.statements import Column
@@ -101,6 +103,7 @@ def for_reading(store_path: str | Path) -> tuple[Path, str | None]:
         raise InputError(
             Problem(str(folder), None, None, f"the store's Parquet mirror has no {POINTER}: ett store publish {path}")
         )
+    check_files(folder, pointer)
     last = max([0, *ingests, *(i for i, _ in removals)])
     note = None
     if int(pointer["published_id"]) < last:
@@ -229,8 +232,14 @@ def publish(store_path: str | Path, folder: str | Path | None = None) -> Publish
     try:
         doc, written, rows, previous = _publish_into(path, target)
     except (OSError, duckdb.IOException) as exc:  # the folder cannot be written (a file in its place, a full disk)
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc).splitlines()[0]
-        raise InputError(Problem(str(target), None, None, f"cannot write the Parquet mirror: {why}")) from None
+        raise InputError(
+            Problem(
+                str(target),
+                None,
+                None,
+                f"cannot write the Parquet mirror: {io_cause(exc)}; the mirror is as before (readers read it)",
+            )
+        ) from None
     if str(target) != remembered:  # a folder given becomes the store's mirror once it holds the store
         remember(path, target)
     return Published(
@@ -258,6 +267,7 @@ def _publish_into(path: Path, target: Path) -> tuple[dict | None, list[int], int
         if doc is not None:
             atomic.write_text(target / POINTER, pointer_text(doc))
             _fsync(target)
+            db.step("published")
     return doc, written, rows, previous
 
 
@@ -295,6 +305,7 @@ def _export(
     written = sorted(n for n in counts if counts[n])
     for n in written:
         _write_folder(con, target / folder_name(n), n, columns)
+    db.step("exported")
     sources = [r[0] for r in statements.rows(con, "sources_of", relation="st.rows_attempts")]
     doc = {
         "format": FORMAT,
@@ -304,12 +315,21 @@ def _export(
         "published_id": last,
         "published_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "as_of_ms": int(meta["as_of_ms"]) if meta.get("as_of_ms") else None,
+        "horizons": db.horizons(con),
         "phases": json.loads(meta["phases"]),
         "synthetic": meta.get("synthetic") == "true",
         "description": meta.get("description", ""),
         "sources": sources,
         "removals": [{"id": i, "source": s} for i, s in removals],
         "folders": sorted({*(pointer["folders"] if pointer else []), *written}),
+        "files": {
+            **((pointer or {}).get("files") or {}),
+            **{
+                f"{folder_name(n)}/{f.name}": file_digest(f)
+                for n in written
+                for f in sorted((target / folder_name(n)).glob("*.parquet"))
+            },
+        },
         "rows": {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in ROW_TABLES},
         "columns": {t: dict(columns[t]) for t in ROW_TABLES},
         "labels": labels(con, "st.rows_jobs"),

@@ -55,6 +55,9 @@ class StoreTrace(Trace):
     store_meta: dict = field(default_factory=dict)
     recomputed: str | None = None
     sources_n: int = 1
+    # each source's horizon (epoch ms), where the figures measure each source's running jobs to its own: a store of
+    # several sources read without --as-of; empty where one analysis time (``as_of_ms``) holds for every job
+    horizons: dict[str, int] = field(default_factory=dict)
 
 
 def _aligned(w: Window, grid: int) -> bool:
@@ -79,7 +82,8 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     """A store as a trace every function of :mod:`ettcore.metric` takes (read-only); ``options``
     (:class:`~ettcore.trace.options.TraceOptions`, or its fields as keyword arguments on top) as for a trace.
 
-    The default analysis time is the store's latest snapshot's.  The stored results answer the default phase
+    The default analysis time is the store's latest snapshot's; the stored results measure each source's running jobs
+    to that source's own horizon (``horizons``, with several sources).  The stored results answer the default phase
     mapping, the store's as-of and windows whose bounds lie on the stored (hourly) grid; another ``mapping``, another
     ``as_of`` or an unaligned window attributes again from the stored rows with the same SQL (``recomputed`` says so).
     A store holds only rows checked when they were ingested, so ``skip_invalid`` is refused (``ett ingest
@@ -110,18 +114,22 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
         raise InputError(Problem(str(path), None, None, "the store holds no jobs yet (ett ingest STORE SOURCE)"))
     sources = [r[0] for r in statements.rows(con, "sources_of", relation="st.ett_jobs")]
     qualified = len(sources) > 1
+    horizons = db.horizons(con)  # each source's, to which the stored results measure its running jobs
     why = []
     if [list(r) for r in phase_map.rows()] != stored_phases:
         why.append("--mapping differs from the store's")
     if as_of_ms is not None and as_of_ms != store_as_of:
         why.append("--as-of differs from the store's analysis time")
+    elif as_of_ms is not None and set(horizons.values()) != {as_of_ms}:
+        why.append("--as-of differs from a source's horizon")
     if not _aligned(window, grid):
         why.append(
             f"--since/--until/--exclude bounds off the store's grid (every {'hour' if grid == HOUR_MS else 'UTC day'})"
         )
     register_phases(con, phase_map.rows() if why else stored_phases)
-    row_views(con, qualified=qualified, restrict=None)
     explicit = as_of_ms is not None
+    # several sources without --as-of: each source's running jobs to its own horizon, stored or attributed again
+    row_views(con, qualified=qualified, restrict=None, horizons=qualified and not explicit)
     a = as_of_ms if explicit else store_as_of
     set_params(con, a, explicit=explicit and as_of_ms != store_as_of)
     register_window(con, window)
@@ -140,6 +148,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
         spans=span_store.SpanStore(con, 1),
         store_meta=meta,
         sources_n=len(sources),
+        horizons=horizons if qualified and not explicit else {},
     )
     if explicit and as_of_ms != store_as_of:
         trace.not_started = dict(zip(("attempts", "spans", "jobs"), statements.rows(con, "not_started")[0]))

@@ -10,9 +10,11 @@ One DuckDB transaction, in the order of :data:`ettcore.store.db.STEPS`:
    digest differs);
 3. the new and changed jobs' rows are inserted, with this ingest's id;
 4. they are attributed by the metric's own SQL on the loaded source itself (:func:`ettcore.metric.prepare`, the other
-   incoming jobs left out: :func:`ettcore.trace.load.leave_out`), at the store's analysis time, and their per-job
-   results inserted and their share of the fleet's sums added;
-5. when the analysis time moved, the stored jobs with an open attempt are attributed again from their stored rows;
+   incoming jobs left out: :func:`ettcore.trace.load.leave_out`), at the source's horizon (its latest instant or
+   snapshot: :func:`ettcore.store.db.horizons`), and their per-job results inserted and their share of the fleet's
+   sums added;
+5. when the source's horizon moved, its stored jobs with an open attempt are attributed again from their stored
+   rows (another source's running jobs stay measured to that source's own horizon);
 6. the fleet's sums, the notes, the skipped jobs, the metadata and the ingest's row are written; COMMIT.
 """
 
@@ -61,10 +63,10 @@ class Refresh:
     new: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     unchanged: int = 0
-    running: int = 0  # running jobs measured again to the store's new analysis time
+    running: int = 0  # the source's running jobs measured again to its new horizon
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
-    as_of_ms: int | None = None
+    as_of_ms: int | None = None  # the source's horizon
     seconds: float = 0.0
 
 
@@ -195,8 +197,8 @@ def _measure(trace: Trace, source: str, ingest_id: int | None, grid_ms: int) -> 
 def _attribute_stored(
     con: duckdb.DuckDBPyConnection, path: Path, phase_map: PhaseMap, as_of_ms: int | None, grid_ms: int
 ) -> None:
-    """The metric on the stored rows of the jobs of ``ett_attr`` (source, job_id, job_key), per source, at the
-    store's analysis time; their results and sums written (their old ones are already gone)."""
+    """The metric on the stored rows of the jobs of ``ett_attr`` (source, job_id, job_key), per source, at
+    ``as_of_ms``; their results and sums written (their old ones are already gone)."""
     for (source,) in statements.rows(con, "sources_of", relation="ett_attr"):
         statements.run(con, "jobs_of_source", {"source": source}, into="ett_attr_one", keys="ett_attr")
         row_views(con, qualified=False, restrict="ett_attr_one")
@@ -218,15 +220,16 @@ def _attribute_stored(
 def remeasure_open(
     con: duckdb.DuckDBPyConnection,
     path: Path,
+    source: str,
     phase_map: PhaseMap,
     as_of_ms: int | None,
     grid_ms: int,
     replaced: str,
 ) -> int:
-    """After the analysis time moved: the stored jobs with an open attempt (less those of the temporary table
-    ``replaced``: source, job_id, just attributed or removed) measured again up to it, from their stored rows;
+    """After ``source``'s horizon moved to ``as_of_ms``: its stored jobs with an open attempt (less those of the
+    temporary table ``replaced``: source, job_id, just attributed) measured again up to it, from their stored rows;
     returns how many."""
-    statements.run(con, "open_jobs_to_measure", replaced=replaced)
+    statements.run(con, "open_jobs_to_measure", {"source": source}, replaced=replaced)
     running = statements.value(con, "row_count", relation="ett_attr")
     if running:
         delete_results(con, "ett_attr", grid_ms)
@@ -273,7 +276,7 @@ def ingest_trace(
     db.attach(con, path, read_only=False)
     skipped_ids = list(trace.excluded_jobs)
     try:
-        with db.transaction(con):
+        with db.transaction(con, path):
             if creating or not db.has_table(con, "ett_store"):
                 db.create(con, trace.phase_map, db.grid_of(grid))
             meta = db.meta(con, path)
@@ -293,6 +296,7 @@ def ingest_trace(
                     )
                 )
             ingest_id = db.next_ingest_id(con)
+            old_as_of = db.horizons(con).get(source)
             db.step("attached")
             _incoming_views(con)
             reshaped = False
@@ -318,15 +322,15 @@ def ingest_trace(
             statements.run(con, "insert_jobs", {"source": source, "ingest_id": ingest_id})
             _check_keys(con, path, source)
             db.step("inserted")
-            old_as_of = int(meta["as_of_ms"]) if meta.get("as_of_ms") else None
-            as_of_ms = db.as_of_ms(con, snapshot_ms)
-            if new or changed:  # the loaded source itself, its other jobs left out, at the store's analysis time
+            # the source's own horizon: its running jobs are measured to its latest snapshot, not another source's
+            as_of_ms = max(t for t in (db.horizons(con).get(source), snapshot_ms) if t is not None)
+            if new or changed:  # the loaded source itself, its other jobs left out, at the source's horizon
                 set_params(con, as_of_ms)
                 _measure(trace, source, ingest_id, grid_ms)
             db.step("attributed")
             running = 0
             if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, trace.phase_map, as_of_ms, grid_ms, replaced="ett_replace")
+                running = remeasure_open(con, path, source, trace.phase_map, as_of_ms, grid_ms, replaced="ett_replace")
             db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")
@@ -353,7 +357,7 @@ def ingest_trace(
                         "messages": [p.message for p in skipped],
                     },
                 )
-            db.set_meta(con, "as_of_ms", as_of_ms)
+            db.set_meta(con, "as_of_ms", db.as_of_ms(con, snapshot_ms))
             if trace.synthetic:
                 db.set_meta(con, "synthetic", "true")
                 db.set_meta(con, "description", str(trace.metadata.get("description", "generated data, not measured")))
@@ -379,9 +383,7 @@ def ingest_trace(
                 },
             )
             db.step("recorded")
-        # the write-ahead log into the file now (DuckDB would at DETACH): a reader then opens a checkpointed file
-        con.execute("CHECKPOINT st")
-        db.step("checkpointed")
+        db.checkpoint(con, path)
     finally:
         db.detach(con)
     return Refresh(

@@ -66,15 +66,21 @@ def set_params(con: duckdb.DuckDBPyConnection, as_of_ms: int | None, explicit: b
     statements.run(con, "analysis_params", {"as_of_ms": as_of_ms, "cut_ms": cut})
 
 
-def row_views(con: duckdb.DuckDBPyConnection, qualified: bool, restrict: str | None) -> None:
+def row_views(con: duckdb.DuckDBPyConnection, qualified: bool, restrict: str | None, horizons: bool = False) -> None:
     """``clean_<table>`` and the ``span_store`` view over the store's rows: every source, or (``restrict``) the jobs
     of the temporary table ``restrict`` (source, job_id; one source).  ``qualified``: job ids as ``source/job_id``
-    (several sources; every source, then)."""
+    (several sources; every source, then).  ``horizons``: each source's open attempts end at its own horizon
+    (``stored_attempts_at_horizons.sql``), so that an attribution at the store's analysis time measures each
+    source's running jobs to the source's own."""
     statements.run(con, "job_id_with_source" if qualified else "job_id_within_source")
+    if horizons:
+        statements.create_as(con, "TABLE", "ett_horizons", statements.text("source_horizons"))
     for table in db.ROW_TABLES:
         drop_any(con, f"clean_{table}")
         if qualified and table == "jobs":
             statements.run(con, "stored_jobs_with_sources")
+        elif horizons and table == "attempts":
+            statements.run(con, "stored_attempts_at_horizons")
         elif restrict:
             statements.run(con, "stored_rows_of_jobs", table=table, keys=restrict)
         else:

@@ -46,7 +46,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ettcore.errors import InputError, Problem
+from ettcore.errors import REBUILD, InputError, Problem, io_cause
 from ettcore.phases import ALL_COMPONENTS, L1_STEMS, PhaseMap, load_phase_map
 from ettcore.trace import check_cache, checks, memory, span_store
 from ettcore.trace import typing as rules
@@ -619,7 +619,12 @@ def _connect(
             con = duckdb.connect(str(f), read_only=True)
         except duckdb.Error as exc:
             raise InputError(
-                Problem(str(f), None, None, f"not a readable DuckDB database: {str(exc).splitlines()[0]}")
+                Problem(
+                    str(f),
+                    None,
+                    None,
+                    f"not a readable DuckDB database: {io_cause(exc)}{REBUILD}",
+                )
             ) from None
     else:
         con = duckdb.connect()

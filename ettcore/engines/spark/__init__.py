@@ -288,6 +288,25 @@ _INPUT_ERRORS = (
 )
 
 
+# What Spark says when a job of the query failed on the cluster (a worker or executor lost more often than the tasks'
+# retries allow, the application killed): the answer is not given, never a part of it
+_JOB_FAILURES = ("Job aborted", "SparkContext was shut down", "Job cancelled", "cancelled because SparkContext")
+
+
+def job_failure(exc: BaseException, where: str) -> InputError | None:
+    """The one line of a Spark job that failed on the cluster (``where``: the input), or None where ``exc`` is not
+    one (a bug keeps its traceback)."""
+    if not type(exc).__module__.startswith(("pyspark", "py4j")):
+        return None
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    first = next((line for line in lines if any(k in line for k in _JOB_FAILURES)), None)
+    if first is None:
+        return None
+    first = first.split("SparkException: ", 1)[-1]
+    why = f"the Spark job failed on the cluster, no answer given: {first[:300]} (the cluster's logs say more)"
+    return InputError(Problem(where, None, None, why))
+
+
 @contextmanager
 def input_errors(path: str | Path) -> Iterator[None]:
     """Turn Spark's "cannot read this input" errors into a :class:`InputError` naming the trace; others pass through."""

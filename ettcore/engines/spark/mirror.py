@@ -28,6 +28,7 @@ from ettcore.trace import typing as rules
 from ettcore.trace.load import SCHEMA, CheckedTrace, is_uri, parse_as_of
 from ettcore.trace.options import TraceOptions
 from ettcore.trace.window import make_window
+from ettcore.vocabulary import VOCABULARY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -82,6 +83,9 @@ class MirrorTrace(CheckedTrace):
 
     pointer: dict = field(default_factory=dict)
     sources_n: int = 1
+    # each source's horizon (epoch ms; the pointer's ``horizons``), where each source's running jobs are measured to
+    # its own: several sources read without --as-of; empty where one analysis time holds for every job
+    horizons: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -92,7 +96,7 @@ class MirrorSparkTrace(sp.SparkTrace):
     cut_ms: int | None = None
 
     def register_inputs(self) -> None:
-        register_current(self.spark, self.current, self.trace.sources_n > 1)
+        register_current(self.spark, self.current, self.trace.sources_n > 1, self.trace.horizons)
         sp.register_clean(self.spark, [])
         sp.register_params(self.spark, self.trace.as_of_ms, self.cut_ms)
         sp.register_phases(self.spark, self.trace.phase_map)
@@ -174,10 +178,15 @@ def current_rows(spark: "SparkSession", root: str, doc: dict) -> dict:
     return {**current, "versions": versions}
 
 
-def register_current(spark: "SparkSession", current: dict, qualified: bool) -> None:
+def register_current(
+    spark: "SparkSession", current: dict, qualified: bool, horizons: dict[str, int] | None = None
+) -> None:
     """``typed_<table>`` and the tables below ``clean_<table>`` over the current rows, as the store's reader lays
     them out: ``job_id`` first; with several sources ids ``source/job_id``, and ``source`` the jobs' last column (a
-    label), on a row for every job (the store keeps each job's source, with a jobs row or without)."""
+    label), on a row for every job (the store keeps each job's source, with a jobs row or without).  ``horizons``
+    (source -> epoch ms): an attempt still open ends at its source's horizon with the open end reason, as the
+    store's reader lays it out (``ettcore/sql/store/stored_attempts_at_horizons.sql``), so that each source's running
+    jobs are measured to its own horizon."""
     jid = "concat(t.source, '/', t.job_id)" if qualified else "t.job_id"
     current["versions"].createOrReplaceTempView("ett_mirror_versions")  # (another mirror may have replaced them)
     for table in ("attempts", "spans"):
@@ -185,6 +194,20 @@ def register_current(spark: "SparkSession", current: dict, qualified: bool) -> N
         spark.sql(
             f"SELECT {jid} AS job_id, t.* EXCEPT (source, ingest_id, job_id) FROM ett_current_{table} AS t"
         ).createOrReplaceTempView(f"typed_{table}")
+    if horizons:
+        rows = [(source, int(ms), VOCABULARY.open_end_reason) for source, ms in horizons.items()]
+        schema = "source string, as_of_ms bigint, open_end_reason string"
+        spark.createDataFrame(rows, schema).createOrReplaceTempView("ett_mirror_horizons")
+        kept = [c for c in current["attempts"].columns if c.lower() not in ("source", "ingest_id", "job_id")]
+        clipped = {
+            "end_ms": "coalesce(t.end_ms, h.as_of_ms)",
+            "end_reason": "CASE WHEN t.end_ms IS NULL THEN h.open_end_reason ELSE t.end_reason END",
+        }
+        cols = ", ".join(f"{clipped.get(c.lower(), 't.' + sp._q(c))} AS {sp._q(c)}" for c in kept)
+        spark.sql(
+            f"SELECT {jid} AS job_id, {cols} FROM ett_current_attempts AS t "
+            "JOIN ett_mirror_horizons AS h ON h.source = t.source"
+        ).createOrReplaceTempView("typed_attempts")
     current["jobs"].createOrReplaceTempView("ett_current_jobs")
     if not qualified:
         spark.sql(
@@ -244,6 +267,7 @@ def open_mirror(
             latest_ms=store_as_of,
             pointer=doc,
             sources_n=len(doc["sources"]),
+            horizons=dict(doc.get("horizons") or {}) if qualified and as_of_ms is None else {},
             not_started={"attempts": 0, "spans": 0, "jobs": 0},
         )
         # as the store: its own analysis time includes its latest instant (cut 1 ms after), another one cuts at it

@@ -1,5 +1,6 @@
 -- One row a job running at the as-of time: its current attempt, when its data cursor last advanced in that attempt,
--- how long ago (progress_age_s), the threshold it is judged by (train_pace.stall_after_s, or the job's own from
+-- how long before the as-of time (progress_age_s; the as-of time is where metric_attempts ends the running
+-- attempt), the threshold it is judged by (train_pace.stall_after_s, or the job's own from
 -- ett_job_stall_after), its median step time (1 / the job's pace) and its recent step time (seconds per cursor unit
 -- over the attempt's last ett_live_params.recent_spans train spans that advanced), and its state:
 --   starting   the current attempt has not advanced yet (not judged);
@@ -8,7 +9,9 @@
 --   advancing  otherwise.
 -- Reporting only; the metric's definitions do not use it.  Windows and exclusions do not apply: it is about now.
 WITH current_attempt AS (
-    SELECT job_key, attempt, start_ms
+    -- end_ms: where metric_attempts clipped the running attempt, the analysis time its job is measured to (a fleet
+    -- store's stored results measure each source's running jobs to that source's own horizon)
+    SELECT job_key, attempt, start_ms, end_ms
     FROM metric_attempts
     WHERE end_reason = {{open_end_reason}}
     QUALIFY row_number() OVER (PARTITION BY job_key ORDER BY attempt DESC) = 1
@@ -34,13 +37,12 @@ judged AS (
     SELECT c.job_key, c.attempt, c.start_ms, r.last_advance_ms, r.cursor, r.recent_step_s,
            1.0 / t.pace_per_s AS median_step_s,
            coalesce(o.stall_after_s, t.stall_after_s) AS stall_threshold_s,
-           (q.as_of_ms - coalesce(r.last_advance_ms, c.start_ms)) / 1000.0 AS progress_age_s
+           (c.end_ms - coalesce(r.last_advance_ms, c.start_ms)) / 1000.0 AS progress_age_s
     FROM current_attempt AS c
     JOIN train_pace AS t ON t.job_key = c.job_key
     JOIN metric_jobs AS j ON j.job_key = c.job_key
     LEFT JOIN ett_job_stall_after AS o ON o.job_id = j.job_id
     LEFT JOIN recent AS r ON r.job_key = c.job_key
-    CROSS JOIN ett_params AS q
 )
 SELECT
     j.job_id,
