@@ -30,24 +30,15 @@ Every job is :mod:`tools.campaigns.jobs.restart_job` (a step counter that sleeps
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from ettcore.atomic import atomic_path
 from ettcore.bundled import SLURM_RESTARTS
-from ettcore.importers.slurm import export_commands
 from tools.campaigns import CHECKOUT
-from tools.campaigns.slurm_fleet import REQUEUE_EXIT, _machine, _run, _slurm_config, _squeue, export
-from tools.campaigns.slurm_multinode import NODES, _wait
+from tools.campaigns.slurm_fleet import REQUEUE_EXIT, _run, _squeue
+from tools.campaigns.slurm_multinode import Session, _wait, bundle, cli, reimport
 
 COMMAND = "make slurm-restarts"
 LOOP_ATTEMPTS = 5  # runs of the crash-loop job: attempts 0..4, the last one gives up
@@ -124,33 +115,12 @@ def _script(p: JobPlan, work: Path, python: str) -> str:
 
 def run_campaign(out_dir: Path = SLURM_RESTARTS, work: Path | None = None, python: str = sys.executable) -> dict:
     """Submit :func:`plan`, take node3 and node2 down under the storm jobs, wait, export, bundle into ``out_dir``."""
-    conf = Path(os.environ.get("SLURM_CONF", ""))
-    if not conf.is_file():
-        raise SystemExit("SLURM_CONF must name the running cluster's slurm.conf (tools/slurm/start.sh prints it)")
-    names = _run(["sinfo", "-h", "-N", "-o", "%N"]).split()
-    if sorted(set(names)) != [f"node{k}" for k in range(1, NODES + 1)]:
-        raise SystemExit(f"the cluster must have nodes node1..node{NODES} (ETT_SLURM_NODES={NODES}), not {names}")
-    work = Path(work) if work else Path(tempfile.mkdtemp(prefix="ett-slurm-restarts-"))
-    for sub in ("logs", "scripts", "recorder", "checkpoints"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
+    session = Session("slurm-restarts", work, ("logs", "scripts", "recorder", "checkpoints"))
+    work, event, t0 = session.work, session.event, session.t0
+    for sub in ("logs", "recorder", "checkpoints"):
         (work / sub).chmod(0o777)  # the jobs run as the submitting user; the folders must be theirs to write
     jobs = plan()
-    events: list[dict[str, Any]] = []
-
-    def event(kind: str, **kw: Any) -> None:
-        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind, **kw}
-        events.append(e)
-        print(f"[slurm-restarts] {e['utc']} {kind} {json.dumps(kw)}", flush=True)
-
-    started = datetime.now(timezone.utc).replace(microsecond=0)
-    t0 = time.time()
-    export_start = datetime.fromtimestamp(t0 - 60).replace(microsecond=0).isoformat()  # sacct -S is in local time
-    submitted: dict[str, str] = {}
-    for p in jobs:
-        script = work / "scripts" / f"{p.name}.sh"
-        script.write_text(_script(p, work, python))
-        submitted[p.name] = _run(["sbatch", "--parsable", str(script)]).strip().split(";")[0]
-        event("submit", plan_job=p.name, job_id=submitted[p.name], nodelist=p.nodelist)
+    submitted = {p.name: session.submit(p.name, _script(p, work, python), nodelist=p.nodelist) for p in jobs}
 
     storm_ids = [submitted[p.name] for p in jobs if p.name.startswith("storm-")]
 
@@ -173,70 +143,24 @@ def run_campaign(out_dir: Path = SLURM_RESTARTS, work: Path | None = None, pytho
     _wait("every job done", lambda: not _squeue(), timeout_s=400.0)
     event("all_jobs_done", elapsed_s=time.time() - t0)
 
-    raw = work / "raw"
-    raw.mkdir(exist_ok=True)
-    export(raw, export_start)
-    campaign = {
-        "generated_by": COMMAND,
-        "started_utc": started.isoformat(),
-        "elapsed_s": time.time() - t0,
-        "slurm_version": _run(["sinfo", "-V"]).strip(),
-        "sacct_commands": {
-            k: ("SLURM_TIME_FORMAT=%s " if k == "sacct.txt" else "") + " ".join(v)
-            for k, v in export_commands(export_start).items()
-        },
-        "machine": _machine(),
-        "slurm_config": _slurm_config(conf),
-        "requeue_exit": REQUEUE_EXIT,
-        "storm": {"nodes": list(STORM_NODES), "after_s": STORM_AFTER_S, "gap_s": STORM_GAP_S, "down_for_s": DOWN_FOR_S},
-        "plan": [asdict(p) for p in jobs],
-        "submitted": submitted,
-        "events": events,
-    }
-    with atomic_path(Path(out_dir), directory=True) as tmp:
-        if (Path(out_dir) / "README.md").is_file():
-            (tmp / "README.md").write_bytes((Path(out_dir) / "README.md").read_bytes())
-        for name in ("sacct.txt", "sacct.json"):
-            (tmp / name).write_bytes((raw / name).read_bytes())
-        shutil.copytree(work / "recorder", tmp / "recorder")
-        (tmp / "campaign.json").write_text(json.dumps(campaign, indent=2, sort_keys=True) + "\n")
+    campaign = session.finish(
+        COMMAND,
+        requeue_exit=REQUEUE_EXIT,
+        storm={"nodes": list(STORM_NODES), "after_s": STORM_AFTER_S, "gap_s": STORM_GAP_S, "down_for_s": DOWN_FOR_S},
+        plan=[asdict(p) for p in jobs],
+    )
+    bundle(out_dir, work / "raw", campaign, recorder=work / "recorder")
     rebuild(out_dir)
     return campaign
 
 
 def rebuild(out_dir: Path = SLURM_RESTARTS) -> Path:
     """Re-import ``sacct.txt`` with the ``recorder/`` run folder into ``trace/`` (no Slurm)."""
-    from ettcore.importers.frames import write_import
-    from ettcore.importers.slurm import import_sacct
-
-    out_dir = Path(out_dir)
-    campaign = json.loads((out_dir / "campaign.json").read_text(encoding="utf-8"))
-    frames, report = import_sacct([out_dir / "sacct.txt"], recorder_dir=out_dir / "recorder", relative_to=out_dir)
-    frames.metadata.update(
-        {
-            "synthetic": False,
-            "measured": True,
-            "training_data": "none (the jobs count steps and sleep)",
-            "source": f"a real Slurm cluster of {NODES} node daemons ({campaign['slurm_version']}), {COMMAND}",
-            "machine": campaign["machine"],
-            "started_utc": campaign["started_utc"],
-        }
-    )
-    return write_import(out_dir / "trace", frames, report)
+    return reimport(out_dir, "none (the jobs count steps and sleep)", COMMAND, recorder=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=SLURM_RESTARTS, help="results folder (default: data/slurm-restarts)")
-    ap.add_argument("--work", type=Path, default=None, help="work folder (job scripts, logs; default: a temporary one)")
-    ap.add_argument("--rebuild", action="store_true", help="only re-import the bundled export (no Slurm)")
-    args = ap.parse_args(argv)
-    if args.rebuild:
-        print(f"re-imported {args.out / 'sacct.txt'} into {rebuild(args.out)}")
-        return 0
-    c = run_campaign(args.out, args.work)
-    print(f"wrote {args.out} ({len(c['submitted'])} submissions) in {c['elapsed_s']:.0f} s")
-    return 0
+    return cli(argv, __doc__, SLURM_RESTARTS, run_campaign, rebuild)
 
 
 if __name__ == "__main__":
