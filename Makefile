@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode clean
+.PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode slurm-restarts clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -100,6 +100,15 @@ slurm-multinode: setup
 	$(SLURM_MULTINODE_ENV) tools/slurm/start.sh --fresh
 	$(SLURM_MULTINODE_ENV) SLURM_CONF="$$($(SLURM_MULTINODE_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_multinode \
 	  --work $(SLURM_MULTINODE_STATE)-work; rc=$$?; $(SLURM_MULTINODE_ENV) tools/slurm/stop.sh; exit $$rc
+
+# The real restart campaign (data/slurm-restarts): a fresh 3-node cluster of its own, a crash loop, a job that fails
+# but advances, and a storm of two nodes going down under six jobs; about two minutes. No PyTorch needed.
+SLURM_RESTARTS_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-restarts
+SLURM_RESTARTS_ENV   := ETT_SLURM_DIR=$(SLURM_RESTARTS_STATE) ETT_SLURM_NODES=3
+slurm-restarts: setup
+	$(SLURM_RESTARTS_ENV) tools/slurm/start.sh --fresh
+	$(SLURM_RESTARTS_ENV) SLURM_CONF="$$($(SLURM_RESTARTS_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_restarts \
+	  --work $(SLURM_RESTARTS_STATE)-work; rc=$$?; $(SLURM_RESTARTS_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

@@ -10,6 +10,8 @@ Nothing here needs PyTorch or Slurm.
   (:func:`slurm_campaign`), ``sacct.txt`` and ``sacct.json``, ``recorder/``, ``trace/``
 - :data:`SLURM_MULTINODE`  seven ``sleep`` jobs on three Slurm node daemons, one node failing: ``campaign.json``
   (:func:`slurm_campaign`), ``sacct.txt`` and ``sacct.json``, ``trace/``
+- :data:`SLURM_RESTARTS`   a crash loop, a job that fails but advances and a storm of node failures on Slurm:
+  ``campaign.json``, ``sacct.txt`` and ``sacct.json``, ``recorder/``, ``trace/``
 - :data:`LIVE_JOB`         a measured baseline/optimized pair of PyTorch runs: ``runs.json`` (:func:`live_job`),
   ``recorder/``, ``trace/``
 - :data:`FRAMEWORK_RUN`    a Lightning job measured by its callback alone: ``runs.json`` (:func:`framework_run`),
@@ -36,6 +38,7 @@ from ettcore.trace.load import load_trace
 SAMPLE = SAMPLE_TRACE
 SLURM_FLEET = DATA_DIR / "slurm-fleet"
 SLURM_MULTINODE = DATA_DIR / "slurm-multinode"
+SLURM_RESTARTS = DATA_DIR / "slurm-restarts"
 LIVE_JOB = DATA_DIR / "live-job"
 FRAMEWORK_RUN = DATA_DIR / "framework-run"
 

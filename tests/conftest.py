@@ -33,6 +33,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_slurm_integration.py": ("service",),  # a real Slurm cluster (tools/slurm)
     "test_store_slurm_live.py": ("service",),
     "test_slurm_multinode.py": ("service",),
+    "test_slurm_restarts.py": ("service",),
     "test_integration_hf.py": ("framework",),
     "test_integration_lightning.py": ("framework",),
     "test_integration_torchrun.py": ("framework",),

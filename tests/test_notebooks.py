@@ -344,6 +344,16 @@ def check_reliability(card: dict) -> None:
     table5 = {"GPU": 268, "Dependency": 56, "Network": 35, "Unplanned Maintenance": 32, "Host": 21, "Unknown": 7}
     assert {k: h[f"NoF {k} (SYNTHETIC Llama 3 Table 5)"] for k in table5} == table5
     assert h["NoF faulty_gpu (SYNTHETIC Llama 3 Table 5)"] == 148 and h["NoF (SYNTHETIC Llama 3 Table 5)"] == 419
+    # the restart campaign (data/slurm-restarts, its README and tools/campaigns/slurm_restarts.py): job loop dies at
+    # step 25 on each of its 5 runs and resumes from its checkpoint at 20 from the second on (a loop of attempts 1-4,
+    # 3 restarts; the restarts, attempts 2-4, held 3 GPUs for 5 + 6 + 6 s by sacct.txt); 7 of the 8 interrupted
+    # jobs completed; node3 then node2 set down under 4 + 2 jobs: one storm of 6 in partition low, node3 4 of 6
+    assert h["crash loops (restart campaign)"] == 1 and h["crash loop restarts (restart campaign)"] == 3
+    assert h["crash loop resume step (restart campaign)"] == 20
+    assert h["crash loop GPU-seconds (restart campaign)"] == approx(3 * (5 + 6 + 6))
+    assert h["retried jobs completed (restart campaign)"] == approx(100 * 7 / 8)
+    assert h["restart storms (restart campaign)"] == 1 and h["storm interruptions (restart campaign)"] == 6
+    assert h["worst node's share of interruptions (restart campaign)"] == approx(4 / 6, abs=0.005)  # 2 decimals
     assert card["checks"] == [] and card["synthetic"] is False
 
 

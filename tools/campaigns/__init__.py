@@ -1,9 +1,9 @@
 """The campaigns that record the project's measured data, and the training jobs they and the integration tests run.
 
 They run from a checkout (``make live-job``, ``make framework-run``, ``make slurm-fleet``, ``make slurm-multinode``,
-``ett live-job``, or ``.venv/bin/python -m tools.campaigns.NAME`` from the repository root) and write the bundled
-data sets of ``data/``; what reads those data sets is :mod:`ettcore.bundled`, in the package, which never imports
-anything here.
+``make slurm-restarts``, ``ett live-job``, or ``.venv/bin/python -m tools.campaigns.NAME`` from the repository root)
+and write the bundled data sets of ``data/``; what reads those data sets is :mod:`ettcore.bundled`, in the package,
+which never imports anything here.
 
 - :mod:`tools.campaigns.conditions`     run conditions of the live job's paired experiment (no PyTorch)
 - :mod:`tools.campaigns.recsys`         the recommendation model and its synthetic click data (PyTorch)
@@ -17,6 +17,8 @@ anything here.
   (``data/slurm-fleet``)
 - :mod:`tools.campaigns.slurm_multinode`  seven ``sleep`` jobs on three Slurm node daemons, one node failing
   (``data/slurm-multinode``)
+- :mod:`tools.campaigns.slurm_restarts`  a crash loop, a job that fails but advances and a storm of node failures on
+  three Slurm node daemons (``data/slurm-restarts``)
 - :mod:`tools.campaigns.jobs`           the tiny Lightning, Hugging Face, ``torchrun`` and hang jobs, and their ground
   truth
 

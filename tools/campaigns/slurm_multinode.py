@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -157,35 +158,59 @@ def _wait(what: str, cond, timeout_s: float = 120.0) -> None:
         time.sleep(0.5)
 
 
+class Session:
+    """One campaign on the running multi-node cluster (``SLURM_CONF``): its work folder, event log, clock, jobs.
+
+    Checks that the cluster has nodes ``node1..node{NODES}``; :meth:`event` prints an event and keeps it with its
+    time; :meth:`submit` writes a job's batch script and ``sbatch``-es it."""
+
+    def __init__(self, name: str, work: Path | None, subfolders: tuple[str, ...] = ("logs", "scripts")) -> None:
+        self.name = name
+        self.conf = Path(os.environ.get("SLURM_CONF", ""))
+        if not self.conf.is_file():
+            raise SystemExit("SLURM_CONF must name the running cluster's slurm.conf (tools/slurm/start.sh prints it)")
+        names = _run(["sinfo", "-h", "-N", "-o", "%N"]).split()
+        if sorted(set(names)) != [f"node{k}" for k in range(1, NODES + 1)]:
+            raise SystemExit(f"the cluster must have nodes node1..node{NODES} (ETT_SLURM_NODES={NODES}), not {names}")
+        self.work = Path(work) if work else Path(tempfile.mkdtemp(prefix=f"ett-{name}-"))
+        for sub in subfolders:
+            (self.work / sub).mkdir(parents=True, exist_ok=True)
+        self.events: list[dict[str, Any]] = []
+        self.submitted: dict[str, str] = {}
+        self.started = datetime.now(timezone.utc).replace(microsecond=0)
+        self.t0 = time.time()
+        self.export_start = datetime.fromtimestamp(self.t0 - 60).replace(microsecond=0).isoformat()  # sacct -S: local
+
+    def event(self, kind: str, **kw: Any) -> None:
+        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind, **kw}
+        self.events.append(e)
+        print(f"[{self.name}] {e['utc']} {kind} {json.dumps(kw)}", flush=True)
+
+    def submit(self, job: str, script: str, **kw: Any) -> str:
+        """``sbatch`` the batch script ``script`` of plan job ``job``; its Slurm job id."""
+        path = self.work / "scripts" / f"{job}.sh"
+        path.write_text(script)
+        self.submitted[job] = _run(["sbatch", "--parsable", str(path)]).strip().split(";")[0]
+        self.event("submit", plan_job=job, job_id=self.submitted[job], **kw)
+        return self.submitted[job]
+
+    def finish(self, command: str, **rest: Any) -> dict[str, Any]:
+        """Export the accounting into ``work/raw`` once it settled; the campaign's record (:func:`campaign_record`)."""
+        raw = self.work / "raw"
+        raw.mkdir(exist_ok=True)
+        export(raw, self.export_start)
+        rest.update(submitted=self.submitted, events=self.events)
+        return campaign_record(command, self.started, self.t0, self.export_start, self.conf, **rest)
+
+
 def run_campaign(out_dir: Path = SLURM_MULTINODE, work: Path | None = None) -> dict[str, Any]:
     """Submit :func:`plan`, fail and resume node3, wait, export, bundle into ``out_dir`` (replaced)."""
-    conf = Path(os.environ.get("SLURM_CONF", ""))
-    if not conf.is_file():
-        raise SystemExit("SLURM_CONF must name the running cluster's slurm.conf (tools/slurm/start.sh prints it)")
+    session = Session("slurm-multinode", work)
+    conf, event, t0 = session.conf, session.event, session.t0
     state = _state_dir(conf)
-    names = _run(["sinfo", "-h", "-N", "-o", "%N"]).split()
-    if sorted(set(names)) != [f"node{k}" for k in range(1, NODES + 1)]:
-        raise SystemExit(f"the cluster must have nodes node1..node{NODES} (ETT_SLURM_NODES={NODES}), not {names}")
-    work = Path(work) if work else Path(tempfile.mkdtemp(prefix="ett-slurm-multinode-"))
-    for sub in ("logs", "scripts"):
-        (work / sub).mkdir(parents=True, exist_ok=True)
     jobs = plan()
-    events: list[dict[str, Any]] = []
-
-    def event(kind: str, **kw: Any) -> None:
-        e = {"t": time.time(), "utc": datetime.now(timezone.utc).isoformat(timespec="seconds"), "event": kind, **kw}
-        events.append(e)
-        print(f"[slurm-multinode] {e['utc']} {kind} {json.dumps(kw)}", flush=True)
-
-    started = datetime.now(timezone.utc).replace(microsecond=0)
-    t0 = time.time()
-    export_start = datetime.fromtimestamp(t0 - 60).replace(microsecond=0).isoformat()  # sacct -S is in local time
-    submitted: dict[str, str] = {}
     for p in jobs:
-        script = work / "scripts" / f"{p.name}.sh"
-        script.write_text(_script(p, work))
-        submitted[p.name] = _run(["sbatch", "--parsable", str(script)]).strip().split(";")[0]
-        event("submit", plan_job=p.name, job_id=submitted[p.name], nodelist=p.nodelist, requeue=p.requeue)
+        session.submit(p.name, _script(p, session.work), nodelist=p.nodelist, requeue=p.requeue)
 
     def all_running() -> bool:
         states = [s for s, _ in _squeue().values()]
@@ -223,11 +248,23 @@ def run_campaign(out_dir: Path = SLURM_MULTINODE, work: Path | None = None) -> d
     _wait("every job done", lambda: not _squeue(), timeout_s=300.0)
     event("all_jobs_done", elapsed_s=time.time() - t0)
 
-    raw = work / "raw"
-    raw.mkdir(exist_ok=True)
-    export(raw, export_start)
-    campaign = {
-        "generated_by": COMMAND,
+    campaign = session.finish(
+        COMMAND,
+        node_failure={"node": FAILED_NODE, "at_s": FAIL_AT_S, "down_for_s": DOWN_FOR_S},
+        plan=[asdict(p) for p in jobs],
+    )
+    bundle(out_dir, session.work / "raw", campaign)
+    rebuild(out_dir)
+    return campaign
+
+
+def campaign_record(
+    command: str, started: datetime, t0: float, export_start: str, conf: Path, **rest: Any
+) -> dict[str, Any]:
+    """``campaign.json`` of a Slurm campaign on this machine: what made it, when, the Slurm version, the export
+    commands, the machine and the cluster's configuration, and the campaign's own entries (``rest``)."""
+    return {
+        "generated_by": command,
         "started_utc": started.isoformat(),
         "elapsed_s": time.time() - t0,
         "slurm_version": _run(["sinfo", "-V"]).strip(),
@@ -237,35 +274,39 @@ def run_campaign(out_dir: Path = SLURM_MULTINODE, work: Path | None = None) -> d
         },
         "machine": _machine(),
         "slurm_config": _slurm_config(conf),
-        "node_failure": {"node": FAILED_NODE, "at_s": FAIL_AT_S, "down_for_s": DOWN_FOR_S},
-        "plan": [asdict(p) for p in jobs],
-        "submitted": submitted,
-        "events": events,
+        **rest,
     }
+
+
+def bundle(out_dir: Path, raw: Path, campaign: dict[str, Any], recorder: Path | None = None) -> None:
+    """Replace ``out_dir`` (its README kept) with both exports of ``raw``, ``campaign.json`` and a copy of the
+    recorder's run folder when there is one."""
     with atomic_path(Path(out_dir), directory=True) as tmp:
         if (Path(out_dir) / "README.md").is_file():
             (tmp / "README.md").write_bytes((Path(out_dir) / "README.md").read_bytes())
         for name in ("sacct.txt", "sacct.json"):
             (tmp / name).write_bytes((raw / name).read_bytes())
+        if recorder is not None:
+            shutil.copytree(recorder, tmp / "recorder")
         (tmp / "campaign.json").write_text(json.dumps(campaign, indent=2, sort_keys=True) + "\n")
-    rebuild(out_dir)
-    return campaign
 
 
-def rebuild(out_dir: Path = SLURM_MULTINODE) -> Path:
-    """Re-import ``sacct.txt`` into ``trace/`` (no Slurm)."""
+def reimport(out_dir: Path, training_data: str, command: str, recorder: bool = False) -> Path:
+    """Re-import a bundled campaign's ``sacct.txt`` (with its ``recorder/`` folder) into ``trace/`` (no Slurm)."""
     from ettcore.importers.frames import write_import
     from ettcore.importers.slurm import import_sacct
 
     out_dir = Path(out_dir)
     campaign = json.loads((out_dir / "campaign.json").read_text(encoding="utf-8"))
-    frames, report = import_sacct([out_dir / "sacct.txt"], relative_to=out_dir)
+    frames, report = import_sacct(
+        [out_dir / "sacct.txt"], recorder_dir=out_dir / "recorder" if recorder else None, relative_to=out_dir
+    )
     frames.metadata.update(
         {
             "synthetic": False,
             "measured": True,
-            "training_data": "none (the jobs sleep)",
-            "source": f"a real Slurm cluster of {NODES} node daemons ({campaign['slurm_version']}), {COMMAND}",
+            "training_data": training_data,
+            "source": f"a real Slurm cluster of {NODES} node daemons ({campaign['slurm_version']}), {command}",
             "machine": campaign["machine"],
             "started_utc": campaign["started_utc"],
         }
@@ -273,18 +314,28 @@ def rebuild(out_dir: Path = SLURM_MULTINODE) -> Path:
     return write_import(out_dir / "trace", frames, report)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=SLURM_MULTINODE, help="results folder (default: data/slurm-multinode)")
+def rebuild(out_dir: Path = SLURM_MULTINODE) -> Path:
+    """Re-import ``sacct.txt`` into ``trace/`` (no Slurm)."""
+    return reimport(out_dir, "none (the jobs sleep)", COMMAND)
+
+
+def cli(argv: list[str] | None, doc: str, default_out: Path, run: Any, rebuild_: Any) -> int:
+    """The command line of a multi-node campaign: ``--out``, ``--work``, ``--rebuild``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=default_out, help=f"results folder (default: data/{default_out.name})")
     ap.add_argument("--work", type=Path, default=None, help="work folder (job scripts, logs; default: a temporary one)")
     ap.add_argument("--rebuild", action="store_true", help="only re-import the bundled export (no Slurm)")
     args = ap.parse_args(argv)
     if args.rebuild:
-        print(f"re-imported {args.out / 'sacct.txt'} into {rebuild(args.out)}")
+        print(f"re-imported {args.out / 'sacct.txt'} into {rebuild_(args.out)}")
         return 0
-    c = run_campaign(args.out, args.work)
+    c = run(args.out, args.work)
     print(f"wrote {args.out} ({len(c['submitted'])} submissions) in {c['elapsed_s']:.0f} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli(argv, __doc__, SLURM_MULTINODE, run_campaign, rebuild)
 
 
 if __name__ == "__main__":
