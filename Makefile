@@ -37,8 +37,10 @@ frameworks: $(FRAMEWORKS)
 # then holds those copies byte for byte to the committed ones and their scorecards to the paper, without running the
 # notebooks again. Both runs always run; make test fails if either failed.
 # The Spark tests run in one process of their own beside the others (one JVM, one application on the project's
-# cluster: two would starve each other of its memory); pytest-xdist 3.8's --dist loadgroup did not keep them on one
-# worker (its group suffix never reached the test ids), so the split is made here. Their output is printed at the end.
+# cluster: two would starve each other of its memory); their output is printed at the end. The others run on one
+# pytest-xdist worker more than the machine has cores: the Slurm, monitoring and live-job tests spend minutes waiting
+# on real services and jobs, and the Spark process mostly runs on one core, so a worker waiting leaves a core free.
+# The long tests start first (tests/conftest.py). --durations lists where the time went.
 EXECUTED := $(CURDIR)/.executed-notebooks
 SPARK_LOG := $(CURDIR)/.spark-tests.log
 test: setup frameworks lint docs
@@ -46,8 +48,9 @@ test: setup frameworks lint docs
 	t=$$(date +%s); \
 	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadscope -q --nbval --nbval-current-env \
 	  notebooks/; nb=$$?; echo "notebooks (nbval) ran in $$(( $$(date +%s) - t )) s"; t=$$(date +%s); \
-	$(BIN)/python -m pytest -p no:xdist -q -m spark --durations=8 > $(SPARK_LOG) 2>&1 & sp=$$!; \
-	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n auto --dist loadgroup -q --durations=12 -m "not spark"; \
+	$(BIN)/python -m pytest -p no:xdist -q -m spark --durations=15 > $(SPARK_LOG) 2>&1 & sp=$$!; \
+	ETT_EXECUTED_NOTEBOOKS=$(EXECUTED) $(BIN)/python -m pytest -n $$(( $$(nproc) + 1 )) --dist loadgroup -q \
+	  --durations=25 -m "not spark"; \
 	rc=$$?; echo "tests but Spark's (pytest) ran in $$(( $$(date +%s) - t )) s"; wait $$sp; src=$$?; cat $(SPARK_LOG); \
 	echo "Spark tests (pytest, one process beside them) ran in $$(( $$(date +%s) - t )) s"; \
 	test $$nb -eq 0 && test $$rc -eq 0 && test $$src -eq 0

@@ -25,7 +25,7 @@ from ettcore.config import SAMPLE_TRACE
 os.environ.setdefault("ETT_CACHE_DIR", tempfile.mkdtemp(prefix="ett-test-check-cache-"))
 
 # Whole test files and the tiers they belong to (a test's own markers add more: see pytest_collection_modifyitems;
-# a Spark test is one marked spark or put in the xdist group "spark").
+# a Spark test is one marked spark: make test runs those in one process of their own).
 TIERS: dict[str, tuple[str, ...]] = {
     "test_monitoring_stack.py": ("service",),  # Prometheus, Alertmanager, node_exporter (tools/monitoring)
     "test_monitoring_e2e.py": ("service", "framework"),
@@ -47,28 +47,29 @@ TIERS: dict[str, tuple[str, ...]] = {
 IMPLIED = {"torch": ("framework",), "slurm": ("service",)}
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark each test with its tiers; keep every Spark test on one xdist worker (one JVM, one session), first.
-
-    ``tryfirst``: pytest-xdist's worker names each test's group in its id in its own hook of this name (a plain one),
-    so the groups this adds must be there before it runs; otherwise a Spark test marked here but not grouped by its
-    module runs on any worker, and two Spark applications on the project's cluster starve each other of memory.
-    """
+    """Mark each test with its tiers: its file's (:data:`TIERS`) and those its markers imply (:data:`IMPLIED`)."""
     for item in items:
         tiers = set(TIERS.get(item.path.name, ()))
         for marker, implied in IMPLIED.items():
             if item.get_closest_marker(marker) is not None:
                 tiers.update(implied)
-        if any(m.args[:1] == ("spark",) for m in item.iter_markers("xdist_group")):
-            tiers.add("spark")  # the Spark modules put their Spark tests in this group (and their plain ones not)
         for tier in sorted(tiers - {m.name for m in item.iter_markers()}):
             item.add_marker(getattr(pytest.mark, tier))
-        if item.get_closest_marker("spark") is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group("spark"))
-    # The Spark tests first (a stable sort: each keeps its order): their one worker is the suite's longest chain, so it
-    # starts at once while the other workers share the rest, instead of starting when collection order reaches it.
-    items.sort(key=lambda item: item.get_closest_marker("spark") is None)
+    # The long tests first (a stable sort: each keeps its order), so pytest-xdist hands them out while the many short
+    # ones remain to fill the workers in the end, instead of one worker running a minutes-long test alone at the end.
+    items.sort(key=lambda item: not _long(item))
+
+
+LONG_TIERS = ("service", "framework", "notebook", "fuzz", "slow", "spark")
+
+
+def _long(item) -> bool:
+    """A test of a tier that runs minutes (a service, a framework, ...), or a property test (hypothesis: many
+    examples)."""
+    return any(item.get_closest_marker(t) is not None for t in LONG_TIERS) or bool(
+        getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
+    )
 
 
 @pytest.fixture
@@ -245,6 +246,19 @@ def use_session(request, kind: str):
 
     s = request.getfixturevalue("spark_session" if kind == "spark" else "connect_session")
     return sp.get_session(sp.master_of(s))
+
+
+SESSION_KINDS = {"spark": "spark-master", "connect": "spark-connect"}  # a Spark session's kind -> its test id
+
+
+def on_one_kind(kind: str, fixture: str = "session"):
+    """Run a test whose ``fixture`` is parametrized by both session kinds on ``kind`` only.
+
+    Both kinds run the same SQL on the same cluster; what differs is the client: how rows and instants cross (Arrow
+    through Spark Connect, py4j in the classic session), how parameters are bound, how small frames are created and
+    how errors come back.  Tests of those run on both kinds; a test of a metric feature runs on one (some on each, so
+    both clients see metric features), as each run of a command on Spark costs minutes of the 2-core CI machine."""
+    return pytest.mark.parametrize(fixture, [kind], indirect=True, ids=[SESSION_KINDS[kind]])
 
 
 @pytest.fixture(scope="session")

@@ -75,7 +75,6 @@ VALUES = {
 REFUSED_MASTER = "spark://127.0.0.1:7077"  # what --spark-master is given where it is refused before any use
 spark_cell = [
     pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed"),
-    pytest.mark.xdist_group("spark"),
     pytest.mark.spark,
     pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
 ]

@@ -3,9 +3,10 @@
 The translation rules (no Spark needed) are tested first.  The equality tests
 need pyspark and Java; they are skipped without them.  They run on the project's
 Spark cluster (``tools/spark/start.sh``: a standalone master, two workers and a
-Spark Connect server; conftest's ``spark_cluster``), each test twice: as an
-application of the ``spark://`` master and through Spark Connect (``sc://``), one
-shuffle partition, asserting the master it ran on, and compare
+Spark Connect server; conftest's ``spark_cluster``), as an application of the
+``spark://`` master and through Spark Connect (``sc://``): the sample trace, its
+sub-millisecond instants and its as-of on both, each other test on one of them
+(conftest's ``on_one_kind``); one shuffle partition, asserting the master it ran on, and compare
 DuckDB's and Spark's per-job, fleet and trend frames on the bundled sample
 trace (CSV), on a generated fleet (a few hundred jobs of the ``fleet``
 scenario, Parquet; SYNTHETIC) and on a trace with an invalid job left out by
@@ -23,7 +24,7 @@ from polars.testing import assert_frame_equal
 
 sqlglot = pytest.importorskip("sqlglot")
 
-from conftest import use_session, write_csv_trace  # noqa: E402
+from conftest import on_one_kind, use_session, write_csv_trace  # noqa: E402
 
 from ettcore import engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE, SCENARIO_DIR, SQL_DIR  # noqa: E402
@@ -34,7 +35,6 @@ from ettcore.trace import load_trace  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
 needs_spark = pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
-spark_group = pytest.mark.xdist_group("spark")  # with --dist loadgroup, all Spark tests share one worker (one JVM)
 
 
 # ----------------------------------------------------------------------------- translation rules
@@ -141,7 +141,7 @@ def compare(trace, session, by: str | None = None, every: str = "day") -> pl.Dat
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_sample_trace_same_on_spark(session):
     jobs = compare(load_trace(SAMPLE_TRACE), session, by="team", every="day")
     # the worked example of the spec, as DuckDB and Spark both give it
@@ -150,7 +150,8 @@ def test_sample_trace_same_on_spark(session):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("spark")
 def test_a_users_component_same_on_spark(session, tmp_path):
     """A mapping file's own component (data_warmup moved into data_loading) on both engines, in the same column."""
     m = tmp_path / "m.yaml"
@@ -161,7 +162,7 @@ def test_a_users_component_same_on_spark(session, tmp_path):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_sub_millisecond_instants_round_alike_on_spark(session, tmp_path):
     """An instant with microseconds becomes whole ms rounded half up on both engines (Spark's unix_millis truncates):
     ISO text and Parquet timestamps.  start ...00.0006 -> ...00.001, end ...00.0004 -> ...00.000: a wall of 3599.999 s.
@@ -207,7 +208,7 @@ def test_sub_millisecond_instants_round_alike_on_spark(session, tmp_path):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
     """An explicit as-of clips running work on both engines; a Spark table that differs from DuckDB's is refused."""
     from ettcore.engines import spark as sp
@@ -226,7 +227,8 @@ def test_sample_with_as_of_same_on_spark_and_parse_guard(session):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("connect")
 def test_generated_fleet_same_on_spark(session, fleet_trace):
     trace = load_trace(fleet_trace)
     assert trace.synthetic
@@ -235,7 +237,8 @@ def test_generated_fleet_same_on_spark(session, fleet_trace):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("spark")
 def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
     """Through the engines API (path in, frame out): the job the checks reject is absent on Spark as on DuckDB."""
     attempts, spans = good_rows
@@ -249,7 +252,8 @@ def test_skipped_jobs_are_left_out_on_spark_too(session, tmp_path, good_rows):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("spark")
 def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
     """--since/--until, exclusion windows (all jobs, a label, one job, overlapping) and rolling trends."""
     from ettcore.engines import spark as sp
@@ -276,7 +280,8 @@ def test_windows_exclusions_and_rolling_trends_same_on_spark(session, tmp_path):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("connect")
 def test_causes_same_on_spark(session):
     """NoF and lost time by cause (job_cause_time, group_cause_time) on both engines: the bundled Slurm campaign,
     whose attempts carry causes (data/slurm-fleet/trace)."""
@@ -331,7 +336,7 @@ def test_master_endpoints():
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_both_sessions_on_the_cluster_and_never_another_masters(spark_cluster, spark_session, connect_session):
     """The master's own JSON (/json/) during the tests: two live workers, and both applications (the tests'
     spark:// one and the Connect server's) with executors' cores; get_session gives each master its own session."""

@@ -42,7 +42,6 @@ from ettcore.trace.writer import write_table, write_trace  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
 needs_spark = pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
-spark_group = pytest.mark.xdist_group("spark")  # with --dist loadgroup, all Spark tests share one worker (one JVM)
 
 
 def uri(path: Path) -> str:
@@ -196,7 +195,7 @@ def open_uri(session, path: Path, **kw):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_sample_by_uri_same_as_duckdb(either, sample_parquet):
     session = either
 
@@ -224,7 +223,7 @@ MARK = "Zq9MARK"  # a marker no SQL text of the project contains
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_partitioned_parquet_by_uri_same_as_duckdb(either, tmp_path, monkeypatch):
     """Hive-partitioned part files with Parquet types; hostile job ids, label name and folder name stay data."""
     session = either
@@ -278,7 +277,7 @@ def bad_trace(tmp_path_factory) -> Path:
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_bad_rows_named_like_duckdb(session, bad_trace):
     with pytest.raises(TraceError) as duck:
         load_trace(bad_trace)
@@ -293,7 +292,7 @@ def test_bad_rows_named_like_duckdb(session, bad_trace):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_bad_rows_skipped_like_duckdb(session, bad_trace):
 
     duck = load_trace(bad_trace, skip_invalid=True)
@@ -310,7 +309,7 @@ def test_bad_rows_skipped_like_duckdb(session, bad_trace):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_uri_input_errors_are_clear(session, tmp_path, sample_parquet):
     no_spans = tmp_path / "no_spans"
     shutil.copytree(sample_parquet, no_spans)
@@ -346,7 +345,7 @@ def test_uri_input_errors_are_clear(session, tmp_path, sample_parquet):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_cli_summarize_and_trend_by_uri(spark_master, sample_parquet, capsys):
     MASTER = spark_master
     assert cli.main(["summarize", str(SAMPLE_TRACE), "--json"]) == 0
@@ -399,7 +398,7 @@ def test_cli_summarize_and_trend_by_uri(spark_master, sample_parquet, capsys):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_column_names_without_case_and_a_missing_column_by_uri(session, tmp_path):
     """Headers as `Start`, `End`, `Job_ID`: Spark reads them as the DuckDB loader does (same numbers); a trace whose
     spans lack `phase` is one problem naming the table and the column, as for a local path."""

@@ -5,8 +5,8 @@ files a refresh and a pointer, CURRENT.json, replaced atomically once its folder
 Spark check the layout and the publishing: what each folder holds against the store's rows, that a publish costs what
 changed (earlier folders untouched), refusals, and publishes killed with SIGKILL at chosen and at random points (the
 pointer is then the previous one, and every folder it names is complete: read back with DuckDB's own Parquet reader).
-The Spark tests (on the project's cluster, each twice: as an application of its ``spark://`` master and through
-its Spark Connect server; skipped without pyspark and Java) hold Spark on the mirror to the
+The Spark tests (on the project's cluster, as an application of its ``spark://`` master and through its Spark
+Connect server, see ``session``; skipped without pyspark and Java) hold Spark on the mirror to the
 DuckDB store's per-job, fleet, by-group and trend frames: on a store of the bundled Slurm campaign, and on a store
 built from batches of several sources (SYNTHETIC: the hand-made sample) with replaced jobs and a removed source; a
 half-written folder is ignored, and after the kills Spark reads the previous state, then the repaired one.
@@ -29,7 +29,7 @@ import pytest
 
 pytest.importorskip("sqlglot")
 
-from conftest import use_session  # noqa: E402
+from conftest import on_one_kind, use_session  # noqa: E402
 from test_spark_equality import assert_same  # noqa: E402
 
 from ettcore import cli, engines, metric, store  # noqa: E402
@@ -42,7 +42,6 @@ from ettcore.store import parquet_mirror  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 
 needs_spark = pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
-spark_group = pytest.mark.xdist_group("spark")  # with --dist loadgroup, all Spark tests share one worker (one JVM)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -340,8 +339,9 @@ def test_a_killed_publish_leaves_the_previous_state_and_the_next_repairs_it(kill
 
 @pytest.fixture(params=["spark", "connect"], ids=["spark-master", "spark-connect"])
 def session(request):
-    """The mirror tests run on the project's cluster twice: as an application of its ``spark://`` master, and through
-    its Spark Connect server (``sc://``: the mirror's pointer listed and read by DataFrames on the server)."""
+    """The mirror tests run on the project's cluster as an application of its ``spark://`` master, and through its
+    Spark Connect server (``sc://``: the mirror's pointer listed and read by DataFrames on the server): the Slurm
+    campaign's store on both, the other two tests on one each (conftest's ``on_one_kind``)."""
     from ettcore.engines import spark as sp
 
     s = use_session(request, request.param)
@@ -372,7 +372,7 @@ def _on_spark(session, where, **kw) -> object:
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
 def test_slurm_campaign_store_same_on_spark(session, tmp_path):
     """The bundled Slurm campaign (46 jobs, causes, labels) as a store: the measuring commands' way in with
     --engine spark (the store file finds its mirror) gives the store's frames."""
@@ -394,7 +394,8 @@ def test_slurm_campaign_store_same_on_spark(session, tmp_path):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("connect")
 def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
     """Replaced jobs (one without spans now), the same ids from two sources with different horizons (a's running job
     ended later than b's is seen), a removed source, and beside the published folders a half-written one and one the
@@ -434,7 +435,8 @@ def test_batches_of_several_sources_same_on_spark(session, batches, tmp_path):
 
 
 @needs_spark
-@spark_group
+@pytest.mark.spark
+@on_one_kind("spark")
 def test_after_a_killed_publish_spark_reads_the_previous_state(session, killed, tmp_path):
     """The mirror as the kills left it (folder 1 named; folders 2 and 3 and a new pointer not): Spark reads the
     store as it was at refresh 1.  Read with another analysis time and a window, which Spark applies to the mirror's
