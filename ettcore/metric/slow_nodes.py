@@ -4,8 +4,9 @@ Reads the attempts' optional ``nodes`` column (as :mod:`ettcore.metric.nodes` do
 :mod:`ettcore.metric.slow`.
 
 - **Slow GPU-hours of a node**: a slow span costs the job's ``gpus x slow_s`` (every GPU of a synchronous job waited);
-  they go to the node of the rank that held the job back (:func:`ettcore.metric.slow.holders`, when the ranks' work
-  and wait windows are given), else are shared ``1 / k`` across the ``k`` nodes of the span's attempt.
+  they go to the node of the rank that held the job back (:func:`ettcore.metric.slow.holders`, where the ranks' work
+  and wait windows cover the span: the trace's ``rank_timing`` table, or windows given), else are shared ``1 / k``
+  across the ``k`` nodes of the span's attempt.
 - **Exposure** of a node: the GPU-hours it held (as in :mod:`ettcore.metric.nodes`).
 - **The test**: slow time is a duration, heavy-tailed and mostly zero, not a count, so the lemon test's Poisson
   does not apply.  Each (attempt, node) pair has a **slow fraction**, its slow GPU-hours per GPU-hour of exposure.
@@ -44,7 +45,9 @@ class SlowNodeReport:
     alpha: float
     threshold: float  # alpha / m
     slow_gpu_h: float  # slow GPU-hours put on listed nodes
-    attributed: str  # "holder" (the ranks' windows named the node) or "shared" (1/k across an attempt's nodes)
+    # "holder" (ranks' windows were read: they name the node of each slow span they cover, the others are shared) or
+    # "shared" (no windows: 1/k across each attempt's nodes)
+    attributed: str
 
     @property
     def flagged(self) -> list[str]:
@@ -72,13 +75,14 @@ def slow_node_report(
     alpha: float = DEFAULT_ALPHA,
 ) -> SlowNodeReport:
     """Slow GPU-hours per node and the flagged nodes (module doc); ``windows``: the ranks' work and wait windows
-    (:func:`ettcore.importers.recorder.read_rank_timing`), or None to share each span's slow time across its
-    attempt's nodes."""
+    (:func:`ettcore.importers.recorder.read_rank_timing`), or None for the trace's own (its ``rank_timing`` table),
+    and where it has none, each span's slow time shared across its attempt's nodes."""
     if not (0 < alpha < 1):
         raise InputError(Problem("--alpha", None, "alpha", f"must be in (0, 1), got {alpha!r}"))
     nodes.register_causes(trace)  # attempt_held
     nodes.register_node_attempts(trace)
-    if windows is None:
+    held_by = windows is not None or slow.has_rank_timing(trace)
+    if not held_by:
         slow.prepare(trace, tolerance)
         trace.con.execute(
             "CREATE OR REPLACE TEMP VIEW slow_attributed AS SELECT job_id, attempt, NULL::VARCHAR AS node, slow_s "
@@ -113,4 +117,4 @@ def slow_node_report(
         (pl.col("exposure_gpu_h") / total_exposure if total_exposure > 0 else pl.lit(0.0)).alias("exposure_share"),
         pl.Series("p_value", p, dtype=pl.Float64),
     ).with_columns(((pl.col("p_value") < threshold) & (pl.col("exposure_gpu_h") > 0)).alias("flagged"))
-    return SlowNodeReport(per_node, alpha, threshold, total_slow, "shared" if windows is None else "holder")
+    return SlowNodeReport(per_node, alpha, threshold, total_slow, "holder" if held_by else "shared")

@@ -32,7 +32,7 @@ DEFAULT_SOURCE = "default"
 # attribution's time and rows: a job's wall time is cut at every hour)
 GRIDS = {"day": DAY_MS, "hour": HOUR_MS}
 GRID_MS = GRIDS["day"]
-ROW_TABLES = VOCABULARY.tables  # the trace's tables, kept as rows_<table>
+ROW_TABLES = VOCABULARY.stored_tables  # the trace's tables a store keeps, as rows_<table>
 HASH_PROBE = "ett-store"  # hash() of this text is kept in the metadata: a DuckDB that hashes otherwise is refused
 WAIT_S_DEFAULT = 60.0
 _NULL_TYPES = ("NULL", '"NULL"')  # DuckDB's type of a column that is only NULL literals

@@ -68,6 +68,8 @@ class Refresh:
     notes: list[str] = field(default_factory=list)
     as_of_ms: int | None = None  # the source's horizon
     seconds: float = 0.0
+    # rows of the trace's tables a store does not keep (rank_timing: db.ROW_TABLES), read and checked: table -> rows
+    not_kept: dict[str, int] = field(default_factory=dict)
 
 
 _SKIP_HASH = ("source", "ingest_id", "_file", "_row")  # where a row came from is not its content
@@ -399,7 +401,14 @@ def ingest_trace(
         notes=notes,
         as_of_ms=as_of_ms,
         seconds=seconds,
+        not_kept=not_kept(trace),
     )
+
+
+def not_kept(trace: Trace) -> dict[str, int]:
+    """The used rows of each of the trace's tables a store does not keep (:data:`ettcore.store.db.ROW_TABLES`), where
+    there are any: what ``ett ingest`` says it read and left out."""
+    return {t: acc["used"] for t, acc in trace.accounting.items() if t not in db.ROW_TABLES and acc.get("used", 0) > 0}
 
 
 def delete_results(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> None:

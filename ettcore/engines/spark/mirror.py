@@ -189,6 +189,9 @@ def register_current(
     jobs are measured to its own horizon."""
     jid = "concat(t.source, '/', t.job_id)" if qualified else "t.job_id"
     current["versions"].createOrReplaceTempView("ett_mirror_versions")  # (another mirror may have replaced them)
+    for table in VOCABULARY.tables:
+        if table not in ROW_TABLES:  # a trace's table the store does not keep (rank_timing): empty, as when absent
+            sp.register_typed(spark, table, None, [])
     for table in ("attempts", "spans"):
         current[table].createOrReplaceTempView(f"ett_current_{table}")
         spark.sql(

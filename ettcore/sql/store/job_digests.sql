@@ -38,7 +38,7 @@ ids AS (
 SELECT
     ids.*,
     hash(ids.job_id) AS job_key,
-    {{each tables: coalesce(n_@, 0) AS n_@, coalesce(h_@, 0) AS h_@}},
+    {{each stored_tables: coalesce(n_@, 0) AS n_@, coalesce(h_@, 0) AS h_@}},
     greatest(latest_a, latest_s) AS latest_ms,
     coalesce(open, false) AS open
 FROM ids
