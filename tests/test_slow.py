@@ -265,18 +265,24 @@ def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) 
     ]
 
 
-def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
+def _held_windows() -> list[dict]:
     """Rank 1 on node b works 90 % of each second in the first slow span (rank 0 waits 70 %); in the second only
-    rank 0 has windows; outside the slow spans both ranks are balanced."""
-    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    rank 0 has windows; before them both ranks are balanced."""
     b = B / 1000
-    windows = (
+    return (
         _windows(0, "a", b, b + 90, 0.5)
         + _windows(1, "b", b, b + 90, 0.5)
         + _windows(0, "a", b + 90, b + 150, 0.3)
         + _windows(1, "b", b + 90, b + 120, 0.9)
     )
-    got = slow.holders(t, windows)
+
+
+def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
+    """Rank 1 on node b works 90 % of each second in the first slow span (rank 0 waits 70 %); in the second only
+    rank 0 has windows; outside the slow spans both ranks are balanced."""
+    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    b = B / 1000
+    got = slow.holders(t, _held_windows())
     assert got["rank"].to_list() == [1, 0]
     assert got["node"].to_list() == ["b", "a"]
     assert got["ranks"].to_list() == [2, 1]
@@ -416,13 +422,7 @@ def test_the_traces_rank_timing_table_names_the_rank_that_worked_longest(tmp_pat
     """The windows of ``test_the_slow_spans_name_the_rank_that_worked_longest`` as the trace's ``rank_timing``
     table (CSV, ISO-8601 instants): ``holders`` without windows reads them and names the same ranks and nodes."""
     folder = write_trace_folder(_slow_trace(), tmp_path / "t")
-    b = B / 1000
-    windows = (
-        _windows(0, "a", b, b + 90, 0.5)
-        + _windows(1, "b", b, b + 90, 0.5)
-        + _windows(0, "a", b + 90, b + 150, 0.3)
-        + _windows(1, "b", b + 90, b + 120, 0.9)
-    )
+    windows = _held_windows()
 
     def iso(s: float) -> str:
         return pl.Series([int(s * 1000)]).cast(pl.Datetime("ms", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")[0]
@@ -495,30 +495,16 @@ def test_a_rank_timing_file_without_a_required_column_is_one_problem(tmp_path):
 def test_the_importer_writes_the_run_folders_rank_timing_as_the_traces_table(tmp_path):
     """``convert`` of a run folder whose ranks kept their windows writes them as the trace's ``rank_timing`` table,
     one row a window with its instants to the microsecond; a run folder without any writes none."""
+    from test_recorder import T0, _simple_run
+
     from ettcore.importers.recorder import convert
-    from ettcore.integrations.recorder import Recorder
 
-    class Clock:
-        t = B / 1000
-
-        def __call__(self) -> float:
-            return self.t
-
-    clk = Clock()
     run = tmp_path / "run"
-    rec = Recorder(run, "j", 0, clock=clk, progress_interval_s=1.0)
-    rec.attempt_start()
-    with rec.train_span(0) as span:
-        for i in range(1, 21):
-            clk.t += 1
-            span.advance(i)
-    rec.attempt_end("completed")
-    rec.close()
+    _simple_run(run)
     assert convert(run, tmp_path / "without").out_dir is not None
     assert not (tmp_path / "without" / "rank_timing.parquet").exists()
     folder = run / RANK_TIMING_DIR
     folder.mkdir()
-    b = B / 1000
     for rank, node in ((0, "a"), (1, "b")):
         lines = [
             dict(
@@ -526,8 +512,8 @@ def test_the_importer_writes_the_run_folders_rank_timing_as_the_traces_table(tmp
                 attempt=0,
                 rank=rank,
                 node=node,
-                start=b + s + 0.5,
-                end=b + s + 1.5,
+                start=T0 + 10 + s + 0.5,
+                end=T0 + 10 + s + 1.5,
                 steps=1,
                 work_s=0.9,
                 wait_s=0.1,
@@ -540,5 +526,5 @@ def test_the_importer_writes_the_run_folders_rank_timing_as_the_traces_table(tmp
     assert table.height == 6 and table["node"].to_list() == ["a"] * 3 + ["b"] * 3
     t = load_trace(tmp_path / "with")
     got = t.sql("SELECT rank, start_ms, end_ms, steps, work_s FROM clean_rank_timing ORDER BY rank, start_ms")
-    assert got.row(0) == (0, B + 500, B + 1500, 1, 0.9)
+    assert got.row(0) == (0, round((T0 + 10.5) * 1000), round((T0 + 11.5) * 1000), 1, 0.9)
     assert t.accounting["rank_timing"] == {"read": 6, "used": 6, "rejected": 0, "rejected_by_reason": {}}
