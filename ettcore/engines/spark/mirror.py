@@ -289,8 +289,9 @@ def open_mirror(
                     f"{doc['rows']}): a folder was changed or removed; publish the store into a new folder",
                 )
             )
-        trace.accounting = {
-            t: {"read": n, "used": n, "rejected": 0, "rejected_by_reason": {}} for t, n in counts.items()
+        trace.accounting = {  # every table of a trace, as the store's reader lists them (one not kept: none)
+            t: {"read": n, "used": n, "rejected": 0, "rejected_by_reason": {}}
+            for t, n in ((t, counts.get(t, 0)) for t in VOCABULARY.tables)
         }
         if explicit:
             trace.not_started = spark.sql(spark_load._NOT_STARTED).collect()[0].asDict()
