@@ -18,6 +18,9 @@ them:
   :data:`SLOW_NODE` rank 1 sleeps :data:`SLEEP_S` s in each of steps :data:`SLOW_FROM` up to :data:`SLOW_TO`
   (before its backward pass, so rank 0 waits for it in DDP's all-reduce), and logs each sleep as it measured it in
   the job's ground-truth log (``truth/<job>/``); on the other nodes no rank sleeps;
+- :data:`FULL` is that design (the bundled campaign); :data:`SHORT`, one wave of shorter jobs (three slowed steps),
+  is what the live test runs (``run_campaign(size=SHORT)``, about a minute of jobs): enough for each job's slow
+  seconds and holder, not for the significance test, which the bundled campaign's unit tests cover;
 - exports the accounting with the documented ``sacct`` commands, copies the recorder's run folder (with the ranks'
   ``timing/`` windows) and the ground-truth logs, imports both (``ettcore.importers.slurm`` with the recorder: the
   trace's ``rank_timing`` table holds the windows) and writes ``campaign.json`` into ``data/slurm-slow``.
@@ -51,6 +54,22 @@ GPUS = 2  # gres/gpu a job holds (placeholders: one a rank)
 
 
 @dataclass(frozen=True)
+class Size:
+    """How large a campaign is: its waves (jobs a node), steps a job and the slowed steps (``slow_to`` excluded)."""
+
+    waves: int
+    steps: int
+    slow_from: int
+    slow_to: int
+
+
+FULL = Size(WAVES, STEPS, SLOW_FROM, SLOW_TO)  # the bundled campaign (data/slurm-slow)
+# the live test's: one job a node, 30 steps (about 7 s at the ideal pace past warm-up, some 7 train spans: the
+# ideal pace needs 5), rank 1 on node2 sleeping in 3 of them (6 s)
+SHORT = Size(1, 30, 15, 18)
+
+
+@dataclass(frozen=True)
 class JobPlan:
     """One ``sbatch`` of the slow job: its name, its node, its wave, whether its node is the slowed one."""
 
@@ -60,17 +79,17 @@ class JobPlan:
     slowed: bool
 
 
-def plan() -> list[JobPlan]:
-    """:data:`WAVES` waves of one job a node; the jobs on :data:`SLOW_NODE` are the slowed ones."""
+def plan(size: Size = FULL) -> list[JobPlan]:
+    """``size.waves`` waves of one job a node; the jobs on :data:`SLOW_NODE` are the slowed ones."""
     nodes = [f"node{k}" for k in range(1, NODES + 1)]
-    return [JobPlan(f"{n}-{w}", n, w, n == SLOW_NODE) for w in range(WAVES) for n in nodes]
+    return [JobPlan(f"{n}-{w}", n, w, n == SLOW_NODE) for w in range(size.waves) for n in nodes]
 
 
-def _script(p: JobPlan, work: Path, python: str) -> str:
+def _script(p: JobPlan, work: Path, python: str, size: Size) -> str:
     job = [
         str(JOBS_DIR / "slow_job.py"),
         f"--work {work}/truth/{p.name}",
-        f"--steps {STEPS} --slow-rank {SLOW_RANK} --slow-from {SLOW_FROM} --slow-to {SLOW_TO}",
+        f"--steps {size.steps} --slow-rank {SLOW_RANK} --slow-from {size.slow_from} --slow-to {size.slow_to}",
         f"--slow-sleep {SLEEP_S} --slow-node {SLOW_NODE}",
     ]
     return (
@@ -99,16 +118,18 @@ def _script(p: JobPlan, work: Path, python: str) -> str:
     )
 
 
-def run_campaign(out_dir: Path = SLURM_SLOW, work: Path | None = None, python: str = sys.executable) -> dict:
-    """Submit :func:`plan` wave by wave, wait, export, bundle into ``out_dir`` (replaced)."""
+def run_campaign(
+    out_dir: Path = SLURM_SLOW, work: Path | None = None, python: str = sys.executable, size: Size = FULL
+) -> dict:
+    """Submit :func:`plan` of ``size`` wave by wave, wait, export, bundle into ``out_dir`` (replaced)."""
     session = Session("slurm-slow", work, ("logs", "scripts", "recorder", "truth"))
     work, event = session.work, session.event
     for sub in ("logs", "recorder", "truth"):
         (work / sub).chmod(0o777)  # the jobs run as the submitting user; the folders must be theirs to write
-    jobs = plan()
-    for wave in range(WAVES):
+    jobs = plan(size)
+    for wave in range(size.waves):
         for p in (p for p in jobs if p.wave == wave):
-            session.submit(p.name, _script(p, work, python), nodelist=p.nodelist, wave=wave, slowed=p.slowed)
+            session.submit(p.name, _script(p, work, python, size), nodelist=p.nodelist, wave=wave, slowed=p.slowed)
         _wait(f"wave {wave} done", lambda: not _squeue(), timeout_s=400.0)
         event("wave_done", wave=wave)
     campaign = session.finish(
@@ -116,11 +137,11 @@ def run_campaign(out_dir: Path = SLURM_SLOW, work: Path | None = None, python: s
         slowed={
             "node": SLOW_NODE,
             "rank": SLOW_RANK,
-            "steps": [SLOW_FROM, SLOW_TO],
+            "steps": [size.slow_from, size.slow_to],
             "sleep_s": SLEEP_S,
             "tolerance": TOLERANCE,
         },
-        steps=STEPS,
+        steps=size.steps,
         gpus=GPUS,
         plan=[asdict(p) for p in jobs],
     )
