@@ -156,6 +156,12 @@ def test_ett_nodes_slow_reads_the_ranks_windows_from_the_trace(tmp_path, capsys,
 def test_mann_whitney_and_alpha():
     assert mann_whitney_greater([], [1.0]) == 1.0 and mann_whitney_greater([0.0], [0.0, 0.0]) == 1.0
     assert mann_whitney_greater([3.0, 4.0], [1.0, 2.0]) == pytest.approx(1 / 6)  # 1 of C(4,2) orders
+    # one value a side (a fleet of one job a node): every split by hand, ties counting half in U
+    assert mann_whitney_greater([0.5], [0.0, 0.0]) == pytest.approx(1 / 3)  # the largest of 3: 1 split of 3
+    assert mann_whitney_greater([0.0], [0.5, 0.0]) == pytest.approx(1.0)  # tied with the smallest: U = 0.5 is least
+    assert mann_whitney_greater([0.5, 0.2], [0.0]) == pytest.approx(1 / 3)
+    assert mann_whitney_greater([0.5, 0.0], [0.2]) == pytest.approx(2 / 3)
+    assert mann_whitney_greater([0.3], [0.1, 0.2, 0.4]) == pytest.approx(1 / 2)  # second of 4: U >= 2 in 2 of 4
     with pytest.raises(TraceError):
         slow_node_report(None, alpha=1.5)
 

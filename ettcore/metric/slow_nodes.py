@@ -13,7 +13,8 @@ Reads the attempts' optional ``nodes`` column (as :mod:`ettcore.metric.nodes` do
   Under the null hypothesis a node's pairs are drawn from the same distribution as the other nodes' pairs; the
   one-sided Mann-Whitney U test (rank-based, so neither the scale nor the tail of the durations matters; SciPy's
   ``mannwhitneyu``: exact, over every split of the pairs, ties included, up to 100,000 splits, else the
-  tie-corrected normal approximation) gives the p-value that the node's fractions are larger.  A node with slow
+  tie-corrected normal approximation; a node in one pair, or against one, exact by hand: SciPy wants two a side)
+  gives the p-value that the node's fractions are larger.  A node with slow
   time is **flagged** when its p-value is below ``alpha / m`` (Bonferroni over the ``m`` nodes with exposure;
   default ``alpha`` 0.01).  A node in too few pairs cannot be flagged, however slow (two of six pairs: at best
   1/15): the test needs several attempts a node.
@@ -59,6 +60,8 @@ def mann_whitney_greater(x: list[float], y: list[float]) -> float:
     value differs."""
     if not x or not y or len(set(x) | set(y)) < 2:
         return 1.0
+    if min(len(x), len(y)) == 1:  # SciPy's exact test wants two values a side: the one value's rank, by hand
+        return _one_value_greater(x, y) if len(x) == 1 else 1.0 - _one_value_greater(y, x, strict=True)
     from scipy import stats  # here: importing scipy costs every ett command half a second of start-up
 
     if math.comb(len(x) + len(y), len(x)) <= EXACT_UP_TO:  # every split of the pairs: exact, ties included
@@ -66,6 +69,19 @@ def mann_whitney_greater(x: list[float], y: list[float]) -> float:
     else:
         method = "asymptotic"
     return float(stats.mannwhitneyu(x, y, alternative="greater", method=method).pvalue)
+
+
+def _one_value_greater(x: list[float], y: list[float], strict: bool = False) -> float:
+    """The exact one-sided p-value of the Mann-Whitney U test of ``x``'s one value against ``y``'s: over the
+    ``len(y) + 1`` equally likely splits (each value of the pool as ``x``'s), the share whose U is at least the
+    observed one (``strict``: greater than it), a tie counting one half in U."""
+    pool = [*x, *y]
+
+    def u(i: int) -> float:
+        return sum(1.0 if pool[i] > v else 0.5 if pool[i] == v else 0.0 for j, v in enumerate(pool) if j != i)
+
+    observed = u(0)
+    return sum((u(i) > observed) if strict else (u(i) >= observed) for i in range(len(pool))) / len(pool)
 
 
 def slow_node_report(
