@@ -2,7 +2,7 @@
 
 One place for the words the trace and the metric use, and for how they are shown:
 
-- the trace's tables (``jobs``, ``attempts``, ``spans``, ``rank_timing``) and those a fleet store keeps;
+- the trace's tables (``jobs``, ``attempts``, ``spans``, ``rank_timing``);
 - the end reasons of an attempt, each with its role (completion, interruption, cancel, open), label and colour;
 - the Level 1 buckets, each with its column stem, labels and colour;
 - the interruption causes and their groups (``causes.yaml``), each with its colour; a group says whether its causes
@@ -102,7 +102,6 @@ class Vocabulary:
     """The vocabulary of one defaults folder (:func:`load`)."""
 
     tables: tuple[str, ...]
-    stored_tables: tuple[str, ...]  # of ``tables``, those a fleet store keeps as rows (and its Parquet mirror)
     end_reasons: tuple[EndReason, ...]
     l1_buckets: tuple[L1Bucket, ...]
     causes: tuple[Cause, ...]
@@ -336,9 +335,6 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
     tables = voc.get("tables") if isinstance(voc, dict) else None
     if not isinstance(tables, list) or not all(isinstance(t, str) and NAME.fullmatch(t) for t in tables):
         raise InputError(Problem(str(path), None, "tables", "'tables' must be a list of names"))
-    stored = voc.get("stored_tables")
-    if not isinstance(stored, list) or not all(isinstance(t, str) and t in tables for t in stored):
-        raise InputError(Problem(str(path), None, "stored_tables", "'stored_tables' must be a list of the tables"))
     seen: set[str] = set()
     reasons = []
     for i, e in enumerate(
@@ -437,7 +433,6 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
     derived = _derived(cdata, cpath, tuple(r.name for r in reasons if r.interrupts), seen)
     return Vocabulary(
         tuple(tables),
-        tuple(stored),
         tuple(reasons),
         tuple(buckets),
         tuple(causes),
@@ -489,15 +484,7 @@ def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
     causes = tuple(c for c in base.causes if c.name != UNKNOWN_CAUSE) + tuple(added) + tuple(unknown)
     digest = hashlib.blake2b(base.digest.encode() + b"\0causes-file\0" + raw, digest_size=16).hexdigest()
     return Vocabulary(
-        base.tables,
-        base.stored_tables,
-        base.end_reasons,
-        base.l1_buckets,
-        causes,
-        base.groups,
-        base.derived,
-        base.phases,
-        digest,
+        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, digest
     )
 
 
@@ -535,10 +522,9 @@ def sql_fragments(v: Vocabulary) -> dict[str, str]:
 
 def sql_lists(v: Vocabulary) -> dict[str, tuple[str, ...]]:
     """The lists a query file repeats a text over as ``{{each LIST: TEXT}}``: ``nof`` (``nof_failure``,
-    ``nof_preemption``: one count column an interrupting end reason), ``tables`` (the trace's tables, ``jobs``,
-    ``attempts``, ``spans``, ``rank_timing``: each one typed, checked and counted) and ``stored_tables`` (those the
-    fleet store keeps the rows and digest of)."""
-    return {"nof": v.nof_columns, "tables": v.tables, "stored_tables": v.stored_tables}
+    ``nof_preemption``: one count column an interrupting end reason) and ``tables`` (the trace's tables, ``jobs``,
+    ``attempts``, ``spans``, ``rank_timing``: the fleet store keeps each one's rows and digest)."""
+    return {"nof": v.nof_columns, "tables": v.tables}
 
 
 #: The vocabulary of ``ettcore/defaults`` (or ``$ETT_DEFAULTS_DIR``): what every layer reads.

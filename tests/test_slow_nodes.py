@@ -166,18 +166,54 @@ def test_mann_whitney_and_alpha():
         slow_node_report(None, alpha=1.5)
 
 
-def test_a_store_says_it_does_not_keep_the_ranks_windows(tmp_path, capsys):
-    """A fleet store keeps no ``rank_timing`` rows yet: ``ett ingest`` says how many it read and did not keep, and
-    ``ett nodes --slow`` on the store shares each slow span across its attempt's nodes."""
+def test_a_store_keeps_the_ranks_windows(tmp_path, capsys):
+    """A fleet store keeps the trace's ``rank_timing`` rows: ``ett nodes --slow`` on the store puts each slow span on
+    the node that held it back, as on the trace folder; a job whose windows change is replaced."""
     folder, windows = _two_node_fleet(tmp_path)
     write_table(rank_timing_frame(windows), folder / "rank_timing.parquet", "parquet")
     st = tmp_path / "fleet.duckdb"
     assert main(["ingest", str(st), str(folder)]) == 0
+    capsys.readouterr()
+    answers = []
+    for source in (folder, st):
+        assert main(["nodes", str(source), "--slow", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        answers.append(doc["slow"])
+    assert answers[0] == answers[1]
+    assert answers[1]["attributed"] == "holder"
+    assert {n["node"]: n["slow_gpu_h"] for n in answers[1]["nodes"]} == pytest.approx(HELD)
+    assert main(["summarize", str(st), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["accounting"]["rank_timing"]["used"] == len(windows)
+    moved = [dict(w, work_s=w["work_s"] + 1.0) if w["job_id"] == windows[0]["job_id"] else w for w in windows]
+    write_table(rank_timing_frame(moved), folder / "rank_timing.parquet", "parquet")
+    assert main(["ingest", str(st), str(folder)]) == 0
     out = capsys.readouterr().out
-    assert f"note: {len(windows)} rank_timing row(s) read and checked, not kept" in out
+    assert "1 changed" in out and f"job {windows[0]['job_id']!r} replaced as a whole: rank_timing.work_s differ" in out
+
+
+def test_a_store_made_before_it_kept_the_ranks_windows_takes_them(tmp_path, capsys):
+    """A store whose ``ett_jobs`` has no ``rank_timing`` digest and which has no ``rows_rank_timing`` (as every store
+    made before it kept them) is read as holding no windows, and the next ingest adds them without calling its other
+    jobs changed."""
+    import duckdb
+
+    folder, windows = _two_node_fleet(tmp_path)
+    st = tmp_path / "fleet.duckdb"
+    assert main(["ingest", str(st), str(folder)]) == 0
+    con = duckdb.connect(str(st))
+    con.execute("DROP TABLE rows_rank_timing")
+    con.execute("ALTER TABLE ett_jobs DROP COLUMN n_rank_timing")
+    con.execute("ALTER TABLE ett_jobs DROP COLUMN h_rank_timing")
+    con.close()
+    capsys.readouterr()
     assert main(["nodes", str(st), "--slow", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["slow"]["attributed"] == "shared"
-    assert {n["node"]: n["slow_gpu_h"] for n in doc["slow"]["nodes"]} == pytest.approx(
-        {"n1": 6 * 4 * 40 / 3600, "n2": 12 * 4 * 40 / 3600, "n3": 6 * 4 * 40 / 3600}
-    )
+    assert json.loads(capsys.readouterr().out)["slow"]["attributed"] == "shared"
+    assert main(["ingest", str(st), str(folder)]) == 0
+    assert ", 0 changed" in capsys.readouterr().out  # no windows in the trace: every job as stored
+    write_table(rank_timing_frame(windows), folder / "rank_timing.parquet", "parquet")
+    assert main(["ingest", str(st), str(folder)]) == 0
+    capsys.readouterr()
+    assert main(["nodes", str(st), "--slow", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["slow"]
+    assert doc["attributed"] == "holder"
+    assert {n["node"]: n["slow_gpu_h"] for n in doc["nodes"]} == pytest.approx(HELD)

@@ -21,6 +21,7 @@ from ettcore import bundled, cli
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import import_sacct
 from ettcore.metric import slow
+from ettcore.store import open_store
 from ettcore.trace import load_trace
 from tools.campaigns import slurm_slow
 from tools.campaigns.jobs.ground_truth import read_events
@@ -115,6 +116,20 @@ def test_bundled_trace_is_what_the_importer_gives(tmp_path):
     trace = write_import(tmp_path / "trace", frames, report)
     for table in ("attempts", "spans", "rank_timing"):
         assert pl.read_parquet(trace / f"{table}.parquet").equals(pl.read_parquet(DATA / "trace" / f"{table}.parquet"))
+
+
+def test_a_store_of_the_campaign_names_the_same_holders_as_its_trace(tmp_path, capsys):
+    """The fleet store keeps the trace's ``rank_timing`` rows (and its Parquet mirror publishes them): ``ett nodes
+    --slow`` answers the same on both, and each slow span has the same holder."""
+    store, mirror = tmp_path / "slow.duckdb", tmp_path / "mirror"
+    assert cli.main(["ingest", str(store), str(DATA / "trace"), "--parquet", str(mirror)]) == 0
+    windows = pl.read_parquet(DATA / "trace" / "rank_timing.parquet")
+    assert pl.read_parquet(mirror / "ingest-1" / "rank_timing.parquet").height == windows.height == 430
+    capsys.readouterr()
+    assert _nodes_slow(store, capsys) == _nodes_slow(DATA / "trace", capsys)
+    on_store = slow.holders(open_store(store), tolerance=slurm_slow.TOLERANCE)
+    on_trace = slow.holders(load_trace(DATA / "trace"), tolerance=slurm_slow.TOLERANCE)
+    assert on_store.height == 24 and on_store.equals(on_trace)
 
 
 def test_readme_states_the_campaign():

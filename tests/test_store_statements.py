@@ -74,10 +74,8 @@ def test_a_name_where_columns_belong_is_refused():
 
 
 def test_the_vocabularys_markers_render_beside_the_stores():
-    out = render(
-        "SELECT {{each stored_tables: n_@}}, {{each c: @}} FROM {{t}}", t="ett_jobs", c=[Column("x", "INTEGER")]
-    )
-    assert out == 'SELECT n_jobs, n_attempts, n_spans, "x" FROM ett_jobs'
+    out = render("SELECT {{each tables: n_@}}, {{each c: @}} FROM {{t}}", t="ett_jobs", c=[Column("x", "INTEGER")])
+    assert out == 'SELECT n_jobs, n_attempts, n_spans, n_rank_timing, "x" FROM ett_jobs'
     with pytest.raises(KeyError, match="unknown vocabulary"):
         render("SELECT {{nothing_of_that_name}}")
 
@@ -93,7 +91,7 @@ def _filled(path: Path) -> str:
     for inner in re.findall(r"\{\{(.*?)\}\}", text, re.S):
         each = re.fullmatch(r"\s*each\s+([a-z_]+)\s*:.*", inner, re.S)
         name = each.group(1) if each else inner.strip()
-        if name in ("tables", "stored_tables", "nof") or not re.fullmatch(r"[a-z_]+", name):
+        if name in ("tables", "nof") or not re.fullmatch(r"[a-z_]+", name):
             continue  # the vocabulary's
         parts[name] = [Column("a", "INTEGER")] if each else "spans"
     return render(text, path.name, **parts)

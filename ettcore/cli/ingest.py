@@ -27,7 +27,6 @@ from ettcore.cli.measure_options import is_run_folder
 from ettcore.errors import InputError, Problem
 from ettcore.importers import sacct_poll
 from ettcore.store import polls
-from ettcore.store.db import ROW_TABLES
 from ettcore.trace.instants import HOUR_MS, iso, parse_duration
 from ettcore.trace.load import is_uri, load_trace, parse_as_of
 
@@ -138,10 +137,6 @@ def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
         f"{len(r.changed) + r.running} changed ({r.running} running job(s) measured to the new analysis time), "
         f"{r.unchanged} unchanged; {r.skipped} left out by --skip-invalid; analysis time {iso(r.as_of_ms)}; "
         f"{r.seconds:.2f} s"
-    ]
-    lines += [
-        f"note: {n} {table} row(s) read and checked, not kept: a store keeps {', '.join(ROW_TABLES)} (docs/store.md)"
-        for table, n in r.not_kept.items()
     ]
     shown = r.notes if all_notes else r.notes[:NOTES_SHOWN]
     lines += [f"note: {n}" for n in shown]

@@ -41,7 +41,7 @@ from ettcore.vocabulary import VOCABULARY
 POINTER = "CURRENT.json"
 FORMAT = "ett-parquet-mirror"
 VERSION = 1
-ROW_TABLES = VOCABULARY.stored_tables  # the tables a store keeps (and its mirror publishes)
+ROW_TABLES = VOCABULARY.tables
 POINTER_KEYS = ("published_id", "folders", "removals", "as_of_ms", "sources", "rows", "columns", "labels", "store_id")
 FOLDER_PREFIX = "ingest-"
 

@@ -81,8 +81,8 @@ WINDOW_COLUMNS = ("job_id", "attempt", "rank", "node", "start", "end", "steps", 
 
 
 def has_rank_timing(trace: Trace) -> bool:
-    """Whether the trace holds rank timing windows of its measured jobs (its optional ``rank_timing`` table; a fleet
-    store keeps none)."""
+    """Whether the trace holds rank timing windows of its measured jobs (its optional ``rank_timing`` table, or a
+    fleet store's ``rows_rank_timing``)."""
     if relation_kind(trace.con, "clean_rank_timing") is None:
         return False
     return trace.con.execute("SELECT EXISTS (SELECT 1 FROM clean_rank_timing)").fetchone()[0]

@@ -23,7 +23,6 @@ from ettcore.trace.options import TraceOptions
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
-from ettcore.vocabulary import VOCABULARY
 
 
 def is_store(path: Any) -> bool:
@@ -134,9 +133,8 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     a = as_of_ms if explicit else store_as_of
     set_params(con, a, explicit=explicit and as_of_ms != store_as_of)
     register_window(con, window)
-    # every table of a trace, as a trace's accounting lists them: one the store does not keep (rank_timing) has none
-    kept = {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in db.ROW_TABLES}
-    counts = {t: kept.get(t, 0) for t in VOCABULARY.tables}
+    held = db.row_tables(con)  # (a table a store made before it kept it lacks has no rows)
+    counts = {t: statements.value(con, "row_count", relation=f"st.rows_{t}") if t in held else 0 for t in db.ROW_TABLES}
     trace = StoreTrace(
         path=path,
         con=con,

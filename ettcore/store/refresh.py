@@ -68,8 +68,6 @@ class Refresh:
     notes: list[str] = field(default_factory=list)
     as_of_ms: int | None = None  # the source's horizon
     seconds: float = 0.0
-    # rows of the trace's tables a store does not keep (rank_timing: db.ROW_TABLES), read and checked: table -> rows
-    not_kept: dict[str, int] = field(default_factory=dict)
 
 
 _SKIP_HASH = ("source", "ingest_id", "_file", "_row")  # where a row came from is not its content
@@ -164,7 +162,7 @@ def collect_rows(con: duckdb.DuckDBPyConnection, keys: str) -> None:
     job_key, ingest_id), found once (reading only the key columns: their other columns are read for the jobs whose
     fields are named, by row id), narrowed to the row groups of the ingests that stored those jobs
     (``stored_row_ids.sql``)."""
-    for table in db.ROW_TABLES:
+    for table in db.row_tables(con):
         statements.run(con, "stored_row_ids", table=table, keys=keys)
 
 
@@ -173,7 +171,7 @@ def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int, collect
     after subtracting their share of the fleet's sums; the rows by row id when ``collected`` (:func:`collect_rows`),
     else by key."""
     delete_results(con, keys, grid_ms)
-    for table in db.ROW_TABLES:
+    for table in db.row_tables(con):
         if collected:
             statements.run(con, "delete_rows_by_id", table=table)
         else:
@@ -297,6 +295,7 @@ def ingest_trace(
                         "with the same --mapping (or none) as the store's first ingest",
                     )
                 )
+            db.add_digest_columns(con)
             ingest_id = db.next_ingest_id(con)
             old_as_of = db.horizons(con).get(source)
             db.step("attached")
@@ -401,14 +400,7 @@ def ingest_trace(
         notes=notes,
         as_of_ms=as_of_ms,
         seconds=seconds,
-        not_kept=not_kept(trace),
     )
-
-
-def not_kept(trace: Trace) -> dict[str, int]:
-    """The used rows of each of the trace's tables a store does not keep (:data:`ettcore.store.db.ROW_TABLES`), where
-    there are any: what ``ett ingest`` says it read and left out."""
-    return {t: acc["used"] for t, acc in trace.accounting.items() if t not in db.ROW_TABLES and acc.get("used", 0) > 0}
 
 
 def delete_results(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int) -> None:

@@ -6,7 +6,7 @@ SELECT
     i.job_id,
     k.job_id IS NULL AS is_new,
     k.job_id IS NOT NULL
-        AND ({{each stored_tables: i.n_@, i.h_@}}) IS DISTINCT FROM ({{each stored_tables: k.n_@, k.h_@}}) AS changed,
-    {{each stored_tables: (i.n_@, i.h_@) IS DISTINCT FROM (k.n_@, k.h_@) AS d_@}}
+        AND ({{each tables: i.n_@, i.h_@}}) IS DISTINCT FROM ({{each tables: k.n_@, k.h_@}}) AS changed,
+    {{each tables: (i.n_@, i.h_@) IS DISTINCT FROM (k.n_@, k.h_@) AS d_@}}
 FROM ett_in AS i
 LEFT JOIN (SELECT * FROM st.ett_jobs WHERE source = $source) AS k USING (job_id)

@@ -6,7 +6,7 @@ CREATE TABLE st.ett_jobs (
     job_id VARCHAR,
     job_key UBIGINT,
     ingest_id BIGINT,
-    {{each stored_tables: n_@ BIGINT, h_@ HUGEINT}},
+    {{each tables: n_@ BIGINT, h_@ HUGEINT}},
     latest_ms BIGINT,
     open BOOLEAN
 )
