@@ -11,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
-.PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode slurm-restarts clean
+.PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode slurm-restarts slurm-slow clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is needed"'
@@ -112,6 +112,15 @@ slurm-restarts: setup
 	$(SLURM_RESTARTS_ENV) tools/slurm/start.sh --fresh
 	$(SLURM_RESTARTS_ENV) SLURM_CONF="$$($(SLURM_RESTARTS_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_restarts \
 	  --work $(SLURM_RESTARTS_STATE)-work; rc=$$?; $(SLURM_RESTARTS_ENV) tools/slurm/stop.sh; exit $$rc
+
+# The real slowed-node campaign (data/slurm-slow): a fresh 3-node cluster of its own, twelve 2-rank DDP training jobs
+# (torchrun, gloo on CPU) in four waves, every job on node2 with one rank sleeping; about four minutes. Needs PyTorch.
+SLURM_SLOW_STATE ?= $(or $(TMPDIR),/tmp)/ett-slurm-slow
+SLURM_SLOW_ENV   := ETT_SLURM_DIR=$(SLURM_SLOW_STATE) ETT_SLURM_NODES=3
+slurm-slow: setup frameworks
+	$(SLURM_SLOW_ENV) tools/slurm/start.sh --fresh
+	$(SLURM_SLOW_ENV) SLURM_CONF="$$($(SLURM_SLOW_ENV) tools/slurm/start.sh --conf)" $(BIN)/python -m tools.campaigns.slurm_slow \
+	  --work $(SLURM_SLOW_STATE)-work; rc=$$?; $(SLURM_SLOW_ENV) tools/slurm/stop.sh; exit $$rc
 
 lab: setup
 	$(BIN)/jupyter lab notebooks/

@@ -12,6 +12,8 @@ Nothing here needs PyTorch or Slurm.
   (:func:`slurm_campaign`), ``sacct.txt`` and ``sacct.json``, ``trace/``
 - :data:`SLURM_RESTARTS`   a crash loop, a job that fails but advances and a storm of node failures on Slurm:
   ``campaign.json``, ``sacct.txt`` and ``sacct.json``, ``recorder/``, ``trace/``
+- :data:`SLURM_SLOW`       2-rank DDP training jobs on three Slurm nodes, every job on node2 slowed: ``campaign.json``,
+  ``sacct.txt`` and ``sacct.json``, ``recorder/`` (with the ranks' ``timing/``), ``truth/``, ``trace/``
 - :data:`LIVE_JOB`         a measured baseline/optimized pair of PyTorch runs: ``runs.json`` (:func:`live_job`),
   ``recorder/``, ``trace/``
 - :data:`FRAMEWORK_RUN`    a Lightning job measured by its callback alone: ``runs.json`` (:func:`framework_run`),
@@ -39,6 +41,7 @@ SAMPLE = SAMPLE_TRACE
 SLURM_FLEET = DATA_DIR / "slurm-fleet"
 SLURM_MULTINODE = DATA_DIR / "slurm-multinode"
 SLURM_RESTARTS = DATA_DIR / "slurm-restarts"
+SLURM_SLOW = DATA_DIR / "slurm-slow"
 LIVE_JOB = DATA_DIR / "live-job"
 FRAMEWORK_RUN = DATA_DIR / "framework-run"
 

@@ -2,7 +2,7 @@
 
 One place for the words the trace and the metric use, and for how they are shown:
 
-- the trace's tables (``jobs``, ``attempts``, ``spans``);
+- the trace's tables (``jobs``, ``attempts``, ``spans``, ``rank_timing``);
 - the end reasons of an attempt, each with its role (completion, interruption, cancel, open), label and colour;
 - the Level 1 buckets, each with its column stem, labels and colour;
 - the interruption causes and their groups (``causes.yaml``), each with its colour; a group says whether its causes
@@ -523,7 +523,7 @@ def sql_fragments(v: Vocabulary) -> dict[str, str]:
 def sql_lists(v: Vocabulary) -> dict[str, tuple[str, ...]]:
     """The lists a query file repeats a text over as ``{{each LIST: TEXT}}``: ``nof`` (``nof_failure``,
     ``nof_preemption``: one count column an interrupting end reason) and ``tables`` (the trace's tables, ``jobs``,
-    ``attempts``, ``spans``: the fleet store keeps each one's rows and digest)."""
+    ``attempts``, ``spans``, ``rank_timing``: the fleet store keeps each one's rows and digest)."""
     return {"nof": v.nof_columns, "tables": v.tables}
 
 

@@ -131,7 +131,7 @@ def test_killed_write_trace_leaves_nothing_under_the_name(tmp_path, fmt):
     f = _frames()
     write_trace(target, jobs=f["jobs"], attempts=f["attempts"], spans=f["spans"], fmt=fmt, metadata={"synthetic": True})
     t = load_trace(target)
-    assert {k: v["read"] for k, v in t.accounting.items()} == {"jobs": 4, "attempts": 7, "spans": 47}
+    assert {k: v["read"] for k, v in t.accounting.items()} == {"jobs": 4, "attempts": 7, "spans": 47, "rank_timing": 0}
 
 
 def test_killed_rewrite_keeps_the_previous_trace(tmp_path):

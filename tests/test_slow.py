@@ -268,18 +268,24 @@ def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) 
     ]
 
 
-def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
+def _held_windows() -> list[dict]:
     """Rank 1 on node b works 90 % of each second in the first slow span (rank 0 waits 70 %); in the second only
-    rank 0 has windows; outside the slow spans both ranks are balanced."""
-    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    rank 0 has windows; before them both ranks are balanced."""
     b = B / 1000
-    windows = (
+    return (
         _windows(0, "a", b, b + 90, 0.5)
         + _windows(1, "b", b, b + 90, 0.5)
         + _windows(0, "a", b + 90, b + 150, 0.3)
         + _windows(1, "b", b + 90, b + 120, 0.9)
     )
-    got = slow.holders(t, windows)
+
+
+def test_the_slow_spans_name_the_rank_that_worked_longest(tmp_path):
+    """Rank 1 on node b works 90 % of each second in the first slow span (rank 0 waits 70 %); in the second only
+    rank 0 has windows; outside the slow spans both ranks are balanced."""
+    t = load_trace(write_trace_folder(_slow_trace(), tmp_path / "t"))
+    b = B / 1000
+    got = slow.holders(t, _held_windows())
     assert got["rank"].to_list() == [1, 0]
     assert got["node"].to_list() == ["b", "a"]
     assert got["ranks"].to_list() == [2, 1]
@@ -406,3 +412,122 @@ def test_rank_timing_files_are_read_and_a_bad_line_is_named(tmp_path):
         read_rank_timing(tmp_path)
     assert info.value.problems[0].row == 1
     assert read_rank_timing(tmp_path / "no-such-run") == []
+
+
+def _rank_timing_csv(folder: Path, rows: list[str]) -> Path:
+    head = "job_id,attempt,rank,node,start,end,steps,work_s,wait_s"
+    path = folder / "rank_timing.csv"
+    path.write_text("\n".join([head, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_the_traces_rank_timing_table_names_the_rank_that_worked_longest(tmp_path):
+    """The windows of ``test_the_slow_spans_name_the_rank_that_worked_longest`` as the trace's ``rank_timing``
+    table (CSV, ISO-8601 instants): ``holders`` without windows reads them and names the same ranks and nodes."""
+    folder = write_trace_folder(_slow_trace(), tmp_path / "t")
+    windows = _held_windows()
+
+    def iso(s: float) -> str:
+        return pl.Series([int(s * 1000)]).cast(pl.Datetime("ms", "UTC")).dt.strftime("%Y-%m-%dT%H:%M:%S%.3fZ")[0]
+
+    _rank_timing_csv(
+        folder,
+        [
+            f"{w['job_id']},{w['attempt']},{w['rank']},{w['node']},{iso(w['start'])},{iso(w['end'])},{w['steps']},"
+            f"{w['work_s']},{w['wait_s']}"
+            for w in windows
+        ],
+    )
+    t = load_trace(folder)
+    assert t.accounting["rank_timing"]["used"] == len(windows)
+    got = slow.holders(t)
+    assert got["rank"].to_list() == [1, 0] and got["node"].to_list() == ["b", "a"]
+    assert got["ranks"].to_list() == [2, 1] and got["work_share"][0] == pytest.approx(0.9)
+    # without the table (a trace as before): no window, no holder
+    (folder / "rank_timing.csv").unlink()
+    none = slow.holders(load_trace(folder))
+    assert none["rank"].to_list() == [None, None] and none["ranks"].to_list() == [0, 0]
+
+
+@pytest.mark.parametrize(
+    "row, field, words",
+    [
+        (",0,0,a,{s},{e},3,0.5,0.5", "job_id", "job_id is missing"),
+        ("j,x,0,a,{s},{e},3,0.5,0.5", "attempt", "attempt is not an integer: x"),
+        ("j,0,,a,{s},{e},3,0.5,0.5", "rank", "rank is missing"),
+        ("j,0,-1,a,{s},{e},3,0.5,0.5", "rank", "rank must be >= 0, got -1"),
+        ("j,0,0,a,yesterday,{e},3,0.5,0.5", "start", "unparsable or implausible timestamp: yesterday"),
+        ("j,0,0,a,{s},,3,0.5,0.5", "end", "end is missing"),
+        ("j,0,0,a,{e},{s},3,0.5,0.5", "end", "end is before start"),
+        ("j,0,0,a,{s},{e},0,0.5,0.5", "steps", "steps must be >= 1, got 0"),
+        ("j,0,0,a,{s},{e},2.5,0.5,0.5", "steps", "steps is not an integer: 2.5"),
+        ("j,0,0,a,{s},{e},3,inf,0.5", "work_s", "work_s is not a finite number: inf"),
+        ("j,0,0,a,{s},{e},3,0.5,-0.1", "wait_s", "wait_s must be >= 0 seconds, got -0.1"),
+        ("j,7,0,a,{s},{e},3,0.5,0.5", "attempt", "unknown attempt 7 of job j"),
+    ],
+)
+def test_a_bad_rank_timing_row_is_one_problem_naming_file_row_and_field(tmp_path, row, field, words):
+    """Each bad value of the ``rank_timing`` table is an input error naming the file, the row (after a good one) and
+    the field; ``--skip-invalid`` leaves the job out and counts its rows as rejected."""
+    folder = write_trace_folder(_slow_trace(), tmp_path / "t")
+    good = "j,0,1,b,2026-01-31T22:53:20Z,2026-01-31T22:53:21Z,3,0.5,0.5"
+    path = _rank_timing_csv(folder, [good, row.format(s="2026-01-31T22:53:20Z", e="2026-01-31T22:53:21Z")])
+    with pytest.raises(TraceError) as info:
+        load_trace(folder)
+    (p,) = info.value.problems
+    assert (p.file, p.row, p.field, p.table) == (str(path), 2, field, "rank_timing")
+    assert words in p.message
+    skipped = load_trace(folder, skip_invalid=True).accounting["rank_timing"]
+    # a row without a job id leaves no job out: the good row of job j is used
+    assert (skipped["rejected"], skipped["used"]) == ((1, 1) if field == "job_id" else (2, 0))
+
+
+def test_a_rank_timing_file_without_a_required_column_is_one_problem(tmp_path):
+    folder = write_trace_folder(_slow_trace(), tmp_path / "t")
+    path = folder / "rank_timing.csv"
+    path.write_text("job_id,attempt,rank,node,start,end,steps,work\nj,0,0,a,1769900000,1769900001,3,0.5\n")
+    with pytest.raises(TraceError) as info:
+        load_trace(folder)
+    assert [(p.file, p.row, p.field) for p in info.value.problems] == [
+        (str(path), None, "work_s"),
+        (str(path), None, "wait_s"),
+    ]
+    assert "did you mean 'work'?" in info.value.problems[0].message
+
+
+def test_the_importer_writes_the_run_folders_rank_timing_as_the_traces_table(tmp_path):
+    """``convert`` of a run folder whose ranks kept their windows writes them as the trace's ``rank_timing`` table,
+    one row a window with its instants to the microsecond; a run folder without any writes none."""
+    from test_recorder import T0, _simple_run
+
+    from ettcore.importers.recorder import convert
+
+    run = tmp_path / "run"
+    _simple_run(run)
+    assert convert(run, tmp_path / "without").out_dir is not None
+    assert not (tmp_path / "without" / "rank_timing.parquet").exists()
+    folder = run / RANK_TIMING_DIR
+    folder.mkdir()
+    for rank, node in ((0, "a"), (1, "b")):
+        lines = [
+            dict(
+                job_id="j",
+                attempt=0,
+                rank=rank,
+                node=node,
+                start=T0 + 10 + s + 0.5,
+                end=T0 + 10 + s + 1.5,
+                steps=1,
+                work_s=0.9,
+                wait_s=0.1,
+            )
+            for s in range(3)
+        ]
+        (folder / rank_timing_name("j", rank)).write_text("".join(json.dumps(w) + "\n" for w in lines))
+    convert(run, tmp_path / "with")
+    table = pl.read_parquet(tmp_path / "with" / "rank_timing.parquet")
+    assert table.height == 6 and table["node"].to_list() == ["a"] * 3 + ["b"] * 3
+    t = load_trace(tmp_path / "with")
+    got = t.sql("SELECT rank, start_ms, end_ms, steps, work_s FROM clean_rank_timing ORDER BY rank, start_ms")
+    assert got.row(0) == (0, round((T0 + 10.5) * 1000), round((T0 + 11.5) * 1000), 1, 0.9)
+    assert t.accounting["rank_timing"] == {"read": 6, "used": 6, "rejected": 0, "rejected_by_reason": {}}

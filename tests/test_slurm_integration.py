@@ -125,6 +125,32 @@ def cluster():
         assert stop.returncode == 0, f"tools/slurm/stop.sh left something running:\n{stop.stdout}\n{stop.stderr}"
 
 
+@contextmanager
+def fresh_nodes(name: str, nodes: int = 3):
+    """A fresh cluster of ``nodes`` node daemons of its own (``ETT_SLURM_NODES``, free ports) for a campaign driver:
+    ``SLURM_CONF`` and ``PATH`` set in ``os.environ`` while it runs (the drivers read them), the environment given
+    back and the cluster stopped and purged after."""
+    why = _why_no_slurm()
+    if why:
+        pytest.skip(why)
+    state = Path(tempfile.mkdtemp(prefix=f"ett-slurm-test-{name}-"))
+    state.chmod(0o755)
+    env = dict(os.environ, ETT_SLURM_DIR=str(state), ETT_SLURM_NODES=str(nodes), PATH=os.environ["PATH"] + ":/usr/sbin")
+    env.pop("ETT_SLURM_PORT", None)
+    env.pop("SLURM_CONF", None)
+    out = subprocess.run([str(START), "--fresh"], env=env, capture_output=True, text=True, timeout=600)
+    saved = dict(os.environ)
+    try:
+        assert out.returncode == 0, f"tools/slurm/start.sh failed:\n{out.stdout}\n{out.stderr}"
+        os.environ.update(SLURM_CONF=str(state / "etc" / "slurm.conf"), PATH=env["PATH"])
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        stop = subprocess.run([str(STOP), "--purge"], env=env, capture_output=True, text=True, timeout=300)
+        assert stop.returncode == 0, f"tools/slurm/stop.sh left something running:\n{stop.stdout}\n{stop.stderr}"
+
+
 def _sh(env: dict, *cmd: str) -> str:
     out = subprocess.run(list(cmd), env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, f"{' '.join(cmd)} failed: {out.stderr}"

@@ -24,23 +24,18 @@ A later attempt runs from Start to End (docs/slurm.md): the loop's restarts (att
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import tempfile
 from pathlib import Path
 
 import polars as pl
 import pytest
-from test_slurm_integration import STOP, _why_no_slurm  # tests/test_slurm_integration.py
+from test_slurm_integration import fresh_nodes  # tests/test_slurm_integration.py
 
 from ettcore import bundled, cli
-from ettcore.config import PROJECT_ROOT
 from ettcore.importers.frames import write_import
 from ettcore.importers.slurm import import_sacct
 from tools.campaigns import slurm_restarts
 
 DATA = bundled.SLURM_RESTARTS
-START = PROJECT_ROOT / "tools" / "slurm" / "start.sh"
 LOOP, ADVANCE = "1", "2"
 STORM_JOBS = [str(k) for k in range(3, 9)]
 
@@ -153,19 +148,7 @@ def test_readme_states_the_campaign():
 @pytest.mark.slurm
 def test_live_campaign_finds_the_same_crash_loop(tmp_path, capsys):
     """The campaign driver on a fresh 3-node cluster (about 3.5 minutes): the same crash loop, not the advancing job."""
-    why = _why_no_slurm()
-    if why:
-        pytest.skip(why)
-    state = Path(tempfile.mkdtemp(prefix="ett-slurm-test-restarts-"))
-    state.chmod(0o755)
-    env = dict(os.environ, ETT_SLURM_DIR=str(state), ETT_SLURM_NODES="3", PATH=os.environ["PATH"] + ":/usr/sbin")
-    env.pop("ETT_SLURM_PORT", None)
-    env.pop("SLURM_CONF", None)
-    out = subprocess.run([str(START), "--fresh"], env=env, capture_output=True, text=True, timeout=600)
-    saved = dict(os.environ)
-    try:
-        assert out.returncode == 0, f"tools/slurm/start.sh failed:\n{out.stdout}\n{out.stderr}"
-        os.environ.update(SLURM_CONF=str(state / "etc" / "slurm.conf"), PATH=env["PATH"])
+    with fresh_nodes("restarts"):
         slurm_restarts.run_campaign(tmp_path / "out", tmp_path / "work")
         capsys.readouterr()
         got = _summarize(tmp_path / "out" / "trace", capsys, "--storm-window", "10s", "--storm-by", "partition")
@@ -178,8 +161,3 @@ def test_live_campaign_finds_the_same_crash_loop(tmp_path, capsys):
         assert (chains["advance"]["attempts"], chains["advance"]["outcome"]) == (3, "completed")
         (s,) = got["restarts"]["storms"]
         assert (s["group"], s["interruptions"], s["jobs"]) == ("low", 6, 6)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        stop = subprocess.run([str(STOP), "--purge"], env=env, capture_output=True, text=True, timeout=300)
-        assert stop.returncode == 0, f"tools/slurm/stop.sh left something running:\n{stop.stdout}\n{stop.stderr}"

@@ -34,7 +34,7 @@ from test_spark_equality import assert_same  # noqa: E402
 
 from ettcore import cli, engines, metric, store  # noqa: E402
 from ettcore.config import DATA_DIR, SAMPLE_TRACE  # noqa: E402
-from ettcore.engines.mirror_format import POINTER, folder_name  # noqa: E402
+from ettcore.engines.mirror_format import POINTER, ROW_TABLES, folder_name  # noqa: E402
 from ettcore.engines.spark import spark_available  # noqa: E402
 from ettcore.errors import InputError  # noqa: E402
 from ettcore.store import parquet_mirror  # noqa: E402
@@ -102,7 +102,7 @@ def _mirror_rows(mirror: Path) -> dict[str, pl.DataFrame]:
     con = duckdb.connect()
     out = {}
     removals = doc["removals"]
-    for table in ("jobs", "attempts", "spans"):
+    for table in ROW_TABLES:
         files = [str(mirror / folder_name(n) / f"{table}.parquet") for n in doc["folders"]]
         con.execute(f"CREATE TABLE m_{table} AS SELECT * FROM read_parquet($f, union_by_name := true)", {"f": files})
     kept = " AND ".join(f"NOT (source = '{r['source']}' AND ingest_id < {int(r['id'])})" for r in removals) or "true"
@@ -111,14 +111,18 @@ def _mirror_rows(mirror: Path) -> dict[str, pl.DataFrame]:
         f"FROM m_jobs UNION ALL SELECT source, job_id, ingest_id FROM m_attempts UNION ALL SELECT source, job_id, "
         f"ingest_id FROM m_spans) WHERE {kept} GROUP BY ALL"
     )
-    for table in ("jobs", "attempts", "spans"):
+    for table in ROW_TABLES:
+        if "job_id" not in {r[0] for r in con.execute(f"DESCRIBE m_{table}").fetchall()}:
+            # no row of it was ever stored (a trace without rank_timing): its columns, only NULL, were not written
+            out[table] = con.sql(f"SELECT * FROM m_{table}").pl()
+            continue
         out[table] = con.sql(f"SELECT * FROM m_{table} SEMI JOIN v USING (source, job_id, ingest_id)").pl()
     return out
 
 
 def _store_rows(path: Path) -> dict[str, pl.DataFrame]:
     con = duckdb.connect(str(path), read_only=True)
-    return {t: con.sql(f"SELECT * FROM rows_{t}").pl() for t in ("jobs", "attempts", "spans")}
+    return {t: con.sql(f"SELECT * FROM rows_{t}").pl() for t in ROW_TABLES}
 
 
 def _same_rows(a: dict, b: dict) -> None:
@@ -238,7 +242,7 @@ def pause():
     time.sleep(600)
 
 if point.startswith("fsync-"):  # the n-th sync: 1 = a folder's first file written (the folder still temporary),
-    n, real, calls = int(point[6:]), pm._fsync, []  # 4 = the first folder renamed into place
+    n, real, calls = int(point[6:]), pm._fsync, []  # one a table's file, then the first folder renamed into place
     def fsync(p):
         real(p)
         calls.append(p)
@@ -255,6 +259,9 @@ else:  # a random instant: the parent kills it
     marker.write_text("here")
 pm.publish(store, mirror)
 """
+
+
+RENAMED = f"fsync-{len(ROW_TABLES) + 1}"  # the sync after the first folder's files (one a table): its rename
 
 
 def _kill_publish(s: Path, mirror: Path, point: str, tmp: Path, delay: float = 0.0) -> None:
@@ -286,7 +293,7 @@ def killed(tmp_path_factory) -> dict:
     store.ingest_path(s, _variant(tmp / "v2", drop_spans_of=("sample-startup-failure",), end_running=True), source="a")
     store.ingest_path(s, _variant(tmp / "v3"), source="b")
     left = {}
-    for point in ("fsync-1", "fsync-4", "pointer"):
+    for point in ("fsync-1", RENAMED, "pointer"):
         _kill_publish(s, mirror, point, tmp)
         assert (mirror / POINTER).read_bytes() == before, point
         left[point] = sorted(p.name for p in mirror.iterdir())
@@ -321,7 +328,7 @@ def test_a_killed_publish_leaves_the_previous_state_and_the_next_repairs_it(kill
     left = killed["left"]
     # what each kill left: a temporary folder; a complete folder the pointer does not name; a temporary pointer
     assert any(n.startswith(".tmp-ingest-2-") for n in left["fsync-1"]) and "ingest-2" not in left["fsync-1"]
-    assert "ingest-2" in left["fsync-4"] and "ingest-3" not in left["fsync-4"]
+    assert "ingest-2" in left[RENAMED] and "ingest-3" not in left[RENAMED]
     assert any(n.startswith(".tmp-CURRENT.json-") for n in left["pointer"]) and "ingest-3" in left["pointer"]
     print("published id after each random kill:", killed["outcomes"])
     folder, note = parquet_mirror.for_reading(s)
@@ -388,6 +395,7 @@ def test_slurm_campaign_store_same_on_spark(session, tmp_path):
     spark, duck = open_measured(args), store.open_store(s)
     assert isinstance(spark, MirrorSparkTrace) and spark.trace.pointer["store"] == str(s.resolve())
     assert spark.trace.labels == duck.labels and spark.as_of_ms == duck.as_of_ms == 1796126806000
+    assert spark.trace.accounting == duck.accounting  # every table's rows, rank_timing's (none here) too
     figures = _figures(spark, by="partition")
     _assert_figures(_figures(duck, by="partition"), figures)
     assert figures["jobs"].height == 46

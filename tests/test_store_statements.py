@@ -75,7 +75,7 @@ def test_a_name_where_columns_belong_is_refused():
 
 def test_the_vocabularys_markers_render_beside_the_stores():
     out = render("SELECT {{each tables: n_@}}, {{each c: @}} FROM {{t}}", t="ett_jobs", c=[Column("x", "INTEGER")])
-    assert out == 'SELECT n_jobs, n_attempts, n_spans, "x" FROM ett_jobs'
+    assert out == 'SELECT n_jobs, n_attempts, n_spans, n_rank_timing, "x" FROM ett_jobs'
     with pytest.raises(KeyError, match="unknown vocabulary"):
         render("SELECT {{nothing_of_that_name}}")
 

@@ -54,6 +54,8 @@ class TraceFrames:
     spans: pl.DataFrame
     jobs: pl.DataFrame
     metadata: dict = field(default_factory=dict)
+    # the optional rank_timing table (docs/trace-format.md; recorder.rank_timing_frame), None: not written
+    rank_timing: pl.DataFrame | None = None
 
     @classmethod
     def from_rows(cls, attempts: list[dict], spans: list[dict], jobs: list[dict], metadata: dict) -> "TraceFrames":
@@ -84,6 +86,7 @@ def write_import(out_dir: str | Path, frames: TraceFrames, report: ImportReport,
         attempts=attempts,
         spans=spans,
         jobs=frames.jobs,
+        rank_timing=frames.rank_timing,
         fmt=fmt,
         metadata=frames.metadata,
         extra_files={REPORT_JSON: report.to_json(), REPORT_MD: report.to_markdown()},

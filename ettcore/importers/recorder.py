@@ -2,9 +2,10 @@
 
 :func:`read_records` parses one recorder file; :func:`collect` gathers a run folder's records into the trace's
 ``jobs``, ``attempts`` and ``spans`` frames, closing what a crash left open; :func:`convert` writes them as a trace
-folder and returns the notes it made (torn lines skipped, spans still open at a crash, closed at their last
-``progress`` record for ``train``, else at the attempt's end; attempts without an end record).  The record kinds are
-listed in :mod:`ettcore.integrations.recorder`.
+folder, with each rank's work and wait windows as its ``rank_timing`` table where the run folder kept them
+(:func:`read_rank_timing`), and returns the notes it made (torn lines skipped, spans still open at a crash, closed at
+their last ``progress`` record for ``train``, else at the attempt's end; attempts without an end record).  The record
+kinds are listed in :mod:`ettcore.integrations.recorder`.
 
 Each interruption's cause (docs/causes.md) is decided here, from what its ``attempt_end`` record says ended it (the
 optional ``exception``, ``signal`` and ``exit_code``), with a :class:`~ettcore.causes.CauseMap`; an interruption whose
@@ -632,5 +633,36 @@ def convert(
     if ranks:  # each rank's last progress, for live hang detection (ettcore.metric.hangs)
         meta["rank_progress"] = ranks
     meta.update(metadata or {})
-    conv.out_dir = write_trace(out_dir, attempts=conv.attempts, spans=conv.spans, jobs=conv.jobs, metadata=meta)
+    windows = read_rank_timing(directory)
+    conv.out_dir = write_trace(
+        out_dir,
+        attempts=conv.attempts,
+        spans=conv.spans,
+        jobs=conv.jobs,
+        rank_timing=rank_timing_frame(windows) if windows else None,
+        metadata=meta,
+    )
     return conv
+
+
+def rank_timing_frame(windows: list[dict[str, Any]]) -> Any:
+    """The trace's ``rank_timing`` table (docs/trace-format.md) of the windows of :func:`read_rank_timing`: one row a
+    window, ``start`` and ``end`` as UTC timestamps (microseconds), in job, attempt, rank and start order."""
+    import polars as pl
+
+    ts = pl.Datetime("us", "UTC")
+    schema = {
+        "job_id": pl.String,
+        "attempt": pl.Int64,
+        "rank": pl.Int64,
+        "node": pl.String,
+        "start": pl.Float64,
+        "end": pl.Float64,
+        "steps": pl.Int64,
+        "work_s": pl.Float64,
+        "wait_s": pl.Float64,
+    }
+    frame = pl.DataFrame([{k: w[k] for k in schema} for w in windows], schema=schema)
+    return frame.with_columns(
+        *((pl.col(c) * 1_000_000).round(0).cast(pl.Int64).cast(ts) for c in ("start", "end"))
+    ).sort("job_id", "attempt", "rank", "start")

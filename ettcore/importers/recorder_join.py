@@ -30,8 +30,8 @@ from typing import Callable
 import polars as pl
 
 from ettcore.importers.frames import TraceFrames
-from ettcore.importers.import_report import ImportReport
-from ettcore.importers.recorder import collect
+from ettcore.importers.import_report import FileReport, ImportReport
+from ettcore.importers.recorder import collect, rank_timing_frame, read_rank_timing
 
 
 def _seconds(df: pl.DataFrame, cols: tuple[str, ...]) -> pl.DataFrame:
@@ -195,4 +195,17 @@ def join_recorder(
     merged = pl.concat([frames.spans, extra.select(frames.spans.columns)]).sort("job_id", "attempt", "start", "phase")
     meta = dict(frames.metadata)
     meta["recorder"] = fr.file
-    return TraceFrames(frames.attempts, merged, jobs.sort("job_id"), meta)
+    return TraceFrames(frames.attempts, merged, jobs.sort("job_id"), meta, _rank_timing(frames, directory, fr))
+
+
+def _rank_timing(frames: TraceFrames, directory: Path, fr: FileReport) -> pl.DataFrame | None:
+    """The run folder's rank timing windows (``timing/``) of the accounting's attempts, as the trace's
+    ``rank_timing`` table (None: the ranks kept none); the windows of another attempt are counted and dropped."""
+    windows = read_rank_timing(directory)
+    if not windows:
+        return None
+    known = set(frames.attempts.select("job_id", "attempt").iter_rows())
+    kept = [w for w in windows if (w["job_id"], w["attempt"]) in known]
+    fr.facts["rank timing windows"] = len(kept)
+    fr.facts["rank timing windows of an attempt the accounting lacks (dropped)"] = len(windows) - len(kept)
+    return rank_timing_frame(kept) if kept else None

@@ -31,7 +31,7 @@ import polars as pl
 from ettcore import metric
 from ettcore.errors import InputError, Problem
 from ettcore.order import in_natural_order
-from ettcore.trace.load import Trace
+from ettcore.trace.load import Trace, relation_kind
 from ettcore.trace.queries import sql
 
 DEFAULT_TOLERANCE = 0.25  # a span up to 25 % over its ideal time is jitter, not slowness
@@ -80,12 +80,27 @@ def job_slow(trace: Any, tolerance: float | str | None = None) -> pl.DataFrame:
 WINDOW_COLUMNS = ("job_id", "attempt", "rank", "node", "start", "end", "steps", "work_s", "wait_s")
 
 
-def holders(trace: Trace, windows: list[dict], tolerance: float | str | None = None) -> pl.DataFrame:
+def has_rank_timing(trace: Trace) -> bool:
+    """Whether the trace holds rank timing windows of its measured jobs (its optional ``rank_timing`` table, or a
+    fleet store's ``rows_rank_timing``)."""
+    if relation_kind(trace.con, "clean_rank_timing") is None:
+        return False
+    return trace.con.execute("SELECT EXISTS (SELECT 1 FROM clean_rank_timing)").fetchone()[0]
+
+
+def holders(trace: Trace, windows: list[dict] | None = None, tolerance: float | str | None = None) -> pl.DataFrame:
     """One row a slow span, in natural job order then by start: ``job_id, attempt, start, end, slow_s`` and the rank
     that held the job back there (``rank, node, work_share, work_s, wait_s``; ``ranks``: how many ranks had a window
-    in it), from each rank's work and wait per window (``windows``: rows of
-    :func:`ettcore.importers.recorder.read_rank_timing`, ``start``/``end`` in epoch seconds) (``slow_holders.sql``)."""
+    in it), from each rank's work and wait per window: the trace's ``rank_timing`` table (docs/trace-format.md), or
+    ``windows`` given (rows of :func:`ettcore.importers.recorder.read_rank_timing`, ``start``/``end`` in epoch
+    seconds) (``slow_holders.sql``)."""
     prepare(trace, tolerance)
+    if windows is None:
+        trace.con.execute(
+            "CREATE OR REPLACE TEMP VIEW rank_windows AS SELECT job_id, attempt, rank, node, start_ms, end_ms, steps, "
+            "work_s, wait_s FROM clean_rank_timing"
+        )
+        return in_natural_order(trace.sql(sql("metric/slow_holders")), "job_id", "start")
     frame = pl.DataFrame(
         [{k: w[k] for k in WINDOW_COLUMNS} for w in windows],
         schema={

@@ -289,6 +289,23 @@ def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = G
         statements.run(con, definition)
 
 
+def row_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """The :data:`ROW_TABLES` the store holds a ``rows_<table>`` of: a store made before it kept a table (a trace's
+    ``rank_timing``) has none until an ingest brings one, and is read as holding no row of it."""
+    return tuple(t for t in ROW_TABLES if has_table(con, f"rows_{t}"))
+
+
+def add_digest_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """The digest columns (``n_<table>``, ``h_<table>``) of ``ett_jobs`` that a store made before it kept a table
+    lacks, each 0 for the jobs stored then (they hold no row of it), so that the next ingest finds them unchanged
+    unless the source now has rows of that table."""
+    have = {c.lower() for c in columns(con, "st.ett_jobs")}
+    for table in ROW_TABLES:
+        for column in (Column(f"n_{table}", "BIGINT"), Column(f"h_{table}", "HUGEINT")):
+            if column.name not in have:
+                statements.run(con, "add_digest_column", column=[column])
+
+
 def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:
     """The next id of the one sequence ingests and removals share: one more than the largest of either."""
     return statements.value(con, "next_ingest_id")

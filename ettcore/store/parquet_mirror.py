@@ -34,7 +34,6 @@ from ettcore import atomic
 from ettcore.engines.mirror_format import (
     FORMAT,
     POINTER,
-    ROW_TABLES,
     VERSION,
     check_files,
     file_digest,
@@ -198,8 +197,8 @@ def _write_folder(con: duckdb.DuckDBPyConnection, target: Path, ingest_id: int, 
     """The rows ingest ``ingest_id`` inserted (and the store still holds), a Parquet file a table, into the folder
     ``target``: written under a temporary name, synced, renamed."""
     with atomic.atomic_path(target, directory=True) as tmp:
-        for table in ROW_TABLES:
-            cols = [Column(c, t) for c, t in columns[table] if t not in _NULL_TYPES]
+        for table, table_columns in columns.items():
+            cols = [Column(c, t) for c, t in table_columns if t not in _NULL_TYPES]
             out = tmp / f"{table}.parquet"
             query = statements.text("rows_of_ingest", table=table, columns=cols)
             con.sql(query, params={"ingest_id": ingest_id}).write_parquet(str(out))
@@ -297,9 +296,10 @@ def _export(
         )
     if pointer is not None and previous == last:
         return None, [], 0
-    columns = {t: list(db.columns(con, f"st.rows_{t}").items()) for t in ROW_TABLES}
+    # the tables the store holds (one a store made before it kept it lacks is left out of the pointer: no rows)
+    columns = {t: list(db.columns(con, f"st.rows_{t}").items()) for t in db.row_tables(con)}
     counts: dict[int, int] = {}
-    for table in ROW_TABLES:  # the rows of each refresh not published yet (the ids are a stored column: zone maps)
+    for table in columns:  # the rows of each refresh not published yet (the ids are a stored column: zone maps)
         for n, k in statements.rows(con, "unpublished_row_counts", {"published_id": previous}, table=table):
             counts[n] = counts.get(n, 0) + k
     written = sorted(n for n in counts if counts[n])
@@ -330,8 +330,8 @@ def _export(
                 for f in sorted((target / folder_name(n)).glob("*.parquet"))
             },
         },
-        "rows": {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in ROW_TABLES},
-        "columns": {t: dict(columns[t]) for t in ROW_TABLES},
+        "rows": {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in columns},
+        "columns": {t: dict(c) for t, c in columns.items()},
         "labels": labels(con, "st.rows_jobs"),
     }
     return doc, written, sum(counts[n] for n in written)

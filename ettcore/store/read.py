@@ -133,7 +133,8 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     a = as_of_ms if explicit else store_as_of
     set_params(con, a, explicit=explicit and as_of_ms != store_as_of)
     register_window(con, window)
-    counts = {t: statements.value(con, "row_count", relation=f"st.rows_{t}") for t in db.ROW_TABLES}
+    held = db.row_tables(con)  # (a table a store made before it kept it lacks has no rows)
+    counts = {t: statements.value(con, "row_count", relation=f"st.rows_{t}") if t in held else 0 for t in db.ROW_TABLES}
     trace = StoreTrace(
         path=path,
         con=con,

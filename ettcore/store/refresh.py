@@ -162,7 +162,7 @@ def collect_rows(con: duckdb.DuckDBPyConnection, keys: str) -> None:
     job_key, ingest_id), found once (reading only the key columns: their other columns are read for the jobs whose
     fields are named, by row id), narrowed to the row groups of the ingests that stored those jobs
     (``stored_row_ids.sql``)."""
-    for table in db.ROW_TABLES:
+    for table in db.row_tables(con):
         statements.run(con, "stored_row_ids", table=table, keys=keys)
 
 
@@ -171,7 +171,7 @@ def delete_jobs(con: duckdb.DuckDBPyConnection, keys: str, grid_ms: int, collect
     after subtracting their share of the fleet's sums; the rows by row id when ``collected`` (:func:`collect_rows`),
     else by key."""
     delete_results(con, keys, grid_ms)
-    for table in db.ROW_TABLES:
+    for table in db.row_tables(con):
         if collected:
             statements.run(con, "delete_rows_by_id", table=table)
         else:
@@ -295,6 +295,7 @@ def ingest_trace(
                         "with the same --mapping (or none) as the store's first ingest",
                     )
                 )
+            db.add_digest_columns(con)
             ingest_id = db.next_ingest_id(con)
             old_as_of = db.horizons(con).get(source)
             db.step("attached")

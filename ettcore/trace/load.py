@@ -1,6 +1,6 @@
 """Reading a trace into DuckDB.
 
-A trace is a folder holding ``jobs`` (optional), ``attempts`` and ``spans``,
+A trace is a folder holding ``jobs`` (optional), ``attempts``, ``spans`` and ``rank_timing`` (optional),
 each as ``<table>.parquet``, ``<table>.csv``, ``<table>.jsonl`` or a folder of
 Parquet files (``<table>/**/*.parquet``), or a DuckDB database file holding
 tables of those names.  See ``docs/trace-format.md``.
@@ -81,6 +81,18 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("cursor_start", "num"),
         ("cursor_end", "num"),
     ),
+    # optional: each rank's work and wait per window of its steps (who held a slow job back, docs/trace-format.md)
+    "rank_timing": (
+        ("job_id", "str"),
+        ("attempt", "int"),
+        ("rank", "int"),
+        ("node", "str"),
+        ("start", "ts"),
+        ("end", "ts"),
+        ("steps", "int"),
+        ("work_s", "num"),
+        ("wait_s", "num"),
+    ),
 }
 _RESERVED = {"_file", "_row", "job_key"}
 # Columns a table file must have (an empty value is a row problem; a missing column is one problem for the file).
@@ -88,6 +100,7 @@ REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
     "jobs": ("job_id",),
     "attempts": ("job_id", "attempt", "start", "end", "end_reason"),
     "spans": ("job_id", "attempt", "phase", "start", "end"),
+    "rank_timing": ("job_id", "attempt", "rank", "start", "end", "steps", "work_s", "wait_s"),
 }
 TRAIN_COLUMNS = ("cursor_start", "cursor_end")  # required in a spans file that holds train spans
 # Names a jobs label may not take: internal keys and columns of the metric's per-job and per-group results (the L1

@@ -1,4 +1,4 @@
-"""Write a trace folder (``jobs``, ``attempts``, ``spans``) from Polars frames.
+"""Write a trace folder (``jobs``, ``attempts``, ``spans``, ``rank_timing``) from Polars frames.
 
 Used by the generator, the importers and the recorder.  Timestamps may be
 Polars datetimes (written as UTC Parquet timestamps) or epoch seconds
@@ -40,11 +40,13 @@ def write_trace(
     attempts: pl.DataFrame,
     spans: pl.DataFrame,
     jobs: pl.DataFrame | None = None,
+    rank_timing: pl.DataFrame | None = None,
     fmt: str = "parquet",
     metadata: dict | None = None,
     extra_files: dict[str, str] | None = None,
 ) -> Path:
-    """Write a trace folder atomically; ``metadata`` goes to ``trace.json`` (provenance, synthetic flag).
+    """Write a trace folder atomically; ``metadata`` goes to ``trace.json`` (provenance, synthetic flag); ``jobs`` and
+    ``rank_timing`` are the optional tables (docs/trace-format.md), written when given.
 
     ``extra_files`` (name -> text, e.g. an import report) are written inside the
     folder before it is renamed into place, so they are there whenever it is.
@@ -55,6 +57,8 @@ def write_trace(
             _write_table(jobs, tmp / f"jobs.{fmt}", fmt)
         _write_table(attempts, tmp / f"attempts.{fmt}", fmt)
         _write_table(spans, tmp / f"spans.{fmt}", fmt)
+        if rank_timing is not None:
+            _write_table(rank_timing, tmp / f"rank_timing.{fmt}", fmt)
         if metadata is not None:
             (tmp / "trace.json").write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         for name, text in (extra_files or {}).items():

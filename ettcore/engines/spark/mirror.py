@@ -126,9 +126,16 @@ def read_pointer(spark: "SparkSession", uri: str) -> dict:
 
 
 def _read_table(spark: "SparkSession", root: str, doc: dict, table: str) -> "DataFrame":
-    """Every named folder's rows of ``table``, with the pointer's columns in its order (one a file lacks is NULL)."""
+    """Every named folder's rows of ``table``, with the pointer's columns in its order (one a file lacks is NULL).
+    A folder published before the store kept ``table`` (``rank_timing``) has no file of it: the pointer's ``files``
+    name those it has."""
     columns = list(doc["columns"][table].items())
-    files = [f"{root}/{folder_name(n)}/{table}.parquet" for n in doc["folders"]]
+    named = doc.get("files") or {}
+    files = [
+        f"{root}/{folder_name(n)}/{table}.parquet"
+        for n in doc["folders"]
+        if not named or f"{folder_name(n)}/{table}.parquet" in named
+    ]
     sp.refuse_glob_paths(files)
     if not files:
         schema = ", ".join(f"{sp._q(c)} {spark_type(c, t, table)}" for c, t in columns)
@@ -164,7 +171,8 @@ def current_rows(spark: "SparkSession", root: str, doc: dict) -> dict:
     """Per table, the current rows of the mirror at ``root``: each job's rows of its highest ingest id, less the
     sources removed after it (see the module docstring); and under ``versions`` each job's current ingest id (one row
     a job, kept in memory)."""
-    rows = {table: _read_table(spark, root, doc, table) for table in ROW_TABLES}
+    # (a table the pointer has no columns of, published from a store made before it kept it, is left out: no rows)
+    rows = {table: _read_table(spark, root, doc, table) for table in ROW_TABLES if table in doc["columns"]}
     for table, df in rows.items():
         df.createOrReplaceTempView(f"ett_mirror_{table}")
     removals = [(str(r["source"]), int(r["id"])) for r in doc["removals"]]
@@ -189,7 +197,11 @@ def register_current(
     jobs are measured to its own horizon."""
     jid = "concat(t.source, '/', t.job_id)" if qualified else "t.job_id"
     current["versions"].createOrReplaceTempView("ett_mirror_versions")  # (another mirror may have replaced them)
-    for table in ("attempts", "spans"):
+    for table in ("attempts", "spans", "rank_timing"):
+        if table not in current:  # a table the pointer has none of (rank_timing): empty, as in a trace without it
+            sp.register_typed(spark, table, None, [])
+            spark.sql(f"SELECT * FROM typed_{table}").createOrReplaceTempView(f"ett_current_{table}")
+            continue
         current[table].createOrReplaceTempView(f"ett_current_{table}")
         spark.sql(
             f"SELECT {jid} AS job_id, t.* EXCEPT (source, ingest_id, job_id) FROM ett_current_{table} AS t"
@@ -221,10 +233,7 @@ def register_current(
     ).createOrReplaceTempView("typed_jobs")
 
 
-_COUNTS = """
-SELECT (SELECT count(*) FROM ett_current_jobs) AS jobs, (SELECT count(*) FROM ett_current_attempts) AS attempts,
-       (SELECT count(*) FROM ett_current_spans) AS spans
-"""
+_COUNTS = "SELECT " + ", ".join(f"(SELECT count(*) FROM ett_current_{t}) AS {t}" for t in ROW_TABLES)
 
 
 def open_mirror(
@@ -276,7 +285,7 @@ def open_mirror(
         st = MirrorSparkTrace(spark=spark, trace=trace, verify=False, current=current, cut_ms=cut_ms)
         st.register_inputs()
         counts = spark.sql(_COUNTS).collect()[0].asDict()
-        if counts != {t: int(doc["rows"][t]) for t in ROW_TABLES}:
+        if counts != {t: int(doc["rows"].get(t, 0)) for t in ROW_TABLES}:
             raise InputError(
                 Problem(
                     uri,

@@ -1,4 +1,4 @@
--- One row a job of the relations {{jobs}}, {{attempts}} and {{spans}} (a loaded source's rows, or the store's rows
+-- One row a job of the relations {{jobs}}, {{attempts}}, {{spans}} and {{rank_timing}} (a loaded source's rows, or the store's rows
 -- grouped by source too): its digest, per table the count of its rows and the sum of their content hashes (each row's
 -- hash over the store's columns of that table, each cast to the stored type, a column the relation lacks read as
 -- NULL; not where the row came from: source, ingest_id, _file, _row), its latest instant (epoch ms: the latest start
@@ -28,6 +28,14 @@ s AS (
     FROM {{spans}}
     GROUP BY ALL
 ),
+r AS (
+    SELECT
+        {{each key: @}},
+        count(*) AS n_rank_timing,
+        sum(hash({{each rank_timing_columns: CAST(@ AS @type)}})::HUGEINT) AS h_rank_timing
+    FROM {{rank_timing}}
+    GROUP BY ALL
+),
 ids AS (
     SELECT {{each key: @}} FROM j
     UNION
@@ -45,3 +53,4 @@ FROM ids
 LEFT JOIN j USING ({{each key: @}})
 LEFT JOIN a USING ({{each key: @}})
 LEFT JOIN s USING ({{each key: @}})
+LEFT JOIN r USING ({{each key: @}})

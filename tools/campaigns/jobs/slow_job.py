@@ -1,7 +1,7 @@
 """A two-worker DDP job for ``torchrun`` in which one rank sleeps a known time in each step over a known window.
 
     torchrun --standalone --nproc-per-node 2 tools/campaigns/jobs/slow_job.py --work W \\
-        [--slow-rank 1 --slow-from 60 --slow-to 66 --slow-sleep 3.0]
+        [--slow-rank 1 --slow-from 60 --slow-to 66 --slow-sleep 3.0] [--slow-node node2]
 
 Plain PyTorch (gloo, CPU): a linear model wrapped in DistributedDataParallel, its few microseconds of compute padded
 to a step of about 250 ms with a sleep, so the step is steady: on a busy 2-core machine the compute and the wake-ups
@@ -13,7 +13,9 @@ as it measured it (``slow_sleep``, its clock read before and after: the injected
 lengths, a loaded machine's late wake-up included), and rank 0 each step, in the ground-truth log
 (``tools.campaigns.jobs.ground_truth.EventLog``), never through ettcore.  Rank 0 records its phases with
 :func:`ettcore.integrations.torchrun.record_worker`; every rank keeps its work and wait per window
-(:class:`ettcore.integrations.rank_timing.RankTiming`: its hook around DDP's all-reduce).
+(:class:`ettcore.integrations.rank_timing.RankTiming`: its hook around DDP's all-reduce).  With ``--slow-node N``
+(the slowed-node campaign on Slurm, ``tools.campaigns.slurm_slow``) the rank sleeps only when the job runs on Slurm
+node ``N`` (``SLURMD_NODENAME``), and each rank's node is that name.
 """
 
 from __future__ import annotations
@@ -55,19 +57,28 @@ def main() -> None:
     ap.add_argument("--slow-from", type=int, default=60, help="the first slowed step (counted from 0)")
     ap.add_argument("--slow-to", type=int, default=66, help="the step after the last slowed one")
     ap.add_argument("--slow-sleep", type=float, default=3.0, help="seconds slept in each slowed step")
+    ap.add_argument(
+        "--slow-node",
+        help="slow --slow-rank only when the job runs on this Slurm node (SLURMD_NODENAME; the slowed-node campaign)",
+    )
     a = ap.parse_args()
     rank = int(os.environ["RANK"])
+    node = os.environ.get("SLURMD_NODENAME")  # under Slurm: the node (the emulated nodes share one host name)
+    if a.slow_node is not None and node != a.slow_node:
+        a.slow_rank = None  # not on the slowed node: an unslowed run
     log = EventLog(a.work, 0)
     log.lifetime(FIRST_T)
     tl = record_worker(writer="rank0", model="linear-slow")  # records on rank 0 only
     model, opt, x, y = ddp_linear.setup(tl, rank)
-    timing = RankTiming(os.environ["ETT_RUN_DIR"], os.environ["ETT_JOB_ID"], int(os.environ["ETT_ATTEMPT"]), rank)
+    timing = RankTiming(
+        os.environ["ETT_RUN_DIR"], os.environ["ETT_JOB_ID"], int(os.environ["ETT_ATTEMPT"]), rank, node=node
+    )
     model.register_comm_hook(None, timing.comm_hook())  # every rank: its work and wait per window
     with tl.phase("trainer_init", "barrier"):
         dist.barrier()
     if rank == a.slow_rank:
         log.write("slowed_rank", rank, 0.0, 0.0)
-        (a.work / f"slowed-rank-{rank}.host").write_text(socket.gethostname() + "\n")
+        (a.work / f"slowed-rank-{rank}.host").write_text((node or socket.gethostname()) + "\n")
     step = 0
     t = time.time()
     tl.train_begin(step, t)
