@@ -2,7 +2,8 @@
 each in one of the vocabulary's groups (which decide what ``ett nodes``, the MTTF fit and crash loops count) with a
 display category of the user's.  Llama 3's Table 5 (``data/reference/llama3-table5.csv``) written as such a file
 (``data/reference/llama3-causes.yaml``) is read back with its groups and categories; a bad file is refused with one
-line naming the file, the entry and the field.
+line naming the file, the entry and the field.  A fleet store ingested with the file keeps its causes (its
+metadata): the store gives back the trace's counts by cause and category.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 import pytest
 import yaml
 
+from ettcore import cli
 from ettcore.config import PACKAGE_DIR
 from ettcore.errors import InputError
 from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
@@ -189,10 +191,106 @@ def _table_after(text: str, title: str) -> list[list[str]]:
     return rows
 
 
+def _without_input(doc: dict) -> dict:
+    """An answer less what names the input (its path and kind, and the store's analysis time per source)."""
+    return {k: v for k, v in doc.items() if k not in ("input", "as_of")}
+
+
+def _answer(capsys, *words: str) -> dict:
+    assert cli.main([*words, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _series(path: Path) -> set[str]:
+    """The samples of an export less those that name the input (``ett_trace_info``) and the comments."""
+    return {ln for ln in path.read_text().splitlines() if not ln.startswith(("#", "ett_trace_info"))}
+
+
+@pytest.fixture
+def llama3_store(tmp_path, monkeypatch) -> tuple[str, str, str]:
+    """(the SYNTHETIC Llama 3 trace, a store of it ingested with the causes file, the store's Parquet mirror)."""
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = str(_llama3_trace(tmp_path / "t"))
+    s, mirror = str(tmp_path / "fleet.duckdb"), str(tmp_path / "mirror")
+    assert cli.main(["ingest", s, folder, "--causes-file", str(LLAMA3), "--parquet", mirror]) == 0
+    return folder, s, mirror
+
+
+def test_a_store_keeps_its_causes_file(llama3_store, tmp_path, capsys):
+    """``ett ingest --causes-file``: the store keeps the causes, and ``summarize``, ``nodes`` and the export on it
+    (given no causes file) answer what they answer on the trace with the file: Table 5's counts by cause and by
+    category."""
+    folder, s, _ = llama3_store
+    capsys.readouterr()
+    on_trace = _answer(capsys, "summarize", folder, "--causes-file", str(LLAMA3))
+    on_store = _answer(capsys, "summarize", s)
+    assert on_store["input"]["kind"] == "store" and on_store["synthetic"] is True
+    fleet = on_store["fleet"]
+    assert {r["cause"]: fleet["nof_by_cause"][r["cause"]] for r in table5()} == {
+        r["cause"]: r["count"] for r in table5()
+    }
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category()
+    for key in ("nof_by_cause", "nof_by_category", "lost_gpu_h_by_cause"):
+        assert fleet.get(key) == on_trace["fleet"].get(key), key
+    assert on_store["jobs"][0]["nof_by_cause"] == on_trace["jobs"][0]["nof_by_cause"]
+    assert _without_input(_answer(capsys, "nodes", s)) == _without_input(
+        _answer(capsys, "nodes", folder, "--causes-file", str(LLAMA3))
+    )
+    a, b = tmp_path / "store.prom", tmp_path / "trace.prom"
+    assert cli.main(["export", "prometheus", s, "--out", str(a)]) == 0
+    assert cli.main(["export", "prometheus", folder, "--causes-file", str(LLAMA3), "--out", str(b)]) == 0
+    by = [ln for ln in _series(a) if "_interruptions_by_c" in ln]
+    assert len(by) > 2 * len(table5()) and set(by) == {ln for ln in _series(b) if "_interruptions_by_c" in ln}
+    for category, n in _want_by_category().items():
+        assert f'ett_fleet_interruptions_by_category{{category="{category}"}} {n}' in by
+
+
+def test_a_store_s_later_ingests_and_reads_keep_its_causes(llama3_store, tmp_path, capsys):
+    """A later ingest without the file reads the store's causes; one with other causes is refused in one line; a
+    read with a file that lacks a kept cause is refused in one line; one that has every kept cause and more is
+    attributed again from the stored rows, with the same counts."""
+    folder, s, _ = llama3_store
+    capsys.readouterr()
+    assert cli.main(["ingest", s, folder]) == 0  # the store's causes: the trace's are known, nothing changed
+    assert "1 unchanged" in capsys.readouterr().out
+    more = tmp_path / "more.yaml"  # the file's causes and one more
+    more.write_text(LLAMA3.read_text() + "  - {cause: flaky_gpu, group: hardware, category: GPU}\n")
+    assert cli.main(["ingest", s, folder, "--causes-file", str(more)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--causes-file" in err[0] and "keeps other causes" in err[0], err
+    lacking = _file(tmp_path, [{"cause": "flaky_gpu", "group": "hardware"}])
+    assert cli.main(["summarize", s, "--causes-file", str(lacking)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lacks causes the store keeps" in err[0] and "faulty_gpu" in err[0], err
+    assert cli.main(["summarize", s, "--causes-file", str(more), "--json"]) == 0
+    got = capsys.readouterr()
+    assert "attributing again" in got.err
+    fleet = json.loads(got.out)["fleet"]
+    assert fleet["nof_by_cause"]["flaky_gpu"] == 0 and fleet["nof"] == 419
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category()
+
+
+def test_a_store_made_before_stores_kept_causes_reads_the_package_s(tmp_path, monkeypatch, capsys):
+    """A store whose metadata has no ``causes`` (made before stores kept them) reads the package's causes."""
+    import duckdb
+
+    from ettcore.config import SAMPLE_TRACE
+    from ettcore.store import db
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    s = tmp_path / "old.duckdb"
+    assert cli.main(["ingest", str(s), str(SAMPLE_TRACE)]) == 0
+    con = duckdb.connect(str(s))
+    con.execute("DELETE FROM ett_store WHERE key = 'causes'")
+    con.close()
+    assert db.vocabulary_at(s).causes == VOCABULARY.causes
+    capsys.readouterr()
+    doc = _answer(capsys, "summarize", str(s))
+    assert list(doc["fleet"]["nof_by_cause"]) == list(VOCABULARY.cause_names)
+
+
 def test_the_spark_engine_refuses_a_causes_file(tmp_path, capsys):
     """Spark reads the vocabulary's causes only: refused in one line before any session starts."""
-    from ettcore import cli
-
     folder = str(_llama3_trace(tmp_path / "t"))
     assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--engine", "spark"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
