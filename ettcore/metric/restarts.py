@@ -21,14 +21,17 @@ the median wait of every restart.  A **restart storm** is a burst of interruptio
 group (a Slurm partition, ``by``): at least ``interruptions`` of them within ``window``.
 
 The definitions, with worked examples, are in ``docs/metric.md`` ("Crash loops", "Retry chains", "Restart
-storms"); the queries are ``crash_loops.sql``, ``restart_waits.sql``, ``job_retry_chains.sql`` and
-``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits' sums and medians are taken here, alike on every
-engine); the plain-Python references the tests hold them to are ``reference_crash_loops``,
-``reference_retry_chains`` and ``reference_storms`` in ``tests/reference.py``.
+storms"); the queries are ``attempt_repeats.sql`` (each attempt's resume point and whether it repeats),
+``crash_loops.sql`` and, per trend bucket, ``trend_crash_loops.sql`` and ``rolling_crash_loops.sql`` over it,
+``restart_waits.sql``, ``job_retry_chains.sql`` and ``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits'
+sums and medians are taken here, alike on every engine); the plain-Python references the tests hold them to are
+``reference_crash_loops``, ``reference_crash_loop_trend``, ``reference_retry_chains`` and ``reference_storms`` in
+``tests/reference.py``.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
@@ -43,12 +46,34 @@ STORM_INTERRUPTIONS = 5  # interruptions within the window that make a storm (--
 STORM_WINDOW = "1h"  # the storm's window (--storm-window)
 
 
+def _repeats(trace: Any) -> Any:
+    """The trace's engine, prepared, with the ``attempt_repeats`` view (``attempt_repeats.sql``: each attempt's resume
+    point and whether it repeats), which the crash loops and their trend read."""
+    e = metric.engine_of(trace)
+    e.prepare()
+    e.define("attempt_repeats", "metric/attempt_repeats")
+    return e
+
+
 def crash_loops(trace: Any) -> pl.DataFrame:
     """One row a crash loop, in natural job order then by its first attempt: ``job_id, model, first_attempt,
     last_attempt, restarts, resume_cursor, began, last_crash, gpu_h``."""
-    e = metric.engine_of(trace)
-    e.prepare()
-    return in_natural_order(e.run("metric/crash_loops"), "job_id", "first_attempt")
+    return in_natural_order(_repeats(trace).run("metric/crash_loops"), "job_id", "first_attempt")
+
+
+def trend(trace: Any, buckets: pl.DataFrame, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
+    """``buckets`` (:func:`ettcore.metric.trend`'s rows for the same ``every`` and ``window``) with each bucket's
+    ``crash_loop_restarts`` and ``crash_loop_gpu_h`` (0 where none): the crash loops' restarts that start in the bucket
+    (rolling: in its trailing window), each counted whole there, and the GPU-hours they held (``trend_crash_loops.sql``;
+    rolling: ``rolling_crash_loops.sql``).  Summed over calendar buckets that cover the trace, they are the fleet's
+    crash-loop restarts and GPU-hours (:func:`crash_loops`)."""
+    window_ms = metric.trend_window(every, window)
+    e = _repeats(trace)
+    if window_ms is None:
+        per_bucket = e.run("metric/trend_crash_loops", {"every": every})
+    else:
+        per_bucket = e.run("metric/rolling_crash_loops", {"every_ms": metric.bucket_ms(every), "window_ms": window_ms})
+    return metric.with_bucket_figures(buckets, per_bucket, {"crash_loop_restarts": 0, "crash_loop_gpu_h": 0.0})
 
 
 def open_crash_loops(trace: Any, loops: pl.DataFrame | None = None) -> pl.DataFrame:

@@ -135,10 +135,7 @@ def trend(
         per_bucket = e.run("metric/trend_slow", {"every": every})
     else:
         per_bucket = e.run("metric/rolling_slow", {"every_ms": metric.bucket_ms(every), "window_ms": window_ms})
-    per_bucket = per_bucket.with_columns(pl.col("bucket_start").cast(buckets.schema["bucket_start"]))
-    out = buckets.join(per_bucket, on="bucket_start", how="left", maintain_order="left").with_columns(
-        pl.col("slow_spans").fill_null(0), pl.col("slow_gpu_h").fill_null(0.0)
-    )
+    out = metric.with_bucket_figures(buckets, per_bucket, {"slow_spans": 0, "slow_gpu_h": 0.0})
     ideal = (pl.col("productive_gpu_h") - pl.col("slow_gpu_h")).clip(lower_bound=0.0)
     wall = pl.when(pl.col("wall_gpu_h") > 0).then(pl.col("wall_gpu_h"))
     return out.with_columns((100.0 * ideal / wall).alias("ett_ideal_pct"))
