@@ -3,7 +3,8 @@ each in one of the vocabulary's groups (which decide what ``ett nodes``, the MTT
 display category of the user's.  Llama 3's Table 5 (``data/reference/llama3-table5.csv``) written as such a file
 (``data/reference/llama3-causes.yaml``) is read back with its groups and categories; a bad file is refused with one
 line naming the file, the entry and the field.  A fleet store ingested with the file keeps its causes (its
-metadata): the store gives back the trace's counts by cause and category.
+metadata; its Parquet mirror's pointer): the store, and Spark on the trace and on the mirror, give back the trace's
+counts by cause and category.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from ettcore import cli
 from ettcore.config import PACKAGE_DIR
+from ettcore.engines.spark import spark_available
 from ettcore.errors import InputError
 from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
 
@@ -289,9 +291,24 @@ def test_a_store_made_before_stores_kept_causes_reads_the_package_s(tmp_path, mo
     assert list(doc["fleet"]["nof_by_cause"]) == list(VOCABULARY.cause_names)
 
 
-def test_the_spark_engine_refuses_a_causes_file(tmp_path, capsys):
-    """Spark reads the vocabulary's causes only: refused in one line before any session starts."""
-    folder = str(_llama3_trace(tmp_path / "t"))
-    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--engine", "spark"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--causes-file" in err[0] and "--engine duckdb" in err[0]
+@pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_spark_reads_the_causes_file_and_the_mirror_keeps_it(llama3_store, spark_master, capsys):
+    """``--engine spark``: on the trace with ``--causes-file``, and on the store (read through its Parquet mirror,
+    whose pointer carries the causes) without it, Table 5's counts by cause and by category, as DuckDB gives them."""
+    folder, s, mirror = llama3_store
+    capsys.readouterr()
+    spark = ["--engine", "spark", "--spark-master", spark_master]
+    on_duckdb = _answer(capsys, "summarize", folder, "--causes-file", str(LLAMA3))["fleet"]
+    for words in (
+        ["summarize", folder, "--causes-file", str(LLAMA3), *spark],
+        ["summarize", s, *spark],
+        ["summarize", mirror, *spark],
+    ):
+        doc = _answer(capsys, *words)
+        assert doc["input"]["engine"] == "spark", words
+        fleet = doc["fleet"]
+        assert fleet["nof_by_cause"] == on_duckdb["nof_by_cause"], words
+        assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category(), words
