@@ -50,7 +50,7 @@ from typing import Any
 
 from ettcore import _moved
 
-__version__ = "0.3.0"  # the project's one version (pyproject.toml reads it); CHANGELOG.md
+__version__ = "0.4.0"  # the project's one version (pyproject.toml reads it); CHANGELOG.md
 
 _PUBLIC = {
     "load_trace": "ettcore.trace.load",
