@@ -245,6 +245,15 @@ def test_a_store_keeps_its_causes_file(llama3_store, tmp_path, capsys):
     assert len(by) > 2 * len(table5()) and set(by) == {ln for ln in _series(b) if "_interruptions_by_c" in ln}
     for category, n in _want_by_category().items():
         assert f'ett_fleet_interruptions_by_category{{category="{category}"}} {n}' in by
+    # ett store info lists the causes it keeps, each with its group and category as the file gives them
+    assert cli.main(["store", "info", s]) == 0
+    info = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(info) if ln.startswith("causes: "))
+    assert f"{len(table5())} of its first ingest's --causes-file" in info[at]
+    listed = [ln.split() for ln in info[at + 3 : at + 3 + len(table5())]]
+    want = {c["cause"]: (c["group"], c["category"]) for c in yaml.safe_load(LLAMA3.read_text())["causes"]}
+    assert [r[0] for r in listed] == list(want)
+    assert {r[0]: (r[1], " ".join(r[2:])) for r in listed} == want
 
 
 def test_a_store_s_later_ingests_and_reads_keep_its_causes(llama3_store, tmp_path, capsys):
@@ -289,6 +298,8 @@ def test_a_store_made_before_stores_kept_causes_reads_the_package_s(tmp_path, mo
     capsys.readouterr()
     doc = _answer(capsys, "summarize", str(s))
     assert list(doc["fleet"]["nof_by_cause"]) == list(VOCABULARY.cause_names)
+    assert cli.main(["store", "info", str(s)]) == 0
+    assert "causes: the built-in causes (ettcore/defaults/causes.yaml)" in capsys.readouterr().out.splitlines()
 
 
 @pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
