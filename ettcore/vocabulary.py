@@ -220,8 +220,16 @@ class Vocabulary:
 
     @cached_property
     def category_of(self) -> dict[str, str]:
-        """Each cause's display category: a user's causes file gives one; otherwise its group's label."""
-        return {c.name: c.category or self.group(c.group).label for c in self.causes}
+        """Each cause's display category, the one place categories come from: a user's causes file gives one;
+        otherwise (the fallback) its group's label.  Names that differ only in case, spaces, ``_`` or ``-`` are one
+        category (:func:`category_key`), spelt as a causes file first names it, else as the group's label: a file's
+        ``Unknown`` and the ``unknown`` group's label ``unknown`` are one row, never two."""
+        named = [c.category or self.group(c.group).label for c in self.causes]
+        given = [c.category for c in self.causes if c.category] + [g.label for g in self.groups]
+        spelling: dict[str, str] = {}
+        for name in given:
+            spelling.setdefault(category_key(name), name)
+        return {c.name: spelling[category_key(n)] for c, n in zip(self.causes, named)}
 
     def with_causes(self, path: str | Path) -> "Vocabulary":
         """This vocabulary with the causes of a user's causes file added (:func:`read_causes_file`)."""
@@ -466,6 +474,12 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
 
 
 # ---------------------------------------------------------------------------------------------------- a user's causes
+
+
+def category_key(name: str) -> str:
+    """What makes two display categories one (:attr:`Vocabulary.category_of`): case, and runs of spaces, ``_`` and
+    ``-``, do not count (``Unplanned Maintenance`` is ``unplanned_maintenance``)."""
+    return " ".join(re.split(r"[\s_-]+", name.strip())).casefold()
 
 
 def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:

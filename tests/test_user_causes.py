@@ -53,6 +53,48 @@ def test_llama3_table5_as_a_causes_file():
     assert ids == list(range(1, len(v.causes) + 1))
 
 
+def test_a_category_is_one_row_whoever_names_it(tmp_path):
+    """Categories come from one place (``Vocabulary.category_of``): Llama 3's ``Unknown`` (its NCCL watchdog
+    timeouts) and the fallback of the built-in ``unknown`` cause (its group's label, ``unknown``) are one category, as
+    are a file's ``GPU`` and ``gpu`` and its ``Hardware`` and the ``hardware`` group's label; the file's spelling
+    names it.  Expected rows written by hand."""
+    from ettcore import metric
+    from ettcore.cli.output import cause_record
+
+    v = VOCABULARY.with_causes(LLAMA3)
+    assert v.category_of["nccl_watchdog_timeout"] == v.category_of[UNKNOWN_CAUSE] == "Unknown"
+    long = pl.DataFrame(
+        {"cause": ["nccl_watchdog_timeout", UNKNOWN_CAUSE], "nof": [7, 3], "lost_s": [70.0, 30.0]}
+    ).with_columns(lost_gpu_h=pl.col("lost_s") / 3600)
+    rows = metric.by_category(metric.every_cause(long, v)).filter(pl.col("category").str.to_lowercase() == "unknown")
+    assert rows.select("category", "nof").rows() == [("Unknown", 10)]
+    assert cause_record(long, v)["nof_by_category"]["Unknown"] == 10
+    assert "unknown" not in cause_record(long, v)["nof_by_category"]
+
+    mine = VOCABULARY.with_causes(
+        _file(
+            tmp_path,
+            [
+                {"cause": "xid_79", "group": "hardware", "category": "GPU"},
+                {"cause": "hbm_ecc", "group": "hardware", "category": "gpu"},
+                {"cause": "psu", "group": "hardware", "category": "Hardware"},
+                {"cause": "fw_upgrade", "group": "system", "category": "unplanned_maintenance"},
+                {"cause": "reboot", "group": "system", "category": "Unplanned  Maintenance"},
+            ],
+        )
+    )
+    got = {c: mine.category_of[c] for c in ("xid_79", "hbm_ecc", "psu", "hardware", "fw_upgrade", "reboot")}
+    assert got == {
+        "xid_79": "GPU",
+        "hbm_ecc": "GPU",
+        "psu": "Hardware",
+        "hardware": "Hardware",  # the built-in cause, uncategorised: its group's label, spelt as the file spells it
+        "fw_upgrade": "unplanned_maintenance",
+        "reboot": "unplanned_maintenance",
+    }
+    assert mine.category_of["node_failure"] == VOCABULARY.group("system").label  # no file category matches it
+
+
 def _file(tmp_path: Path, causes) -> Path:
     p = tmp_path / "causes.yaml"
     p.write_text(yaml.safe_dump({"causes": causes}), encoding="utf-8")
