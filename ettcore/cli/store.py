@@ -10,10 +10,10 @@ import duckdb
 import polars as pl
 
 from ettcore import store
-from ettcore.store import db
 from ettcore.cli import mirror
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
+from ettcore.store import db
 from ettcore.trace.instants import iso
 
 
@@ -85,7 +85,9 @@ def register(sub: Any) -> None:
     """Add ``ett store``."""
     p = sub.add_parser("store", help="a fleet store's housekeeping")
     kinds = p.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
-    i = kinds.add_parser("info", help="sources, horizons, the causes it keeps, ingests (times and counts), removals, jobs and size")
+    i = kinds.add_parser(
+        "info", help="sources, horizons, the causes it keeps, ingests (times and counts), removals, jobs and size"
+    )
     i.add_argument("store")
     i.set_defaults(func=run_info)
     r = kinds.add_parser(
