@@ -179,11 +179,12 @@ TESTS = [
             },
         ],
     },
-    {  # 12 failures and 6 preemptions an hour (a sample every 10 minutes): 18 in the last hour, a restart storm
+    {  # storms per partition (ett export prometheus --storm-by partition): low's storms take in one more interruption
+        # every 10 minutes, 6 in the last hour: it alerts, naming low; high has none
         "interval": "10m",
         "input_series": [
-            series("ett_fleet_interruptions_total", "0+2x20", end_reason="failure"),
-            series("ett_fleet_interruptions_total", "0+1x20", end_reason="preemption"),
+            series("ett_fleet_restart_storm_interruptions_total", "0+1x20", partition="low"),
+            series("ett_fleet_restart_storm_interruptions_total", "0x20", partition="high"),
         ],
         "alert_rule_test": [
             {
@@ -192,19 +193,41 @@ TESTS = [
                 "exp_alerts": [
                     alert(
                         "EttRestartStorm",
-                        {},
-                        "18 interruptions across the fleet in the last 1h (a restart storm is 5 or more, of any cause)",
+                        {"partition": "low"},
+                        "6 interruptions in a restart storm in partition low in the last 1h (an alert from 5, of any "
+                        "cause)",
                         "restart-storm",
                     )
                 ],
             }
         ],
     },
-    {  # 4 preemptions, then none: no storm while they are in the window, nor after
+    {  # a fleet-wide export (no --storm-by): 2 an hour an interruption joins a storm, then 12 an hour
+        "interval": "10m",
+        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0 0 0 1 1 1 2 2 2 4+2x12")],
+        "alert_rule_test": [
+            {"eval_time": "60m", "alertname": "EttRestartStorm", "exp_alerts": []},
+            {
+                "eval_time": "200m",
+                "alertname": "EttRestartStorm",
+                "exp_alerts": [
+                    alert(
+                        "EttRestartStorm",
+                        {},
+                        "12 interruptions in a restart storm across the fleet in the last 1h (an alert from 5, of any "
+                        "cause)",
+                        "restart-storm",
+                    )
+                ],
+            },
+        ],
+    },
+    {  # 4 interruptions join a storm in partition low, then none: no alert while they are in the window, nor after;
+        # the fleet's interruptions (ett_fleet_interruptions_total, 18 an hour) outside storms do not alert
         "interval": "10m",
         "input_series": [
-            series("ett_fleet_interruptions_total", "0 1 2 3 4x17", end_reason="preemption"),
-            series("ett_fleet_interruptions_total", "0x20", end_reason="failure"),
+            series("ett_fleet_restart_storm_interruptions_total", "0 1 2 3 4x17", partition="low"),
+            series("ett_fleet_interruptions_total", "0+3x20", end_reason="failure"),
         ],
         "alert_rule_test": [
             {"eval_time": "50m", "alertname": "EttRestartStorm", "exp_alerts": []},
@@ -386,6 +409,28 @@ def test_thresholds_are_parameters(tmp_path, capsys):
     t = dict(TESTS[1], alert_rule_test=[{"eval_time": "20m", "alertname": "EttFleetEttBelow", "exp_alerts": []}])
     res = promtool_test(tmp_path, out, [t])
     assert res.returncode == 0, res.stdout + res.stderr
+    # --storm-by qos: storms by the export's qos label (one more interruption in a storm every 10 minutes)
+    assert main(["export", "prometheus-rules", "--storm-by", "qos", "--out", str(out)]) == 0
+    t = {
+        "interval": "10m",
+        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0+1x20", qos="q1")],
+        "alert_rule_test": [
+            {
+                "eval_time": "120m",
+                "alertname": "EttRestartStorm",
+                "exp_alerts": [
+                    alert(
+                        "EttRestartStorm",
+                        {"qos": "q1"},
+                        "6 interruptions in a restart storm in qos q1 in the last 1h (an alert from 5, of any cause)",
+                        "restart-storm",
+                    )
+                ],
+            }
+        ],
+    }
+    res = promtool_test(tmp_path, out, [t])
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize(
@@ -399,6 +444,8 @@ def test_thresholds_are_parameters(tmp_path, capsys):
         (["--interruptions-per-hour", "nan"], "--interruptions-per-hour"),
         (["--crash-loop-restarts", "0"], "--crash-loop-restarts"),
         (["--storm-window", "90 minutes"], "--storm-window"),
+        (["--storm-by", "par-tition"], "--storm-by"),
+        (["--storm-by", "__name__"], "--storm-by"),
         (["--textfile", 'x"}.prom'], "--textfile"),
         (["--runbook", 'http://x/"{{'], "--runbook"),
     ],

@@ -166,12 +166,38 @@ def restart_storms(
     trace: Any, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
 ) -> pl.DataFrame:
     """One row a restart storm, per group of ``by`` (a column of ``jobs``, such as ``partition``; the fleet when
-    None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``."""
+    None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``.
+    A ``by`` that is not a column a summary can be grouped by is refused in one line naming ``--storm-by``."""
     n, window_ms = storm_thresholds(interruptions, window)
+    if by is not None and by not in metric.group_columns(trace):
+        allowed = ", ".join(metric.group_columns(trace))
+        why = f"unknown column {by!r} to find storms by; choose one of: {allowed}"
+        raise InputError(Problem("--storm-by", None, "storm_by", why))
     e = metric.engine_of(trace)
     e.prepare()
     e.set_groups(by)
     return metric.name_groups(e.run("metric/restart_storms", {"storm_n": n, "storm_window_ms": window_ms}), by)
+
+
+def storms_per_group(
+    trace: Any, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
+) -> pl.DataFrame:
+    """The restart storms of :func:`restart_storms` counted per group of ``by``: one row for every value the jobs
+    hold (in natural order; jobs without a value are in no group, as in :func:`restart_storms`), or one row for the
+    fleet when ``by`` is None: ``[<by>,] storms, interruptions`` (the storms and the interruptions they hold; 0 and 0
+    in a group without one)."""
+    storms = restart_storms(trace, by, interruptions, window)
+    if by is None:
+        return pl.DataFrame(
+            {"storms": [storms.height], "interruptions": [int(storms["interruptions"].sum())]},
+            schema={"storms": pl.Int64, "interruptions": pl.Int64},
+        )
+    groups = metric.fleet_summary(trace, by=by).select(pl.col(by).cast(pl.String)).drop_nulls().unique()
+    sums = storms.group_by(by).agg(pl.len().cast(pl.Int64).alias("storms"), pl.col("interruptions").sum())
+    counts = groups.join(sums, on=by, how="left").with_columns(
+        pl.col("storms").fill_null(0), pl.col("interruptions").fill_null(0).cast(pl.Int64)
+    )
+    return in_natural_order(counts, by)
 
 
 def job_restarts(trace: Any) -> pl.DataFrame:
