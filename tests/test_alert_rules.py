@@ -48,6 +48,30 @@ def series(name: str, values: str, **labels: str) -> dict:
     return {"series": name + promql_labels(**labels), "values": values}
 
 
+def storm_case(label: str, value: str, *quiet: dict) -> dict:
+    """The storms of ``label=value`` take in one more interruption every 10 minutes, 6 in the last hour:
+    EttRestartStorm alerts at 120 minutes, naming ``label`` and ``value``; ``quiet``: more input series."""
+    return {
+        "interval": "10m",
+        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0+1x20", **{label: value}), *quiet],
+        "alert_rule_test": [
+            {
+                "eval_time": "120m",
+                "alertname": "EttRestartStorm",
+                "exp_alerts": [
+                    alert(
+                        "EttRestartStorm",
+                        {label: value},
+                        f"6 interruptions in a restart storm in {label} {value} in the last 1h (an alert from 5, of "
+                        "any cause)",
+                        "restart-storm",
+                    )
+                ],
+            }
+        ],
+    }
+
+
 TESTS = [
     {  # a hung job alerts after `for` (5m), naming where to look; the slow job does not
         "interval": "1m",
@@ -179,29 +203,8 @@ TESTS = [
             },
         ],
     },
-    {  # storms per partition (ett export prometheus --storm-by partition): low's storms take in one more interruption
-        # every 10 minutes, 6 in the last hour: it alerts, naming low; high has none
-        "interval": "10m",
-        "input_series": [
-            series("ett_fleet_restart_storm_interruptions_total", "0+1x20", partition="low"),
-            series("ett_fleet_restart_storm_interruptions_total", "0x20", partition="high"),
-        ],
-        "alert_rule_test": [
-            {
-                "eval_time": "120m",
-                "alertname": "EttRestartStorm",
-                "exp_alerts": [
-                    alert(
-                        "EttRestartStorm",
-                        {"partition": "low"},
-                        "6 interruptions in a restart storm in partition low in the last 1h (an alert from 5, of any "
-                        "cause)",
-                        "restart-storm",
-                    )
-                ],
-            }
-        ],
-    },
+    # storms per partition (ett export prometheus --storm-by partition): low alerts, naming it; high has none
+    storm_case("partition", "low", series("ett_fleet_restart_storm_interruptions_total", "0x20", partition="high")),
     {  # a fleet-wide export (no --storm-by): 2 an hour an interruption joins a storm, then 12 an hour
         "interval": "10m",
         "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0 0 0 1 1 1 2 2 2 4+2x12")],
@@ -409,27 +412,9 @@ def test_thresholds_are_parameters(tmp_path, capsys):
     t = dict(TESTS[1], alert_rule_test=[{"eval_time": "20m", "alertname": "EttFleetEttBelow", "exp_alerts": []}])
     res = promtool_test(tmp_path, out, [t])
     assert res.returncode == 0, res.stdout + res.stderr
-    # --storm-by qos: storms by the export's qos label (one more interruption in a storm every 10 minutes)
+    # --storm-by qos: storms by the export's qos label
     assert main(["export", "prometheus-rules", "--storm-by", "qos", "--out", str(out)]) == 0
-    t = {
-        "interval": "10m",
-        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0+1x20", qos="q1")],
-        "alert_rule_test": [
-            {
-                "eval_time": "120m",
-                "alertname": "EttRestartStorm",
-                "exp_alerts": [
-                    alert(
-                        "EttRestartStorm",
-                        {"qos": "q1"},
-                        "6 interruptions in a restart storm in qos q1 in the last 1h (an alert from 5, of any cause)",
-                        "restart-storm",
-                    )
-                ],
-            }
-        ],
-    }
-    res = promtool_test(tmp_path, out, [t])
+    res = promtool_test(tmp_path, out, [storm_case("qos", "q1")])
     assert res.returncode == 0, res.stdout + res.stderr
 
 
