@@ -22,7 +22,8 @@ group (a Slurm partition, ``by``): at least ``interruptions`` of them within ``w
 
 The definitions, with worked examples, are in ``docs/metric.md`` ("Crash loops", "Retry chains", "Restart
 storms"); the queries are ``attempt_repeats.sql`` (each attempt's resume point and whether it repeats),
-``crash_loops.sql`` and, per trend bucket, ``trend_crash_loops.sql`` and ``rolling_crash_loops.sql`` over it,
+``crash_loops.sql`` and, per trend bucket, ``trend_crash_loops.sql`` and ``crash_loop_restart_starts.sql`` (with
+``rolling_starts.sql``) over it,
 ``restart_waits.sql``, ``job_retry_chains.sql`` and ``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits'
 sums and medians are taken here, alike on every engine); the plain-Python references the tests hold them to are
 ``reference_crash_loops``, ``reference_crash_loop_trend``, ``reference_retry_chains`` and ``reference_storms`` in
@@ -65,14 +66,16 @@ def trend(trace: Any, buckets: pl.DataFrame, every: str = "day", window: str | t
     """``buckets`` (:func:`ettcore.metric.trend`'s rows for the same ``every`` and ``window``) with each bucket's
     ``crash_loop_restarts`` and ``crash_loop_gpu_h`` (0 where none): the crash loops' restarts that start in the bucket
     (rolling: in its trailing window), each counted whole there, and the GPU-hours they held (``trend_crash_loops.sql``;
-    rolling: ``rolling_crash_loops.sql``).  Summed over calendar buckets that cover the trace, they are the fleet's
-    crash-loop restarts and GPU-hours (:func:`crash_loops`)."""
+    rolling: ``rolling_starts.sql`` over ``crash_loop_restart_starts.sql``).  Summed over calendar buckets that cover
+    the trace, they are the fleet's crash-loop restarts and GPU-hours (:func:`crash_loops`)."""
     window_ms = metric.trend_window(every, window)
     e = _repeats(trace)
     if window_ms is None:
         per_bucket = e.run("metric/trend_crash_loops", {"every": every})
     else:
-        per_bucket = e.run("metric/rolling_crash_loops", {"every_ms": metric.bucket_ms(every), "window_ms": window_ms})
+        per_bucket = metric.rolling_events(
+            e, "crash_loop_restart_starts", every, window_ms, "crash_loop_restarts", "crash_loop_gpu_h"
+        )
     return metric.with_bucket_figures(buckets, per_bucket, {"crash_loop_restarts": 0, "crash_loop_gpu_h": 0.0})
 
 
