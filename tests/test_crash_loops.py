@@ -296,7 +296,6 @@ def test_the_crash_loop_trend_equals_the_reference(trace):
 
 @pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_the_crash_loop_trend_on_spark_equals_duckdb(tmp_path, spark_master):
     """The worked example's crash-loop trend (daily, and 5-minute buckets rolling over an hour) on Spark: the same

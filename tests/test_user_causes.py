@@ -346,7 +346,6 @@ def test_a_store_made_before_stores_kept_causes_reads_the_package_s(tmp_path, mo
 
 @pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
 @pytest.mark.spark
-@pytest.mark.xdist_group("spark")
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_spark_reads_the_causes_file_and_the_mirror_keeps_it(llama3_store, spark_master, capsys):
     """``--engine spark``: on the trace with ``--causes-file``, and on the store (read through its Parquet mirror,
