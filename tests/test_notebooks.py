@@ -186,6 +186,8 @@ def check_fleet_trends(card: dict) -> None:
     )
     assert whole < without < 100
     assert not [k for k in h if "money" in k]  # no price by default: no money anywhere
+    # the fleet generator draws each job's train spans at the job's one cursor rate: none is slower than its ideal
+    assert h["fleet slow GPU-hours (SYNTHETIC)"] == 0
 
 
 def check_scheduling(card: dict) -> None:
