@@ -24,6 +24,7 @@ a command line.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -109,6 +110,7 @@ class Vocabulary:
     derived: dict[str, str]  # an interrupting end reason -> the cause of an attempt that records none
     phases: dict[str, Any]  # phases.yaml as read (ettcore.phases applies it)
     digest: str  # of every file read: the data checks' cache key covers it
+    added: tuple[Cause, ...] = ()  # the causes a user's causes file added (read_causes_file), in its order
 
     def __hash__(self) -> int:
         return hash(self.digest)
@@ -218,12 +220,40 @@ class Vocabulary:
 
     @cached_property
     def category_of(self) -> dict[str, str]:
-        """Each cause's display category: a user's causes file gives one; otherwise its group's label."""
-        return {c.name: c.category or self.group(c.group).label for c in self.causes}
+        """Each cause's display category, the one place categories come from: a user's causes file gives one;
+        otherwise (the fallback) its group's label.  Names that differ only in case, spaces, ``_`` or ``-`` are one
+        category (:func:`category_key`), spelt as a causes file first names it, else as the group's label: a file's
+        ``Unknown`` and the ``unknown`` group's label ``unknown`` are one row, never two."""
+        named = [c.category or self.group(c.group).label for c in self.causes]
+        given = [c.category for c in self.causes if c.category] + [g.label for g in self.groups]
+        spelling: dict[str, str] = {}
+        for name in given:
+            spelling.setdefault(category_key(name), name)
+        return {c.name: spelling[category_key(n)] for c, n in zip(self.causes, named)}
 
     def with_causes(self, path: str | Path) -> "Vocabulary":
         """This vocabulary with the causes of a user's causes file added (:func:`read_causes_file`)."""
         return read_causes_file(self, path)
+
+    def with_cause_entries(self, entries: list[dict], where: str | Path) -> "Vocabulary":
+        """This vocabulary with the causes of :meth:`added_entries` (as a fleet store or its Parquet mirror keeps
+        them) added, checked as a causes file's; a problem names ``where``.  No entries: this vocabulary."""
+        return _with_entries(self, {"causes": entries}, Path(where)) if entries else self
+
+    def added_entries(self) -> list[dict]:
+        """The causes a user's causes file added, as the entries of such a file with every field written out (the
+        category only where one was given): what a fleet store and its Parquet mirror keep, and what
+        :meth:`with_cause_entries` reads back."""
+        return [
+            {
+                "cause": c.name,
+                "group": c.group,
+                "color": c.color,
+                "description": c.description,
+                **({} if c.category is None else {"category": c.category}),
+            }
+            for c in self.added
+        ]
 
     def derived_from(self, cause: str) -> str | None:
         """The end reason that gives ``cause`` to an attempt without one (None: no end reason gives it)."""
@@ -446,6 +476,12 @@ def load(folder: str | Path = DEFAULTS_DIR) -> Vocabulary:
 # ---------------------------------------------------------------------------------------------------- a user's causes
 
 
+def category_key(name: str) -> str:
+    """What makes two display categories one (:attr:`Vocabulary.category_of`): case, and runs of spaces, ``_`` and
+    ``-``, do not count (``Unplanned Maintenance`` is ``unplanned_maintenance``)."""
+    return " ".join(re.split(r"[\s_-]+", name.strip())).casefold()
+
+
 def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
     """``base`` with the causes of a user's causes file (YAML or JSON) added, as a mapping file adds components::
 
@@ -457,9 +493,15 @@ def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
     nodes``, the MTTF fit and crash loops count; ``category`` (a display category of the user's own), ``color``
     (default: its group's) and ``description`` are optional.  The causes come after ``base``'s own and before
     ``unknown``, in the file's order.  A problem names the file, the entry (1-based) and the field, in one line.  The
-    digest covers the file's bytes (the data checks' cache key covers the causes a trace may name)."""
+    digest covers the causes added, every field written out (the data checks' cache key covers the causes a trace
+    may name; two files that say the same give the same digest, and so does a store's copy of them)."""
     path = Path(path)
-    data, raw = _read(path)
+    data, _raw = _read(path)
+    return _with_entries(base, data, path)
+
+
+def _with_entries(base: Vocabulary, data: Any, path: Path) -> Vocabulary:
+    """``base`` with the causes of ``data`` (a causes file's content, read from ``path``) added, checked."""
     groups = {g.name: g for g in base.groups}
     seen = set(base.cause_names)
     added = []
@@ -482,10 +524,36 @@ def read_causes_file(base: Vocabulary, path: str | Path) -> Vocabulary:
         added.append(Cause(name, e["group"], color, e.get("description", name.replace("_", " ")), e.get("category")))
     unknown = [c for c in base.causes if c.name == UNKNOWN_CAUSE]
     causes = tuple(c for c in base.causes if c.name != UNKNOWN_CAUSE) + tuple(added) + tuple(unknown)
-    digest = hashlib.blake2b(base.digest.encode() + b"\0causes-file\0" + raw, digest_size=16).hexdigest()
-    return Vocabulary(
-        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, digest
+    every = (*base.added, *added)
+    v = Vocabulary(
+        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, "", every
     )
+    text = json.dumps(v.added_entries(), sort_keys=True).encode()
+    digest = hashlib.blake2b(base.digest.encode() + b"\0causes\0" + text, digest_size=16).hexdigest()
+    return Vocabulary(
+        base.tables, base.end_reasons, base.l1_buckets, causes, base.groups, base.derived, base.phases, digest, every
+    )
+
+
+def kept_vocabulary(kept: list[dict], where: str, causes_file: str | Path | None) -> tuple[Vocabulary, str | None]:
+    """The vocabulary rows kept with their causes (a fleet store's or its Parquet mirror's: ``kept``, as
+    :meth:`Vocabulary.added_entries` writes them, read from ``where``) are read with, and why it differs from the one
+    they were attributed with (None: it does not): the kept causes, or those of ``causes_file`` where given and other.
+    A causes file that lacks a kept cause is refused in one line (the rows may name it)."""
+    kept_v = VOCABULARY.with_cause_entries(kept, where)
+    if causes_file is None:
+        return kept_v, None
+    given = VOCABULARY.with_causes(causes_file)
+    if given.causes == kept_v.causes:
+        return kept_v, None
+    missing = [c for c in kept_v.cause_names if c not in given.cause_names]
+    if missing:
+        why = (
+            f"{causes_file} lacks causes the store keeps ({', '.join(missing)}), which its rows may name: give the "
+            "store's causes file, or none (a store reads the causes it keeps)"
+        )
+        raise InputError(Problem("--causes-file", None, "causes_file", why))
+    return given, "--causes-file differs from the store's causes"
 
 
 # ---------------------------------------------------------------------------------------------------- the SQL

@@ -1091,7 +1091,8 @@ def reference_crash_loops(
     repeats.  Each maximal run of repeating attempts, with the attempt before the run, is a loop: ``{"job_id",
     "first_attempt", "last_attempt", "restarts" (the run's length), "resume_cursor" (the first attempt's point),
     "began" (the first attempt's end, ms), "last_crash" (the last attempt's end, ms), "gpu_h" (the job's GPUs times
-    the run's attempts' ``end - start``, in hours)}``, in job id then attempt order.
+    the run's attempts' ``end - start``, in hours), "restarted" (each restart's start, ms, and the GPU-milliseconds
+    it held)}``, in job id then attempt order.
     """
     atts, sps = _clipped(attempts, spans, as_of)
     rows = _job_rows(jobs)
@@ -1147,9 +1148,37 @@ def reference_crash_loops(
                     "began": first["end"],
                     "last_crash": mine[j]["end"],
                     "gpu_h": gpus * sum(a["end"] - a["start"] for a in run) / 3_600_000,
+                    "restarted": [(a["start"], gpus * (a["end"] - a["start"])) for a in run],
                 }
             )
             i = j + 1
+    return out
+
+
+def reference_crash_loop_trend(
+    loops: list[dict[str, Any]], every: str = "day", every_ms: int | None = None, window_ms: int | None = None
+) -> dict[Any, tuple[int, float]]:
+    """Crash loops per trend bucket (docs/metric.md "Crash loops", "In a trend"): bucket -> (restarts, GPU-hours) of
+    the restarts of ``loops`` (:func:`reference_crash_loops`) that start in it, each counted whole.  Calendar buckets
+    (``every`` day, week or month, UTC; a bucket is its first day, a week starts on Monday) without ``window_ms``;
+    with it, buckets of ``every_ms`` (keyed by their start, ms) whose trailing window ``[end - window_ms, end)``
+    holds the start.  Only buckets with a restart."""
+    out: dict[Any, tuple[int, float]] = {}
+    for loop in loops:
+        for start, gpu_ms in loop["restarted"]:
+            if window_ms is None:
+                day = datetime.fromtimestamp(start / 1000, tz=timezone.utc).date()
+                keys = [{"day": day, "week": day - timedelta(days=day.weekday()), "month": day.replace(day=1)}[every]]
+            else:
+                assert every_ms is not None
+                keys = [
+                    b
+                    for b in range(start - start % every_ms - window_ms, start + window_ms + every_ms, every_ms)
+                    if b + every_ms - window_ms <= start < b + every_ms
+                ]
+            for key in keys:
+                n, gpu_h = out.get(key, (0, 0.0))
+                out[key] = (n + 1, gpu_h + gpu_ms / 3_600_000)
     return out
 
 

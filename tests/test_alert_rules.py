@@ -48,6 +48,30 @@ def series(name: str, values: str, **labels: str) -> dict:
     return {"series": name + promql_labels(**labels), "values": values}
 
 
+def storm_case(label: str, value: str, *quiet: dict) -> dict:
+    """The storms of ``label=value`` take in one more interruption every 10 minutes, 6 in the last hour:
+    EttRestartStorm alerts at 120 minutes, naming ``label`` and ``value``; ``quiet``: more input series."""
+    return {
+        "interval": "10m",
+        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0+1x20", **{label: value}), *quiet],
+        "alert_rule_test": [
+            {
+                "eval_time": "120m",
+                "alertname": "EttRestartStorm",
+                "exp_alerts": [
+                    alert(
+                        "EttRestartStorm",
+                        {label: value},
+                        f"6 interruptions in a restart storm in {label} {value} in the last 1h (an alert from 5, of "
+                        "any cause)",
+                        "restart-storm",
+                    )
+                ],
+            }
+        ],
+    }
+
+
 TESTS = [
     {  # a hung job alerts after `for` (5m), naming where to look; the slow job does not
         "interval": "1m",
@@ -179,32 +203,34 @@ TESTS = [
             },
         ],
     },
-    {  # 12 failures and 6 preemptions an hour (a sample every 10 minutes): 18 in the last hour, a restart storm
+    # storms per partition (ett export prometheus --storm-by partition): low alerts, naming it; high has none
+    storm_case("partition", "low", series("ett_fleet_restart_storm_interruptions_total", "0x20", partition="high")),
+    {  # a fleet-wide export (no --storm-by): 2 an hour an interruption joins a storm, then 12 an hour
         "interval": "10m",
-        "input_series": [
-            series("ett_fleet_interruptions_total", "0+2x20", end_reason="failure"),
-            series("ett_fleet_interruptions_total", "0+1x20", end_reason="preemption"),
-        ],
+        "input_series": [series("ett_fleet_restart_storm_interruptions_total", "0 0 0 1 1 1 2 2 2 4+2x12")],
         "alert_rule_test": [
+            {"eval_time": "60m", "alertname": "EttRestartStorm", "exp_alerts": []},
             {
-                "eval_time": "120m",
+                "eval_time": "200m",
                 "alertname": "EttRestartStorm",
                 "exp_alerts": [
                     alert(
                         "EttRestartStorm",
                         {},
-                        "18 interruptions across the fleet in the last 1h (a restart storm is 5 or more, of any cause)",
+                        "12 interruptions in a restart storm across the fleet in the last 1h (an alert from 5, of any "
+                        "cause)",
                         "restart-storm",
                     )
                 ],
-            }
+            },
         ],
     },
-    {  # 4 preemptions, then none: no storm while they are in the window, nor after
+    {  # 4 interruptions join a storm in partition low, then none: no alert while they are in the window, nor after;
+        # the fleet's interruptions (ett_fleet_interruptions_total, 18 an hour) outside storms do not alert
         "interval": "10m",
         "input_series": [
-            series("ett_fleet_interruptions_total", "0 1 2 3 4x17", end_reason="preemption"),
-            series("ett_fleet_interruptions_total", "0x20", end_reason="failure"),
+            series("ett_fleet_restart_storm_interruptions_total", "0 1 2 3 4x17", partition="low"),
+            series("ett_fleet_interruptions_total", "0+3x20", end_reason="failure"),
         ],
         "alert_rule_test": [
             {"eval_time": "50m", "alertname": "EttRestartStorm", "exp_alerts": []},
@@ -386,6 +412,10 @@ def test_thresholds_are_parameters(tmp_path, capsys):
     t = dict(TESTS[1], alert_rule_test=[{"eval_time": "20m", "alertname": "EttFleetEttBelow", "exp_alerts": []}])
     res = promtool_test(tmp_path, out, [t])
     assert res.returncode == 0, res.stdout + res.stderr
+    # --storm-by qos: storms by the export's qos label
+    assert main(["export", "prometheus-rules", "--storm-by", "qos", "--out", str(out)]) == 0
+    res = promtool_test(tmp_path, out, [storm_case("qos", "q1")])
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 @pytest.mark.parametrize(
@@ -399,6 +429,8 @@ def test_thresholds_are_parameters(tmp_path, capsys):
         (["--interruptions-per-hour", "nan"], "--interruptions-per-hour"),
         (["--crash-loop-restarts", "0"], "--crash-loop-restarts"),
         (["--storm-window", "90 minutes"], "--storm-window"),
+        (["--storm-by", "par-tition"], "--storm-by"),
+        (["--storm-by", "__name__"], "--storm-by"),
         (["--textfile", 'x"}.prom'], "--textfile"),
         (["--runbook", 'http://x/"{{'], "--runbook"),
     ],

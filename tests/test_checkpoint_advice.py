@@ -82,3 +82,29 @@ def test_the_advice_is_the_planning_models_optimum_for_the_measured_inputs(tmp_p
         assert r["advice"] is None
     # a fails more often than b assumes: its best interval is the shorter
     assert got["a"]["best_interval_s"] < got["b"]["best_interval_s"]
+
+
+def test_ett_opportunities_plans_the_job_it_is_given(tmp_path, capsys):
+    """``ett opportunities --work-h 48 --ttr-s 120``: the advice plans 48 h of training with 120 s of restart
+    overhead (the plan from the hand-derived inputs of model ``a``: 8 GPUs, 1 failure in 48 GPU-hours, 30 s blocking,
+    1800 s today); a plan that cannot be is one line naming its option."""
+    import json
+
+    from ettcore import cli
+
+    folder = str(_write(trace(), tmp_path / "t"))
+    assert cli.main(["opportunities", folder, "--json", "--work-h", "48", "--ttr-s", "120"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["checkpointing_plan"]["work_h"], doc["checkpointing_plan"]["ttr_s"]) == (48.0, 120.0)
+    a = next(r for r in doc["checkpointing"] if r["model"] == "a")
+    want = best_interval(JobPlan(0.0, 120.0, 24 / 48, 48 * 3600.0, 8, 1800.0, 30.0))
+    default = best_interval(JobPlan(0.0, TTR_S, 24 / 48, WORK_H * 3600, 8, 1800.0, 30.0))
+    assert a["best_interval_s"] == pytest.approx(want.interval_s)
+    assert a["today_ett_pct"] == pytest.approx(want.today_ett_pct)
+    assert want.today_ett_pct != pytest.approx(default.today_ett_pct)  # not the default plan's
+    assert cli.main(["opportunities", folder, "--work-h", "48", "--ttr-s", "120"]) == 0
+    assert "planned: 48 h of training (--work-h), 120 s restart overhead (--ttr-s)" in capsys.readouterr().out
+    for flag, bad in (("--work-h", "0"), ("--work-h", "inf"), ("--ttr-s", "-1")):
+        assert cli.main(["opportunities", folder, flag, bad]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"ett: {flag}"), err

@@ -2,6 +2,8 @@
 the SQL equal to the plain-Python reference (``reference_crash_loops`` in tests/reference.py) on random traces
 (SYNTHETIC): the general strategy with random causes, and one that makes attempts resume from a few points so that
 loops, attempts without a train span inside and after them, preemptions and time limits between crashes are common.
+Their trend (``ett trend``'s ``crash_loop_restarts`` and ``crash_loop_gpu_h``, calendar and rolling) is pinned on
+the worked example and held to ``reference_crash_loop_trend`` on the same random traces.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from test_cause_properties import CHOICES, _write, caused_traces
 from test_metric_properties import _ms, _settings
 from trace_strategies import train_spans
 
+from ettcore import metric
+from ettcore.engines.spark import spark_available
 from ettcore.metric import restarts
 from ettcore.trace import load_trace
 
@@ -213,3 +217,98 @@ def test_the_export_writes_the_open_loop_and_the_fleets_loops(tmp_path):
     window = tmp_path / "window.prom"  # loops are not windowed: an export of a window writes none
     assert cli.main(["export", "prometheus", folder, "--since", str(B / 1000 + 60), "--out", str(window)]) == 0
     assert "crash_loop" not in window.read_text()
+
+
+# ----------------------------------------------------------------------------- in a trend
+
+HOUR = 3_600_000
+# (every, --window, the buckets' length and the trailing window in ms; None: calendar buckets)
+TRENDS = (
+    ("day", None, None, None),
+    ("week", None, None, None),
+    ("month", None, None, None),
+    ("hour", None, HOUR, HOUR),
+    ("15m", "1h", HOUR // 4, HOUR),
+    ("hour", "3h", HOUR, 3 * HOUR),
+)
+
+
+def _trend(t, every: str, window: str | None) -> dict:
+    """bucket (a date, or the bucket's start in ms) -> (crash_loop_restarts, crash_loop_gpu_h), every bucket shown."""
+    frame = restarts.trend(t, metric.trend(t, every, window), every, window)
+    return {
+        (r["bucket_start"] if every in ("day", "week", "month") and window is None else _ms(r["bucket_start"])): (
+            r["crash_loop_restarts"],
+            r["crash_loop_gpu_h"],
+        )
+        for r in frame.iter_rows(named=True)
+    }
+
+
+def test_the_worked_example_in_a_trend(tmp_path):
+    """poison's two restarts start at 23:17:20 and 23:29:20 on 2026-01-31 (24 and 36 minutes after B) and held 8 GPUs
+    x 20 minutes: 2 restarts and 2.67 GPU-hours in that day, that month and the 23:00 hour.  In a trend of 5-minute
+    buckets rolling over an hour (a bucket's window ends with it), the 23:10 bucket's window [22:15, 23:15) holds
+    neither, the 23:15 bucket's one (23:17:20), the 23:25 bucket's both, and so on to the trend's last bucket, 23:50
+    (attempt 4 completes at 23:51:20)."""
+    from datetime import date
+
+    t = load_trace(_write(worked_example(), tmp_path / "t"))
+    gpu_h = 8 * 20 / 60
+    day = _trend(t, "day", None)
+    assert day[date(2026, 1, 31)] == (2, pytest.approx(gpu_h)) and sum(n for n, _ in day.values()) == 2
+    assert _trend(t, "month", None)[date(2026, 1, 1)] == (2, pytest.approx(gpu_h))
+    hour = _trend(t, "hour", None)
+    h23 = B - B % HOUR + HOUR  # 2026-01-31T23:00Z
+    assert hour[h23] == (2, pytest.approx(gpu_h)) and sum(n for n, _ in hour.values()) == 2
+    rolling = _trend(t, "5m", "1h")
+    m5 = HOUR // 12
+    want = {h23 + 2 * m5: 0, h23 + 3 * m5: 1, h23 + 4 * m5: 1, h23 + 5 * m5: 2, h23 + 10 * m5: 2}
+    assert {b: rolling[b][0] for b in want} == want and max(rolling) == h23 + 10 * m5
+    assert rolling[h23 + 5 * m5][1] == pytest.approx(gpu_h) and rolling[h23 + 3 * m5][1] == pytest.approx(gpu_h / 2)
+
+
+def _check_trend(trace: dict) -> None:
+    loops = ref.reference_crash_loops(trace["jobs"], trace["attempts"], trace["spans"])
+    event(f"{min(sum(w['restarts'] for w in loops), 4)} restart(s)")
+    with tempfile.TemporaryDirectory(prefix="ett-loop-trend-") as tmp:
+        t = load_trace(_write(trace, Path(tmp) / "t"))
+        for every, window, every_ms, window_ms in TRENDS:
+            got = _trend(t, every, window)
+            if every_ms is None:
+                want = ref.reference_crash_loop_trend(loops, every)
+                starts = set(want)
+            else:
+                want = ref.reference_crash_loop_trend(loops, every_ms=every_ms, window_ms=window_ms)
+                starts = {s - s % every_ms for w in loops for s, _ in w["restarted"]}
+            assert starts <= set(got), (every, window)  # each restart's own bucket is shown
+            shown = {b: v for b, v in want.items() if b in got}  # a rolling trend ends with its last bucket
+            assert {b: n for b, (n, _) in got.items() if n} == {b: n for b, (n, _) in shown.items()}, (every, window)
+            for b, (_, gpu_h) in shown.items():
+                assert got[b][1] == pytest.approx(gpu_h, abs=1e-9), (every, window, b)
+
+
+@_settings(25)
+@given(looping_traces())
+def test_the_crash_loop_trend_equals_the_reference(trace):
+    _check_trend(trace)
+
+
+@pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
+@pytest.mark.spark
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_the_crash_loop_trend_on_spark_equals_duckdb(tmp_path, spark_master):
+    """The worked example's crash-loop trend (daily, and 5-minute buckets rolling over an hour) on Spark: the same
+    rows as on DuckDB (the same query files, translated)."""
+    from ettcore import engines
+
+    folder = _write(worked_example(), tmp_path / "t")
+    duck = load_trace(folder)
+    spark = engines.open_trace(folder, engine="spark", spark_master=spark_master)
+    for every, window in (("day", None), ("5m", "1h")):
+        want = restarts.trend(duck, metric.trend(duck, every, window), every, window)
+        got = restarts.trend(spark, metric.trend(spark, every, window), every, window)
+        cols = ["bucket_start", "crash_loop_restarts"]
+        assert got.select(cols).rows() == want.select(cols).rows(), (every, window)
+        assert got["crash_loop_gpu_h"].to_list() == pytest.approx(want["crash_loop_gpu_h"].to_list())
+        assert want["crash_loop_restarts"].max() == 2

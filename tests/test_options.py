@@ -8,7 +8,8 @@ to it.  The effects checked:
 - ``--mapping`` adds a component (``data_loading``): the answer's ``mapping.components`` (the export: its series);
 - ``--causes-file`` (Llama 3's Table 5 as a user's causes file): a trace whose failure names one of its causes
   (``faulty_gpu``, category GPU) is refused without it and measured with it: ``summarize`` counts it by cause and by
-  category, ``nodes`` counts it against the node, the export writes its ``cause`` and ``category`` series;
+  category, ``nodes`` counts it against the node, the export writes its ``cause`` and ``category`` series; a store
+  of that trace ingested with it keeps its causes: measured the same with it and without it;
 - ``--as-of``, ``--since``, ``--until``: the answer's ``as_of`` / ``window`` (the export: its timestamps);
 - ``--exclude``: the window's exclusions list what they took out (the export: the excluded GPU-seconds);
 - ``--skip-invalid``: a trace with one bad job is refused without it and measured with it;
@@ -42,7 +43,7 @@ TABLE = {
     "engine":         "A A R A R R A",
     "spark_master":   "A A R A R R A",  # (with --engine spark; alone it is refused everywhere)
     "mapping":        "A A A A A A A",
-    "causes_file":    "A A A A A A A",  # (a store refuses it: it keeps the causes it was ingested with)
+    "causes_file":    "A A A A A A A",
     "as_of":          "A A A A A A R",
     "since":          "A A A A A A R",
     "until":          "A A A A A A R",
@@ -56,7 +57,7 @@ TABLE = {
 }
 # fmt: on
 ON_A_STORE = {  # cells where a store differs from a trace
-    (option, c): "R" for option in ("skip_invalid", "causes_file") for c in COMMANDS
+    ("skip_invalid", c): "R" for c in COMMANDS
 } | {("engine", "validate"): "R", ("spark_master", "validate"): "R"}  # a store's problems are read from its file
 LLAMA3 = PACKAGE_DIR.parent / "data" / "reference" / "llama3-causes.yaml"  # a user's causes file (docs/causes.md)
 VALUES = {
@@ -113,7 +114,9 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     (user / "attempts.csv").write_text("\n".join(rows) + "\n")
     s = d / "fleet.duckdb"
     assert cli.main(["ingest", str(s), str(SAMPLE_TRACE), "--parquet", str(d / "mirror")]) == 0
-    return {"dir": d, "trace": SAMPLE_TRACE, "store": s, "bad": bad, "user_causes": user}
+    kept = d / "user-causes.duckdb"  # a store of that trace, which keeps the causes file's causes
+    assert cli.main(["ingest", str(kept), str(user), "--causes-file", str(LLAMA3)]) == 0
+    return {"dir": d, "trace": SAMPLE_TRACE, "store": s, "bad": bad, "user_causes": user, "user_causes_store": kept}
 
 
 def _run(capsys, command: str, where: Path, *extra: str) -> tuple[int, str, str]:
@@ -173,8 +176,8 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     value = VALUES.get(option, "").format(dir=inputs["dir"])
     if kind == "trace" and option == "skip_invalid":
         where = inputs["bad"]
-    if kind == "trace" and option == "causes_file":
-        where = inputs["user_causes"]
+    if option == "causes_file":
+        where = inputs["user_causes" if kind == "trace" else "user_causes_store"]
     if _expected(option, command, kind) == "R":  # the option alone
         alone = {"engine": [flag, "spark"], "skip_invalid": [flag]}.get(option, [flag, value or REFUSED_MASTER])
         rc, _, err = _run(capsys, command, where, *alone)
@@ -191,9 +194,16 @@ def test_cell(option, command, kind, inputs, capsys, spark_if_needed):
     if option == "skip_invalid":  # refused without it, measured with it
         rc, _, err = _run(capsys, command, where)
         assert rc == 2 and "exploded" in err, err
-    if option == "causes_file":  # refused without it (validate: the cause is its problem), measured with it
+    if option == "causes_file":  # a trace: refused without it (validate: the cause is its problem), measured with it
         rc, out, err = _run(capsys, command, where)
-        assert rc == 2 and "faulty_gpu" in (out if command == "validate" else err), (out, err)
+        if kind == "trace":
+            assert rc == 2 and "faulty_gpu" in (out if command == "validate" else err), (out, err)
+        else:  # a store keeps the causes it was ingested with: measured without it as with it
+            assert rc == 0, err
+            if export:
+                _export_effect(option, out)
+            else:
+                _json_effect(option, command, kind, json.loads(out), None)
     if option == "memory_limit":  # a budget too small for anything: DuckDB runs out, said in one line
         rc, _, err = _run(capsys, command, where, flag, "1KB")
         _refused(rc, err, "memory")

@@ -135,7 +135,7 @@ def test_trend_counts_slow_time_where_a_slow_span_starts_in_calendar_and_rolling
     folder = _two_jobs(tmp_path / "t")
     assert cli.main(["trend", str(folder), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == {"name": "ett-trend", "version": 2} and doc["slow"] == {"tolerance": 0.25}
+    assert doc["schema"] == {"name": "ett-trend", "version": 3} and doc["slow"] == {"tolerance": 0.25}
     (day,) = doc["buckets"]
     assert (day["bucket_start"], day["slow_spans"], day["slow_gpu_h"]) == (
         "2026-01-31",

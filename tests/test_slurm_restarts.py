@@ -127,6 +127,32 @@ def test_summarize_reports_the_storm(capsys):
     # fleet-wide in the default hour: the whole campaign's 13 interruptions (7 crashes, 6 node failures)
     (s,) = _summarize(DATA / "trace", capsys)["restarts"]["storms"]
     assert (s["interruptions"], s["jobs"]) == (13, 8)
+    # the export: the storms per partition (every partition of the campaign, high without one), and fleet-wide
+    want = {
+        ("--storm-window", "10s", "--storm-by", "partition"): [
+            'ett_fleet_restart_storms{partition="high"} 0',
+            'ett_fleet_restart_storms{partition="low"} 1',
+            'ett_fleet_restart_storm_interruptions{partition="high"} 0',
+            'ett_fleet_restart_storm_interruptions{partition="low"} 6',
+            'ett_fleet_restart_storm_interruptions_total{partition="high"} 0',
+            'ett_fleet_restart_storm_interruptions_total{partition="low"} 6',
+        ],
+        (): [
+            "ett_fleet_restart_storms 1",
+            "ett_fleet_restart_storm_interruptions 13",
+            "ett_fleet_restart_storm_interruptions_total 13",
+        ],
+    }
+    for argv, lines in want.items():
+        assert cli.main(["export", "prometheus", str(DATA / "trace"), *argv]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert [ln for ln in out if ln.startswith("ett_fleet_restart_storm")] == lines, argv
+    # a window's export finds no storms (they are found over the whole trace), and a bad --storm-by is one line
+    assert cli.main(["export", "prometheus", str(DATA / "trace"), "--since", "2026-12-06T13:42:00Z"]) == 0
+    assert "restart_storm" not in capsys.readouterr().out
+    assert cli.main(["export", "prometheus", str(DATA / "trace"), "--storm-by", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ett: --storm-by"), err
 
 
 @pytest.mark.parametrize(("worst", "share"), [(1, 4 / 6), (2, 1.0)])

@@ -2,7 +2,9 @@
 each in one of the vocabulary's groups (which decide what ``ett nodes``, the MTTF fit and crash loops count) with a
 display category of the user's.  Llama 3's Table 5 (``data/reference/llama3-table5.csv``) written as such a file
 (``data/reference/llama3-causes.yaml``) is read back with its groups and categories; a bad file is refused with one
-line naming the file, the entry and the field.
+line naming the file, the entry and the field.  A fleet store ingested with the file keeps its causes (its
+metadata; its Parquet mirror's pointer): the store, and Spark on the trace and on the mirror, give back the trace's
+counts by cause and category.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import polars as pl
 import pytest
 import yaml
 
+from ettcore import cli
 from ettcore.config import PACKAGE_DIR
+from ettcore.engines.spark import spark_available
 from ettcore.errors import InputError
 from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
 
@@ -47,6 +51,48 @@ def test_llama3_table5_as_a_causes_file():
     assert v.digest != VOCABULARY.digest and VOCABULARY.with_causes(LLAMA3).digest == v.digest
     ids = [r[0] for r in v.cause_rows]
     assert ids == list(range(1, len(v.causes) + 1))
+
+
+def test_a_category_is_one_row_whoever_names_it(tmp_path):
+    """Categories come from one place (``Vocabulary.category_of``): Llama 3's ``Unknown`` (its NCCL watchdog
+    timeouts) and the fallback of the built-in ``unknown`` cause (its group's label, ``unknown``) are one category, as
+    are a file's ``GPU`` and ``gpu`` and its ``Hardware`` and the ``hardware`` group's label; the file's spelling
+    names it.  Expected rows written by hand."""
+    from ettcore import metric
+    from ettcore.cli.output import cause_record
+
+    v = VOCABULARY.with_causes(LLAMA3)
+    assert v.category_of["nccl_watchdog_timeout"] == v.category_of[UNKNOWN_CAUSE] == "Unknown"
+    long = pl.DataFrame(
+        {"cause": ["nccl_watchdog_timeout", UNKNOWN_CAUSE], "nof": [7, 3], "lost_s": [70.0, 30.0]}
+    ).with_columns(lost_gpu_h=pl.col("lost_s") / 3600)
+    rows = metric.by_category(metric.every_cause(long, v)).filter(pl.col("category").str.to_lowercase() == "unknown")
+    assert rows.select("category", "nof").rows() == [("Unknown", 10)]
+    assert cause_record(long, v)["nof_by_category"]["Unknown"] == 10
+    assert "unknown" not in cause_record(long, v)["nof_by_category"]
+
+    mine = VOCABULARY.with_causes(
+        _file(
+            tmp_path,
+            [
+                {"cause": "xid_79", "group": "hardware", "category": "GPU"},
+                {"cause": "hbm_ecc", "group": "hardware", "category": "gpu"},
+                {"cause": "psu", "group": "hardware", "category": "Hardware"},
+                {"cause": "fw_upgrade", "group": "system", "category": "unplanned_maintenance"},
+                {"cause": "reboot", "group": "system", "category": "Unplanned  Maintenance"},
+            ],
+        )
+    )
+    got = {c: mine.category_of[c] for c in ("xid_79", "hbm_ecc", "psu", "hardware", "fw_upgrade", "reboot")}
+    assert got == {
+        "xid_79": "GPU",
+        "hbm_ecc": "GPU",
+        "psu": "Hardware",
+        "hardware": "Hardware",  # the built-in cause, uncategorised: its group's label, spelt as the file spells it
+        "fw_upgrade": "unplanned_maintenance",
+        "reboot": "unplanned_maintenance",
+    }
+    assert mine.category_of["node_failure"] == VOCABULARY.group("system").label  # no file category matches it
 
 
 def _file(tmp_path: Path, causes) -> Path:
@@ -189,11 +235,132 @@ def _table_after(text: str, title: str) -> list[list[str]]:
     return rows
 
 
-def test_the_spark_engine_refuses_a_causes_file(tmp_path, capsys):
-    """Spark reads the vocabulary's causes only: refused in one line before any session starts."""
-    from ettcore import cli
+def _without_input(doc: dict) -> dict:
+    """An answer less what names the input (its path and kind, and the store's analysis time per source)."""
+    return {k: v for k, v in doc.items() if k not in ("input", "as_of")}
 
+
+def _answer(capsys, *words: str) -> dict:
+    assert cli.main([*words, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def _series(path: Path) -> set[str]:
+    """The samples of an export less those that name the input (``ett_trace_info``) and the comments."""
+    return {ln for ln in path.read_text().splitlines() if not ln.startswith(("#", "ett_trace_info"))}
+
+
+@pytest.fixture
+def llama3_store(tmp_path, monkeypatch) -> tuple[str, str, str]:
+    """(the SYNTHETIC Llama 3 trace, a store of it ingested with the causes file, the store's Parquet mirror)."""
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
     folder = str(_llama3_trace(tmp_path / "t"))
-    assert cli.main(["summarize", folder, "--causes-file", str(LLAMA3), "--engine", "spark"]) == 2
+    s, mirror = str(tmp_path / "fleet.duckdb"), str(tmp_path / "mirror")
+    assert cli.main(["ingest", s, folder, "--causes-file", str(LLAMA3), "--parquet", mirror]) == 0
+    return folder, s, mirror
+
+
+def test_a_store_keeps_its_causes_file(llama3_store, tmp_path, capsys):
+    """``ett ingest --causes-file``: the store keeps the causes, and ``summarize``, ``nodes`` and the export on it
+    (given no causes file) answer what they answer on the trace with the file: Table 5's counts by cause and by
+    category."""
+    folder, s, _ = llama3_store
+    capsys.readouterr()
+    on_trace = _answer(capsys, "summarize", folder, "--causes-file", str(LLAMA3))
+    on_store = _answer(capsys, "summarize", s)
+    assert on_store["input"]["kind"] == "store" and on_store["synthetic"] is True
+    fleet = on_store["fleet"]
+    assert {r["cause"]: fleet["nof_by_cause"][r["cause"]] for r in table5()} == {
+        r["cause"]: r["count"] for r in table5()
+    }
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category()
+    for key in ("nof_by_cause", "nof_by_category", "lost_gpu_h_by_cause"):
+        assert fleet.get(key) == on_trace["fleet"].get(key), key
+    assert on_store["jobs"][0]["nof_by_cause"] == on_trace["jobs"][0]["nof_by_cause"]
+    assert _without_input(_answer(capsys, "nodes", s)) == _without_input(
+        _answer(capsys, "nodes", folder, "--causes-file", str(LLAMA3))
+    )
+    a, b = tmp_path / "store.prom", tmp_path / "trace.prom"
+    assert cli.main(["export", "prometheus", s, "--out", str(a)]) == 0
+    assert cli.main(["export", "prometheus", folder, "--causes-file", str(LLAMA3), "--out", str(b)]) == 0
+    by = [ln for ln in _series(a) if "_interruptions_by_c" in ln]
+    assert len(by) > 2 * len(table5()) and set(by) == {ln for ln in _series(b) if "_interruptions_by_c" in ln}
+    for category, n in _want_by_category().items():
+        assert f'ett_fleet_interruptions_by_category{{category="{category}"}} {n}' in by
+    # ett store info lists the causes it keeps, each with its group and category as the file gives them
+    assert cli.main(["store", "info", s]) == 0
+    info = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(info) if ln.startswith("causes: "))
+    assert f"{len(table5())} of its first ingest's --causes-file" in info[at]
+    listed = [ln.split() for ln in info[at + 3 : at + 3 + len(table5())]]
+    want = {c["cause"]: (c["group"], c["category"]) for c in yaml.safe_load(LLAMA3.read_text())["causes"]}
+    assert [r[0] for r in listed] == list(want)
+    assert {r[0]: (r[1], " ".join(r[2:])) for r in listed} == want
+
+
+def test_a_store_s_later_ingests_and_reads_keep_its_causes(llama3_store, tmp_path, capsys):
+    """A later ingest without the file reads the store's causes; one with other causes is refused in one line; a
+    read with a file that lacks a kept cause is refused in one line; one that has every kept cause and more is
+    attributed again from the stored rows, with the same counts."""
+    folder, s, _ = llama3_store
+    capsys.readouterr()
+    assert cli.main(["ingest", s, folder]) == 0  # the store's causes: the trace's are known, nothing changed
+    assert "1 unchanged" in capsys.readouterr().out
+    more = tmp_path / "more.yaml"  # the file's causes and one more
+    more.write_text(LLAMA3.read_text() + "  - {cause: flaky_gpu, group: hardware, category: GPU}\n")
+    assert cli.main(["ingest", s, folder, "--causes-file", str(more)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "--causes-file" in err[0] and "--engine duckdb" in err[0]
+    assert len(err) == 1 and "--causes-file" in err[0] and "keeps other causes" in err[0], err
+    lacking = _file(tmp_path, [{"cause": "flaky_gpu", "group": "hardware"}])
+    assert cli.main(["summarize", s, "--causes-file", str(lacking)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lacks causes the store keeps" in err[0] and "faulty_gpu" in err[0], err
+    assert cli.main(["summarize", s, "--causes-file", str(more), "--json"]) == 0
+    got = capsys.readouterr()
+    assert "attributing again" in got.err
+    fleet = json.loads(got.out)["fleet"]
+    assert fleet["nof_by_cause"]["flaky_gpu"] == 0 and fleet["nof"] == 419
+    assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category()
+
+
+def test_a_store_made_before_stores_kept_causes_reads_the_package_s(tmp_path, monkeypatch, capsys):
+    """A store whose metadata has no ``causes`` (made before stores kept them) reads the package's causes."""
+    import duckdb
+
+    from ettcore.config import SAMPLE_TRACE
+    from ettcore.store import db
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    s = tmp_path / "old.duckdb"
+    assert cli.main(["ingest", str(s), str(SAMPLE_TRACE)]) == 0
+    con = duckdb.connect(str(s))
+    con.execute("DELETE FROM ett_store WHERE key = 'causes'")
+    con.close()
+    assert db.vocabulary_at(s).causes == VOCABULARY.causes
+    capsys.readouterr()
+    doc = _answer(capsys, "summarize", str(s))
+    assert list(doc["fleet"]["nof_by_cause"]) == list(VOCABULARY.cause_names)
+    assert cli.main(["store", "info", str(s)]) == 0
+    assert "causes: the built-in causes (ettcore/defaults/causes.yaml)" in capsys.readouterr().out.splitlines()
+
+
+@pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
+@pytest.mark.spark
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_spark_reads_the_causes_file_and_the_mirror_keeps_it(llama3_store, spark_master, capsys):
+    """``--engine spark``: on the trace with ``--causes-file``, and on the store (read through its Parquet mirror,
+    whose pointer carries the causes) without it, Table 5's counts by cause and by category, as DuckDB gives them."""
+    folder, s, mirror = llama3_store
+    capsys.readouterr()
+    spark = ["--engine", "spark", "--spark-master", spark_master]
+    on_duckdb = _answer(capsys, "summarize", folder, "--causes-file", str(LLAMA3))["fleet"]
+    for words in (
+        ["summarize", folder, "--causes-file", str(LLAMA3), *spark],
+        ["summarize", s, *spark],
+        ["summarize", mirror, *spark],
+    ):
+        doc = _answer(capsys, *words)
+        assert doc["input"]["engine"] == "spark", words
+        fleet = doc["fleet"]
+        assert fleet["nof_by_cause"] == on_duckdb["nof_by_cause"], words
+        assert {k: v for k, v in fleet["nof_by_category"].items() if v} == _want_by_category(), words

@@ -26,6 +26,7 @@ from ettcore.cli.measure_options import (
     refusals_duckdb_only,
 )
 from ettcore.cli.stalls import add_live_args, live_options
+from ettcore.cli.storm_options import add_storm_options, storm_thresholds
 from ettcore.errors import InputError, Problem, summarize_problems
 from ettcore.exporters import alert_rules, prometheus
 from ettcore.metric.slow import check_tolerance
@@ -56,7 +57,15 @@ def run_prometheus(args: argparse.Namespace) -> int:
     prices = prices_of(args)
     within = duration_s(args.job_series_within, "--job-series-within")
     tolerance = check_tolerance(args.slow_tolerance)
-    options = {"prices": prices, "job_series_within_s": within, "slow_tolerance": tolerance, **live_options(args)}
+    n, window_ms = storm_thresholds(args)
+    storms = {"storm_by": args.storm_by, "storm_interruptions": n, "storm_window": f"{window_ms}ms"}
+    options = {
+        "prices": prices,
+        "job_series_within_s": within,
+        "slow_tolerance": tolerance,
+        **storms,
+        **live_options(args),
+    }
     if args.every is None:
         trace = open_live(args, now_by_default=False)
         if args.out:
@@ -162,6 +171,7 @@ def register(sub) -> None:
     )
     q.add_argument("--count", type=int, metavar="N", help="with --every: stop after N refreshes")
     add_live_args(q)  # the thresholds of ett_job_hung
+    add_storm_options(q)  # the restart storms' (ett_fleet_restart_storm*)
     q.set_defaults(func=run_prometheus)
     r = kinds.add_parser(
         "prometheus-rules",

@@ -27,6 +27,7 @@ from ettcore.cli.measure_options import is_run_folder
 from ettcore.errors import InputError, Problem
 from ettcore.importers import sacct_poll
 from ettcore.store import polls
+from ettcore.store.refresh import source_vocabulary
 from ettcore.trace.instants import HOUR_MS, iso, parse_duration
 from ettcore.trace.load import is_uri, load_trace, parse_as_of
 
@@ -146,7 +147,12 @@ def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
 
 
 def _ingest_folder(args: argparse.Namespace, folder: Path | str, inputs: str, snapshot_ms: int | None) -> None:
-    trace = load_trace(folder, mapping=args.mapping, skip_invalid=args.skip_invalid)
+    trace = load_trace(
+        folder,
+        mapping=args.mapping,
+        skip_invalid=args.skip_invalid,
+        vocabulary=source_vocabulary(args.store, args.causes_file),
+    )
     r = store.ingest_trace(args.store, trace, source=args.source, inputs=inputs, snapshot_ms=snapshot_ms)
     for line in summary_lines(r, args.all_notes):
         print(line)
@@ -292,6 +298,12 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--skip-invalid", action="store_true", help="leave out jobs with problems (recorded in the store)")
     p.add_argument("--mapping", metavar="FILE", help="phase/owner mapping file (the same for every ingest of a store)")
+    p.add_argument(
+        "--causes-file",
+        metavar="FILE",
+        help="interruption causes of your own (docs/causes.md), kept by a new store, which every measuring command "
+        "then reads with its rows; a later ingest reads the store's (give the same file, or none)",
+    )
     p.add_argument(
         "--all-notes",
         action="store_true",

@@ -8,8 +8,8 @@ the same meaning: the engine (``--engine``, ``--spark-master``), what to open an
 and how much slower than its ideal pace a train span may run before it is slow (``--slow-tolerance``).  A command
 for which an option means nothing refuses it with one line that says why, exit 2 (:func:`check_refusals`, called by
 :func:`ettcore.cli.main` before the command runs); the command's ``--help`` says the same.  What cannot be known from
-the command alone (a fleet store refuses ``--skip-invalid`` and ``--causes-file``; a URI read by Spark refuses
-``--memory-limit``; Spark refuses ``--causes-file``) is refused by the opener, with the same kind of line.
+the command alone (a fleet store refuses ``--skip-invalid``, and a ``--causes-file`` that lacks a cause it keeps; a
+URI read by Spark refuses ``--memory-limit``) is refused by the opener, with the same kind of line.
 
 :func:`open_measured` opens the input with those options: a trace (folder or DuckDB file), a fleet store, a store's
 Parquet mirror or a URI (Spark), or a live recorder run folder (:func:`open_live`).

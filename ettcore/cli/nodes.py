@@ -20,6 +20,7 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
+from ettcore.cli.plan_options import add_plan_options
 from ettcore.errors import InputError, Problem
 from ettcore.metric.nodes import DEFAULT_ALPHA, NODE_CAUSES, node_report
 from ettcore.metric.slow import check_tolerance
@@ -202,10 +203,9 @@ def register(sub) -> None:
         "ETT%% of a job of GPUS GPUs",
     )
     m.add_argument("--confidence", type=float, default=0.95, help="of the rate's interval (default 0.95)")
-    m.add_argument("--work-h", type=float, default=24.0, help="hours of training the job must do (default 24)")
+    add_plan_options(m)  # --work-h, --ttr-s
     m.add_argument("--interval-s", type=float, default=1800.0, help="checkpoint interval, s (default 1800)")
     m.add_argument("--blocking-s", type=float, default=30.0, help="training blocked per save, s (default 30)")
-    m.add_argument("--ttr-s", type=float, default=600.0, help="restart overhead per failure, s (default 600)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="the fleet rate, the test and every node as JSON")
     fmt.add_argument("--csv", action="store_true", help="one row a node as CSV")

@@ -11,6 +11,7 @@ import polars as pl
 from ettcore import metric
 from ettcore.cli.measure_options import add_measure_options, open_measured, prices_of, refusals_no_slow
 from ettcore.cli.output import envelope, format_table, print_head, records, write_answer
+from ettcore.cli.plan_options import add_plan_options, checked_plan
 from ettcore.errors import InputError, Problem
 from ettcore.metric import money
 from ettcore.planning import checkpoint_advice as advice
@@ -26,6 +27,7 @@ from ettcore.planning.opportunities import (
 def run(args: argparse.Namespace) -> int:
     """``ett opportunities``: open the input, build the lost-time frame, rank, print (exit 2 on bad input)."""
     prices = prices_of(args)
+    work_h, ttr_s = checked_plan(args)
     trace = open_measured(args)
     summary = metric.job_summary(trace)
     if args.comparable not in summary.columns:
@@ -54,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         ranked = rank_opportunities(lost, window_days=days, cut=args.cut, by=args.by, repeated=repeated)
     except ValueError as exc:
         raise InputError(Problem(str(args.trace), None, None, str(exc))) from None
-    checkpointing = advice.checkpoint_advice(trace)
-    plan = {"work_h": advice.WORK_H, "ttr_s": advice.TTR_S, "save_phase": advice.SAVE_PHASE}
+    checkpointing = advice.checkpoint_advice(trace, work_h, ttr_s)
+    plan = {"work_h": work_h, "ttr_s": ttr_s, "save_phase": advice.SAVE_PHASE}
     target = (
         {"kind": "cut", "fraction": args.cut}
         if args.cut is not None
@@ -94,16 +96,17 @@ def run(args: argparse.Namespace) -> int:
         *(["lost_cost_per_day", "returned_cost_per_day"] if prices is not None else []),
     ]
     print(format_table(ranked, cols, digits=2))
-    _print_checkpointing(checkpointing)
+    _print_checkpointing(checkpointing, work_h, ttr_s)
     return 0
 
 
-def _print_checkpointing(checkpointing: pl.DataFrame) -> None:
+def _print_checkpointing(checkpointing: pl.DataFrame, work_h: float, ttr_s: float) -> None:
     print()
     print(
         f"Checkpoint interval that maximizes expected ETT%, per model and size (measured: interruptions per GPU-hour, "
-        f"{advice.SAVE_PHASE} blocking and today's interval; planned: {advice.WORK_H:g} h of training, "
-        f"{advice.TTR_S:g} s restart overhead; a model without an interruption takes the fleet's rate at its size):"
+        f"{advice.SAVE_PHASE} blocking and today's interval; planned: {work_h:g} h of training (--work-h), "
+        f"{ttr_s:g} s restart overhead (--ttr-s); a model without an interruption takes the fleet's rate at its "
+        "size):"
     )
     cols = [
         "model",
@@ -156,5 +159,6 @@ def register(subparsers: Any) -> None:
         "--comparable", default="model", metavar="COL", help="job column that makes jobs comparable for the best decile"
     )
     p.add_argument("--days", type=_positive, metavar="D", help="window in days for 'a day' (default: the trace's span)")
+    add_plan_options(p.add_argument_group("the planned job of the checkpoint advice"))  # --work-h, --ttr-s
     p.add_argument("--json", action="store_true", help="one JSON object: the envelope and the ranked rows")
     p.set_defaults(func=run)

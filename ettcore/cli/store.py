@@ -13,6 +13,7 @@ from ettcore import store
 from ettcore.cli import mirror
 from ettcore.cli.output import format_table
 from ettcore.errors import InputError, Problem
+from ettcore.store import db
 from ettcore.trace.instants import iso
 
 
@@ -29,6 +30,7 @@ def run_info(args: argparse.Namespace) -> int:
     print(f"analysis time: {iso(int(meta['as_of_ms'])) if meta.get('as_of_ms') else 'none'}")
     for source, ms in store.horizons(con).items():  # each source's running jobs are measured to its own
         print(f"horizon of {source}: {iso(ms)}")
+    print(causes_text(meta, path))
     ingests = con.sql(
         "SELECT ingest_id, source, ingested_at, snapshot_ms, jobs_read, new, changed, unchanged, skipped_jobs, inputs "
         "FROM st.ett_ingests ORDER BY ingest_id"
@@ -43,6 +45,25 @@ def run_info(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def causes_text(meta: dict[str, str], path: Path) -> str:
+    """The causes the store keeps, for ``ett store info``: "the built-in causes", or those its first ingest's
+    ``--causes-file`` added, one row a cause with its group and its display category (the file's, else the fallback
+    of :attr:`~ettcore.vocabulary.Vocabulary.category_of`)."""
+    kept = db.kept_causes(meta)
+    if not kept:
+        return "causes: the built-in causes (ettcore/defaults/causes.yaml)"
+    v = db.vocabulary_of(meta, path)
+    rows = pl.DataFrame(
+        {
+            "cause": [e["cause"] for e in kept],
+            "group": [e["group"] for e in kept],
+            "category": [v.category_of[e["cause"]] for e in kept],
+        }
+    )
+    head = f"causes: the built-in causes and {len(kept)} of its first ingest's --causes-file (kept in the store):"
+    return head + "\n" + format_table(rows, rows.columns)
 
 
 def run_remove(args: argparse.Namespace) -> int:
@@ -64,7 +85,9 @@ def register(sub: Any) -> None:
     """Add ``ett store``."""
     p = sub.add_parser("store", help="a fleet store's housekeeping")
     kinds = p.add_subparsers(dest="store_command", metavar="COMMAND", required=True)
-    i = kinds.add_parser("info", help="sources, ingests (times and counts), removals, jobs and size")
+    i = kinds.add_parser(
+        "info", help="sources, horizons, the causes it keeps, ingests (times and counts), removals, jobs and size"
+    )
     i.add_argument("store")
     i.set_defaults(func=run_info)
     r = kinds.add_parser(

@@ -26,7 +26,7 @@ from ettcore.cli.output import (
     write_summary_json,
     write_table,
 )
-from ettcore.errors import InputError, Problem
+from ettcore.cli.storm_options import add_storm_options, storm_thresholds
 from ettcore.metric import money, restarts
 from ettcore.phases import components_in
 
@@ -130,7 +130,7 @@ def _print_restarts(got: dict[str, Any], args: argparse.Namespace, n: int, windo
 
 def run(args: argparse.Namespace) -> int:
     prices = prices_of(args)
-    n, window_ms = restarts.storm_thresholds(args.storm_interruptions, args.storm_window)
+    n, window_ms = storm_thresholds(args)
     trace = open_measured(args)
     jobs = metric.job_summary(trace)
     tables = None
@@ -143,10 +143,6 @@ def run(args: argparse.Namespace) -> int:
     fleet_causes = metric.cause_summary(trace)
     vocabulary = metric.vocabulary_of(trace)  # the package's, with a --causes-file's causes added
     group_causes = metric.cause_summary(trace, by=args.by) if args.by else None
-    if args.storm_by and args.storm_by not in metric.group_columns(trace):
-        allowed = ", ".join(metric.group_columns(trace))
-        why = f"unknown column {args.storm_by!r} to find storms by; choose one of: {allowed}"
-        raise InputError(Problem("--storm-by", None, "storm_by", why))
     got = _restarts(trace, args, n, window_ms)
     slowed = slow_fields.measure(trace, args.slow_tolerance, args.by)
     slow_keys = slow_fields.JOB_KEYS if slowed is not None else ()
@@ -248,22 +244,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("summarize", help="ETT%%, L1 and L2 per job, per group and for the fleet")
     add_measure_options(p, "summarize")
     p.add_argument("--by", metavar="KEY", help="group by 'model', 'gpus' or any column of the jobs table")
-    p.add_argument(
-        "--storm-interruptions",
-        metavar="N",
-        help=f"a restart storm is at least N interruptions within --storm-window (default "
-        f"{restarts.STORM_INTERRUPTIONS})",
-    )
-    p.add_argument(
-        "--storm-window",
-        metavar="T",
-        help=f"the window of a restart storm, a duration such as 1h or 15m (default {restarts.STORM_WINDOW})",
-    )
-    p.add_argument(
-        "--storm-by",
-        metavar="KEY",
-        help="find restart storms per value of a column of the jobs table, such as partition (default: fleet-wide)",
-    )
+    add_storm_options(p)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="one JSON object: jobs, fleet (and groups with --by)")
     fmt.add_argument("--csv", action="store_true", help="per-job rows as CSV")

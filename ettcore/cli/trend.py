@@ -1,4 +1,5 @@
-"""``ett trend INPUT --every BUCKET [--window DURATION]``: fleet ETT%, component GPU-hours and slow time per bucket."""
+"""``ett trend INPUT --every BUCKET [--window DURATION]``: fleet ETT%, component GPU-hours, slow time and crash loops
+per bucket."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ from ettcore.cli.output import (
     write_answer,
     write_csv,
 )
+from ettcore.metric import restarts
 
 
 def run(args: argparse.Namespace) -> int:
     trace = open_measured(args)
     df = metric.trend(trace, every=args.every, window=args.window)
     df, slowed = slow_fields.with_trend_columns(trace, df, args.every, args.window, args.slow_tolerance)
+    df = restarts.trend(trace, df, every=args.every, window=args.window)  # crash-loop restarts and their GPU-hours
     if args.json:
         doc = envelope("trend", "trend", trace, args)
         doc.update(every=args.every, window_length=args.window, buckets=records(df))

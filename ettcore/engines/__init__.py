@@ -79,9 +79,6 @@ def open_trace(
     master = spark_master or DEFAULT_MASTER
     if spark_master is not None and engine != "spark":
         raise InputError(Problem("--spark-master", None, "spark_master", "applies with --engine spark only"))
-    if engine == "spark" and opts.causes_file is not None:
-        why = "the Spark engine reads the vocabulary's causes only: measure with --engine duckdb"
-        raise InputError(Problem("--causes-file", None, "causes_file", why))
     mirror = is_mirror(path)  # a fleet store's Parquet mirror in a local folder (ettcore.engines.mirror_format)
     if not mirror and not is_uri(path):
         trace = load_trace(path, **opts.as_kwargs())

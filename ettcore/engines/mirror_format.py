@@ -14,7 +14,9 @@ that :mod:`ettcore.store.parquet_mirror` writes after each committed refresh and
     or source removal it includes), ``folders`` (the ids whose folder holds rows), ``removals`` (source and id), the
     store's analysis time ``as_of_ms`` and each source's ``horizons`` (source: epoch ms, the instant its running jobs
     are measured to; a pointer written before has none, and its reader measures every job to ``as_of_ms``), its
-    ``phases``, ``synthetic`` and ``description``, its ``sources`` (of its
+    ``phases``, the ``causes`` a user's causes file added that the store keeps (as
+    :meth:`~ettcore.vocabulary.Vocabulary.added_entries` writes them; none in a pointer written before), ``synthetic``
+    and ``description``, its ``sources`` (of its
     attempts, as the store's reader counts them), the count of current ``rows`` a table, each table's ``columns``
     (name: DuckDB type, in the store's order), the jobs' ``labels`` (as the store's reader tells them) and
     ``store_id`` (which store it mirrors); and ``files``, each Parquet file of the named folders (``ingest-<N>/

@@ -10,9 +10,10 @@ one through ``promtool test rules``).
 
 The metrics are those of ``docs/prometheus.md``; the slow-job rule reads ``ett_job_slow_seconds`` (slow time counted
 after the fact); the crash-loop rule reads ``ett_job_crash_loop_restarts`` (the crash loop a job is in now,
-:func:`ettcore.metric.restarts.open_crash_loops`); the hung-job rule reads the live hang detection's ``ett_job_hung``
-(built on the ``hangs`` branch); the stale-export rule reads node_exporter's
-``node_textfile_mtime_seconds``.
+:func:`ettcore.metric.restarts.open_crash_loops`); the restart-storm rule reads
+``ett_fleet_restart_storm_interruptions_total`` by the ``--storm-by`` label (the storms the export found); the
+hung-job rule reads the live hang detection's ``ett_job_hung`` (built on the ``hangs`` branch); the stale-export rule
+reads node_exporter's ``node_textfile_mtime_seconds``.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ def _textfile(v: Any) -> str | None:
     return None if isinstance(v, str) and _TEXTFILE.match(v) else "a file name ending in .prom (letters, digits, ._-)"
 
 
+def _label_name(v: Any) -> str | None:
+    ok = isinstance(v, str) and re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", v) and not v.startswith("__")
+    return None if ok else "a Prometheus label name (letters, digits and _, not first a digit nor __)"
+
+
 def _url(v: Any) -> str | None:
     return None if isinstance(v, str) and v and not any(c in v for c in "\n\r\"'{}") else "a URL or path"
 
@@ -109,11 +115,24 @@ THRESHOLDS: tuple[Threshold, ...] = (
     Threshold(
         "storm_interruptions",
         5.0,
-        "interruptions across the fleet, of any cause, within --storm-window that make a restart storm",
+        "interruptions in restart storms of one --storm-by group (or of the fleet), of any cause, within "
+        "--storm-window that alert (give ett export prometheus the same --storm-interruptions)",
         _positive(1e6),
     ),
     Threshold(
-        "storm_window", "1h", "the window of a restart storm (increase() of the counters)", _duration(10, 86400), str
+        "storm_window",
+        "1h",
+        "the window of a restart storm (increase() of the counters; give ett export prometheus the same)",
+        _duration(10, 86400),
+        str,
+    ),
+    Threshold(
+        "storm_by",
+        "partition",
+        "the label of the export's restart-storm series (ett export prometheus --storm-by); an export without "
+        "--storm-by writes none and alerts for the whole fleet",
+        _label_name,
+        str,
     ),
     Threshold(
         "pending_over",
@@ -179,6 +198,7 @@ def rules(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     # a PromQL string literal holds the regex: its backslashes doubled
     textfile_re = ("(.*/)?" + re.escape(p["textfile"])).replace("\\", "\\\\")
     stale_s = duration_seconds(p["stale_after"])
+    by = p["storm_by"]  # a label name (checked): the rule reads it as a label, never as a value
 
     def rule(name: str, expr: str, summary: str, section: str, severity: str = "warning") -> dict[str, Any]:
         return {
@@ -237,9 +257,11 @@ def rules(values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         ),
         rule(
             "EttRestartStorm",
-            f"sum(increase(ett_fleet_interruptions_total[{p['storm_window']}])) >= {p['storm_interruptions']:g}",
-            f"{{{{ $value | humanize }}}} interruptions across the fleet in the last {p['storm_window']} "
-            f"(a restart storm is {p['storm_interruptions']:g} or more, of any cause)",
+            f"sum by ({by}) (increase(ett_fleet_restart_storm_interruptions_total[{p['storm_window']}])) "
+            f">= {p['storm_interruptions']:g}",
+            f"{{{{ $value | humanize }}}} interruptions in a restart storm "
+            f"{{{{ with $labels.{by} }}}}in {by} {{{{ . }}}}{{{{ else }}}}across the fleet{{{{ end }}}} in the last "
+            f"{p['storm_window']} (an alert from {p['storm_interruptions']:g}, of any cause)",
             "restart-storm",
         ),
         rule(

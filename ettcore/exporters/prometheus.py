@@ -54,11 +54,13 @@ the data.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Iterable, Iterator
 
 import polars as pl
 
 from ettcore import metric
+from ettcore.errors import InputError, Problem
 from ettcore.metric import hangs, intervals, money, restarts, slow, stalls
 from ettcore.trace.load import Trace
 from ettcore.vocabulary import VOCABULARY, Vocabulary
@@ -308,6 +310,47 @@ def _crash_loop_families(loops: pl.DataFrame, models: list[Any]) -> Iterator[str
             )
 
 
+LABEL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A Prometheus label name (one that starts with ``__`` is reserved for Prometheus' own)."""
+
+
+def storm_families(trace: Trace, by: str | None, interruptions: int | str | None, window: str | None) -> Iterator[str]:
+    """Restart storms (:func:`ettcore.metric.restarts.storms_per_group`; docs/metric.md, "Restart storms") found over
+    the whole trace with the thresholds ``interruptions`` within ``window`` (written as ``ett_export_storm_*``), per
+    value of the jobs' column ``by`` (the label of that name: ``partition="low"``; every value the jobs hold, 0
+    without a storm) or fleet-wide (no label): ``ett_fleet_restart_storms`` (a gauge: two storms may merge into one as
+    the trace grows) and ``ett_fleet_restart_storm_interruptions`` with its ``_total`` counter (the interruptions in
+    storms, which only grow; ``EttRestartStorm`` reads its increase).  ``by`` must be a column a summary can be grouped
+    by and a label name; else one line naming ``--storm-by``."""
+    if by is not None and (not LABEL_NAME.match(by) or by.startswith("__")):
+        why = f"{by!r} is not a Prometheus label name (letters, digits and _, not first a digit nor __)"
+        raise InputError(Problem("--storm-by", None, "storm_by", why))
+    n, window_ms = restarts.storm_thresholds(interruptions, window)
+    rows = list(restarts.storms_per_group(trace, by, n, f"{window_ms}ms").iter_rows(named=True))
+    lab = [labels([(by, r[by])] if by else []) for r in rows]
+    yield from family(
+        "ett_export_storm_min_interruptions",
+        "Interruptions within the storm window that make a restart storm (--storm-interruptions).",
+        [("", n)],
+    )
+    yield from family(
+        "ett_export_storm_window_seconds", "The window of a restart storm (--storm-window).", [("", window_ms / 1000)]
+    )
+    where = f"per {by}" if by else "across the fleet"
+    yield from family(
+        "ett_fleet_restart_storms",
+        f"Restart storms {where} (at least ett_export_storm_min_interruptions interruptions within "
+        "ett_export_storm_window_seconds), over the trace to the as-of time.",
+        [(k, r["storms"]) for k, r in zip(lab, rows)],
+    )
+    for suffix, kind in (("", "over the trace to the as-of time"), ("_total", "cumulative")):
+        yield from family(
+            f"ett_fleet_restart_storm_interruptions{suffix}",
+            f"Interruptions in restart storms {where}, {kind}.",
+            [(k, r["interruptions"]) for k, r in zip(lab, rows)],
+        )
+
+
 def _group_rows(jobs: pl.DataFrame, groups: pl.DataFrame, key: str | None, causes_long: pl.DataFrame) -> list[dict]:
     """group_summary rows with NoF by end reason added (summed from the per-job rows), and ``by_cause``: cause ->
     (NoF, lost GPU-hours) from ``causes_long`` (:func:`ettcore.metric.cause_summary`)."""
@@ -359,6 +402,9 @@ def exposition(
     prices: money.Prices | None = None,
     job_series_within_s: float | None = DEFAULT_JOB_SERIES_WITHIN_S,
     slow_tolerance: float | None = None,
+    storm_by: str | None = None,
+    storm_interruptions: int | str | None = None,
+    storm_window: str | None = None,
     **live: Any,
 ) -> Iterator[str]:
     """Every line of the export of a loaded trace (without line ends), in a stable order.
@@ -366,8 +412,9 @@ def exposition(
     ``prices``: money families too; ``job_series_within_s``: per-job series only for jobs running or ended that
     recently before the as-of time (None: every job).  The ``_total`` counters are written when the export measures
     the whole trace (no window, no exclusion): a window's totals are not cumulative.  ``slow_tolerance``: that of slow
-    time (:func:`slow_families`; None: the default).  ``live``: the thresholds of :func:`live_families` (the running
-    jobs' hung and slow gauges)."""
+    time (:func:`slow_families`; None: the default).  ``storm_by``, ``storm_interruptions``, ``storm_window``: the
+    restart storms' grouping column and thresholds (:func:`storm_families`).  ``live``: the thresholds of
+    :func:`live_families` (the running jobs' hung and slow gauges)."""
     owners = _owners(trace)
     vocabulary = metric.vocabulary_of(trace)  # a --causes-file adds causes (and categories) to the package's
     fleet = metric.fleet_summary(trace)
@@ -440,6 +487,8 @@ def exposition(
     if loops is not None and fleet.height:
         models_seen = [r["model"] for r in models.iter_rows(named=True)]
         yield from _crash_loop_families(loops, models_seen)
+    if counters and fleet.height:  # storms too are found over the whole trace
+        yield from storm_families(trace, storm_by, storm_interruptions, storm_window)
 
     rows = list(
         jobs.join(

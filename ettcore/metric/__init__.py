@@ -570,6 +570,24 @@ def exclusion_summary(trace: Any) -> pl.DataFrame:
     return e.run("metric/exclusion_summary")
 
 
+def with_bucket_figures(buckets: pl.DataFrame, per_bucket: pl.DataFrame, zeros: dict[str, Any]) -> pl.DataFrame:
+    """:func:`trend`'s ``buckets`` with the columns of ``per_bucket`` (a query's rows keyed by ``bucket_start``, on
+    either engine), each column of ``zeros`` filled with its value where a bucket has no row."""
+    per_bucket = per_bucket.with_columns(pl.col("bucket_start").cast(buckets.schema["bucket_start"]))
+    out = buckets.join(per_bucket, on="bucket_start", how="left", maintain_order="left")
+    return out.with_columns(pl.col(c).fill_null(v) for c, v in zeros.items())
+
+
+def rolling_events(e: Any, events: str, every: str, window_ms: int, count: str, gpu_h: str) -> pl.DataFrame:
+    """Events counted whole where they start, per rolling bucket (``rolling_starts.sql``) on engine ``e``: the view
+    ``event_starts`` made from the query ``metric/<events>`` (``start_ms, gpu_s`` a row: a trend's slow spans, its
+    crash-loop restarts), then one row a bucket whose trailing window holds a start: ``bucket_start``, ``<count>`` (the
+    events) and ``<gpu_h>`` (their GPU-hours)."""
+    e.define("event_starts", f"metric/{events}")
+    got = e.run("metric/rolling_starts", {"every_ms": bucket_ms(every), "window_ms": window_ms})
+    return got.rename({"events": count, "gpu_h": gpu_h})
+
+
 def trend(trace: Any, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
     """GPU-time-weighted ETT% and component GPU-hours per UTC bucket, prorated per instant.
 

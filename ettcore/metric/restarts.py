@@ -21,14 +21,18 @@ the median wait of every restart.  A **restart storm** is a burst of interruptio
 group (a Slurm partition, ``by``): at least ``interruptions`` of them within ``window``.
 
 The definitions, with worked examples, are in ``docs/metric.md`` ("Crash loops", "Retry chains", "Restart
-storms"); the queries are ``crash_loops.sql``, ``restart_waits.sql``, ``job_retry_chains.sql`` and
-``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits' sums and medians are taken here, alike on every
-engine); the plain-Python references the tests hold them to are ``reference_crash_loops``,
-``reference_retry_chains`` and ``reference_storms`` in ``tests/reference.py``.
+storms"); the queries are ``attempt_repeats.sql`` (each attempt's resume point and whether it repeats),
+``crash_loops.sql`` and, per trend bucket, ``trend_crash_loops.sql`` and ``crash_loop_restart_starts.sql`` (with
+``rolling_starts.sql``) over it,
+``restart_waits.sql``, ``job_retry_chains.sql`` and ``restart_storms.sql`` in ``ettcore/sql/metric/`` (the waits'
+sums and medians are taken here, alike on every engine); the plain-Python references the tests hold them to are
+``reference_crash_loops``, ``reference_crash_loop_trend``, ``reference_retry_chains`` and ``reference_storms`` in
+``tests/reference.py``.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import polars as pl
@@ -43,12 +47,36 @@ STORM_INTERRUPTIONS = 5  # interruptions within the window that make a storm (--
 STORM_WINDOW = "1h"  # the storm's window (--storm-window)
 
 
+def _repeats(trace: Any) -> Any:
+    """The trace's engine, prepared, with the ``attempt_repeats`` view (``attempt_repeats.sql``: each attempt's resume
+    point and whether it repeats), which the crash loops and their trend read."""
+    e = metric.engine_of(trace)
+    e.prepare()
+    e.define("attempt_repeats", "metric/attempt_repeats")
+    return e
+
+
 def crash_loops(trace: Any) -> pl.DataFrame:
     """One row a crash loop, in natural job order then by its first attempt: ``job_id, model, first_attempt,
     last_attempt, restarts, resume_cursor, began, last_crash, gpu_h``."""
-    e = metric.engine_of(trace)
-    e.prepare()
-    return in_natural_order(e.run("metric/crash_loops"), "job_id", "first_attempt")
+    return in_natural_order(_repeats(trace).run("metric/crash_loops"), "job_id", "first_attempt")
+
+
+def trend(trace: Any, buckets: pl.DataFrame, every: str = "day", window: str | timedelta | None = None) -> pl.DataFrame:
+    """``buckets`` (:func:`ettcore.metric.trend`'s rows for the same ``every`` and ``window``) with each bucket's
+    ``crash_loop_restarts`` and ``crash_loop_gpu_h`` (0 where none): the crash loops' restarts that start in the bucket
+    (rolling: in its trailing window), each counted whole there, and the GPU-hours they held (``trend_crash_loops.sql``;
+    rolling: ``rolling_starts.sql`` over ``crash_loop_restart_starts.sql``).  Summed over calendar buckets that cover
+    the trace, they are the fleet's crash-loop restarts and GPU-hours (:func:`crash_loops`)."""
+    window_ms = metric.trend_window(every, window)
+    e = _repeats(trace)
+    if window_ms is None:
+        per_bucket = e.run("metric/trend_crash_loops", {"every": every})
+    else:
+        per_bucket = metric.rolling_events(
+            e, "crash_loop_restart_starts", every, window_ms, "crash_loop_restarts", "crash_loop_gpu_h"
+        )
+    return metric.with_bucket_figures(buckets, per_bucket, {"crash_loop_restarts": 0, "crash_loop_gpu_h": 0.0})
 
 
 def open_crash_loops(trace: Any, loops: pl.DataFrame | None = None) -> pl.DataFrame:
@@ -141,12 +169,38 @@ def restart_storms(
     trace: Any, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
 ) -> pl.DataFrame:
     """One row a restart storm, per group of ``by`` (a column of ``jobs``, such as ``partition``; the fleet when
-    None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``."""
+    None), by group then first interruption: ``[<by>,] first_interruption, last_interruption, interruptions, jobs``.
+    A ``by`` that is not a column a summary can be grouped by is refused in one line naming ``--storm-by``."""
     n, window_ms = storm_thresholds(interruptions, window)
+    if by is not None and by not in metric.group_columns(trace):
+        allowed = ", ".join(metric.group_columns(trace))
+        why = f"unknown column {by!r} to find storms by; choose one of: {allowed}"
+        raise InputError(Problem("--storm-by", None, "storm_by", why))
     e = metric.engine_of(trace)
     e.prepare()
     e.set_groups(by)
     return metric.name_groups(e.run("metric/restart_storms", {"storm_n": n, "storm_window_ms": window_ms}), by)
+
+
+def storms_per_group(
+    trace: Any, by: str | None = None, interruptions: int | str | None = None, window: str | None = None
+) -> pl.DataFrame:
+    """The restart storms of :func:`restart_storms` counted per group of ``by``: one row for every value the jobs
+    hold (in natural order; jobs without a value are in no group, as in :func:`restart_storms`), or one row for the
+    fleet when ``by`` is None: ``[<by>,] storms, interruptions`` (the storms and the interruptions they hold; 0 and 0
+    in a group without one)."""
+    storms = restart_storms(trace, by, interruptions, window)
+    if by is None:
+        return pl.DataFrame(
+            {"storms": [storms.height], "interruptions": [int(storms["interruptions"].sum())]},
+            schema={"storms": pl.Int64, "interruptions": pl.Int64},
+        )
+    groups = metric.fleet_summary(trace, by=by).select(pl.col(by).cast(pl.String)).drop_nulls().unique()
+    sums = storms.group_by(by).agg(pl.len().cast(pl.Int64).alias("storms"), pl.col("interruptions").sum())
+    counts = groups.join(sums, on=by, how="left").with_columns(
+        pl.col("storms").fill_null(0), pl.col("interruptions").fill_null(0).cast(pl.Int64)
+    )
+    return in_natural_order(counts, by)
 
 
 def job_restarts(trace: Any) -> pl.DataFrame:

@@ -14,7 +14,8 @@ counts nothing.
 - Per job: ``slow_spans``, ``slow_s``, ``slow_gpu_h`` and the **ETT at ideal pace**, ``100 * (productive_s - slow_s)
   / wall_s`` beside the paper's ETT%, which slow time does not change (``job_slow.sql``); per group and for the
   fleet the same, GPU-time weighted (``group_slow.sql``); per trend bucket, fixed or rolling, the slow spans that
-  start in it and the bucket's ETT at ideal pace (``trend_slow.sql``, ``rolling_slow.sql``).
+  start in it and the bucket's ETT at ideal pace (``trend_slow.sql``, ``rolling_starts.sql`` over
+  ``slow_span_starts.sql``).
 
 The queries are ``ettcore/sql/metric/train_advances.sql``, ``job_ideal_pace.sql``, ``train_slow.sql`` and
 ``job_slow.sql`` and ``group_slow.sql``; the plain-Python reference is ``tests/reference.py``'s ``reference_slow``.
@@ -143,18 +144,15 @@ def trend(
     """``buckets`` (:func:`ettcore.metric.trend`'s rows for the same ``every`` and ``window``) with each bucket's
     ``slow_spans``, ``slow_gpu_h`` (0 where none; a slow span counts in the bucket, or the trailing windows, where it
     starts) and ``ett_ideal_pct``, ``100 * max(0, productive_gpu_h - slow_gpu_h) / wall_gpu_h`` (``trend_slow.sql``;
-    rolling: ``rolling_slow.sql``)."""
+    rolling: ``rolling_starts.sql`` over ``slow_span_starts.sql``)."""
     prepare(trace, tolerance)
     e = metric.engine_of(trace)
     window_ms = metric.trend_window(every, window)
     if window_ms is None:
         per_bucket = e.run("metric/trend_slow", {"every": every})
     else:
-        per_bucket = e.run("metric/rolling_slow", {"every_ms": metric.bucket_ms(every), "window_ms": window_ms})
-    per_bucket = per_bucket.with_columns(pl.col("bucket_start").cast(buckets.schema["bucket_start"]))
-    out = buckets.join(per_bucket, on="bucket_start", how="left", maintain_order="left").with_columns(
-        pl.col("slow_spans").fill_null(0), pl.col("slow_gpu_h").fill_null(0.0)
-    )
+        per_bucket = metric.rolling_events(e, "slow_span_starts", every, window_ms, "slow_spans", "slow_gpu_h")
+    out = metric.with_bucket_figures(buckets, per_bucket, {"slow_spans": 0, "slow_gpu_h": 0.0})
     ideal = (pl.col("productive_gpu_h") - pl.col("slow_gpu_h")).clip(lower_bound=0.0)
     wall = pl.when(pl.col("wall_gpu_h") > 0).then(pl.col("wall_gpu_h"))
     return out.with_columns((100.0 * ideal / wall).alias("ett_ideal_pct"))

@@ -22,7 +22,7 @@ from ettcore.phases import PhaseMap
 from ettcore.store import statements
 from ettcore.store.statements import Column
 from ettcore.trace.instants import DAY_MS, HOUR_MS
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 FORMAT = "ett-store"
 VERSION = 2
@@ -263,15 +263,19 @@ def grid_of(grid: str | None) -> int:
     return GRIDS[grid]
 
 
-def create(con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = GRID_MS) -> None:
+def create(
+    con: duckdb.DuckDBPyConnection, phase_map: PhaseMap, grid_ms: int = GRID_MS, vocabulary: Vocabulary = VOCABULARY
+) -> None:
     """The metadata tables of a new store (the rows and results tables take the loader's and the metric's columns
-    on the first ingest)."""
+    on the first ingest); the metadata keeps the phase map and the causes a user's causes file added to
+    ``vocabulary`` (:func:`kept_causes`)."""
     statements.run(con, "create_ett_store")
     pairs = {
         "format": FORMAT,
         "version": str(VERSION),
         "grid_ms": str(grid_ms),
         "phases": json.dumps(phase_map.rows()),
+        "causes": json.dumps(vocabulary.added_entries()),
         "as_of_ms": "",
         "synthetic": "false",
         "description": "",
@@ -304,6 +308,32 @@ def add_digest_columns(con: duckdb.DuckDBPyConnection) -> None:
         for column in (Column(f"n_{table}", "BIGINT"), Column(f"h_{table}", "HUGEINT")):
             if column.name not in have:
                 statements.run(con, "add_digest_column", column=[column])
+
+
+def kept_causes(m: dict[str, str]) -> list[dict]:
+    """The causes a user's causes file added that the store with metadata ``m`` keeps (those of its first ingest's
+    ``--causes-file``; none in a store made before stores kept them), as
+    :meth:`~ettcore.vocabulary.Vocabulary.added_entries` writes them."""
+    return json.loads(m.get("causes") or "[]")
+
+
+def vocabulary_of(m: dict[str, str], path: Path) -> Vocabulary:
+    """The vocabulary the store with metadata ``m`` was ingested with: the package's and the causes it keeps."""
+    return VOCABULARY.with_cause_entries(kept_causes(m), f"{path} (its causes)")
+
+
+def vocabulary_at(path: str | Path) -> Vocabulary:
+    """The vocabulary the store at ``path`` was ingested with (:func:`vocabulary_of`); the package's before its first
+    ingest (a new file, or a DuckDB file without a store's tables yet)."""
+    p = Path(path)
+    if not p.exists():
+        return VOCABULARY
+    con = duckdb.connect()
+    try:
+        attach(con, p, read_only=True)
+        return vocabulary_of(meta(con, p), p) if has_table(con, "ett_store") else VOCABULARY
+    finally:
+        con.close()
 
 
 def next_ingest_id(con: duckdb.DuckDBPyConnection) -> int:

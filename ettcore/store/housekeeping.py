@@ -72,7 +72,7 @@ def remove_source(store: str | Path, source: str) -> Removal:
                 )
             ingest_id = db.next_ingest_id(con)
             rows = json.loads(meta["phases"])
-            register_phases(con, rows)
+            register_phases(con, rows, db.vocabulary_of(meta, path))
             sum_tables(con)
             delete_jobs(con, "ett_gone", int(meta["grid_ms"]), collected=False)
             statements.run(con, "delete_stored_jobs", {"source": source})

@@ -317,6 +317,7 @@ def _export(
         "as_of_ms": int(meta["as_of_ms"]) if meta.get("as_of_ms") else None,
         "horizons": db.horizons(con),
         "phases": json.loads(meta["phases"]),
+        "causes": db.kept_causes(meta),
         "synthetic": meta.get("synthetic") == "true",
         "description": meta.get("description", ""),
         "sources": sources,

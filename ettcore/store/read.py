@@ -23,6 +23,7 @@ from ettcore.trace.options import TraceOptions
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window, make_window
 from ettcore.trace.window import register as register_window
+from ettcore.vocabulary import VOCABULARY, Vocabulary, kept_vocabulary
 
 
 def is_store(path: Any) -> bool:
@@ -66,11 +67,12 @@ def _aligned(w: Window, grid: int) -> bool:
     return all(b is None or b % grid == 0 for b in bounds)
 
 
-def register_phases(con: duckdb.DuckDBPyConnection, rows: list) -> None:
-    """``ett_phases`` (and the causes) from a phase map's rows (``PhaseMap.rows()``: id, phase, component, owner)."""
+def register_phases(con: duckdb.DuckDBPyConnection, rows: list, vocabulary: Vocabulary = VOCABULARY) -> None:
+    """``ett_phases`` from a phase map's rows (``PhaseMap.rows()``: id, phase, component, owner), and ``ett_causes``
+    from ``vocabulary`` (the store's: :func:`ettcore.store.db.vocabulary_of`)."""
     ids, phases, components, owners = (list(c) for c in zip(*rows))
     statements.run(con, "phases", {"phase_ids": ids, "phases": phases, "components": components, "owners": owners})
-    load_mod.register_causes(con)
+    load_mod.register_causes(con, vocabulary)
 
 
 def labels(con: duckdb.DuckDBPyConnection, relation: str) -> list[str]:
@@ -87,15 +89,14 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     mapping, the store's as-of and windows whose bounds lie on the stored (hourly) grid; another ``mapping``, another
     ``as_of`` or an unaligned window attributes again from the stored rows with the same SQL (``recomputed`` says so).
     A store holds only rows checked when they were ingested, so ``skip_invalid`` is refused (``ett ingest
-    --skip-invalid`` leaves out a source's bad jobs, and the store records them).
+    --skip-invalid`` leaves out a source's bad jobs, and the store records them).  The store's causes are those of
+    its first ingest's causes file (:func:`ettcore.vocabulary.kept_vocabulary`); another ``causes_file`` that has
+    them all attributes again.
     """
     opts = TraceOptions.of(options, **given)
     if opts.skip_invalid:
         why = "a fleet store holds only rows checked when they were ingested: give --skip-invalid to `ett ingest`"
         raise InputError(Problem("--skip-invalid", None, "skip_invalid", why))
-    if opts.causes_file is not None:
-        why = "a fleet store keeps the causes of the vocabulary it was ingested with; it reads no causes file"
-        raise InputError(Problem("--causes-file", None, "causes_file", why))
     path = Path(path)
     if not path.is_file():
         raise InputError(Problem(str(path), None, None, "store file does not exist"))
@@ -115,7 +116,8 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
     sources = [r[0] for r in statements.rows(con, "sources_of", relation="st.ett_jobs")]
     qualified = len(sources) > 1
     horizons = db.horizons(con)  # each source's, to which the stored results measure its running jobs
-    why = []
+    vocabulary, other_causes = kept_vocabulary(db.kept_causes(meta), f"{path} (its causes)", opts.causes_file)
+    why = [other_causes] if other_causes else []
     if [list(r) for r in phase_map.rows()] != stored_phases:
         why.append("--mapping differs from the store's")
     if as_of_ms is not None and as_of_ms != store_as_of:
@@ -126,7 +128,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
         why.append(
             f"--since/--until/--exclude bounds off the store's grid (every {'hour' if grid == HOUR_MS else 'UTC day'})"
         )
-    register_phases(con, phase_map.rows() if why else stored_phases)
+    register_phases(con, phase_map.rows() if why else stored_phases, vocabulary)
     explicit = as_of_ms is not None
     # several sources without --as-of: each source's running jobs to its own horizon, stored or attributed again
     row_views(con, qualified=qualified, restrict=None, horizons=qualified and not explicit)
@@ -150,6 +152,7 @@ def open_store(path: str | Path, options: TraceOptions | None = None, **given: A
         store_meta=meta,
         sources_n=len(sources),
         horizons=horizons if qualified and not explicit else {},
+        vocabulary=vocabulary,
     )
     if explicit and as_of_ms != store_as_of:
         trace.not_started = dict(zip(("attempts", "spans", "jobs"), statements.rows(con, "not_started")[0]))

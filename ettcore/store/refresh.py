@@ -50,6 +50,7 @@ from ettcore.trace.load import Trace, leave_out, load_trace, parse_as_of, relati
 from ettcore.trace.queries import sql
 from ettcore.trace.window import Window
 from ettcore.trace.window import register as register_window
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 
 @dataclass
@@ -195,10 +196,16 @@ def _measure(trace: Trace, source: str, ingest_id: int | None, grid_ms: int) -> 
 
 
 def _attribute_stored(
-    con: duckdb.DuckDBPyConnection, path: Path, phase_map: PhaseMap, as_of_ms: int | None, grid_ms: int
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    phase_map: PhaseMap,
+    as_of_ms: int | None,
+    grid_ms: int,
+    vocabulary: Vocabulary,
 ) -> None:
     """The metric on the stored rows of the jobs of ``ett_attr`` (source, job_id, job_key), per source, at
-    ``as_of_ms``; their results and sums written (their old ones are already gone)."""
+    ``as_of_ms``, with the store's ``vocabulary`` (its causes registered on ``con``); their results and sums written
+    (their old ones are already gone)."""
     for (source,) in statements.rows(con, "sources_of", relation="ett_attr"):
         statements.run(con, "jobs_of_source", {"source": source}, into="ett_attr_one", keys="ett_attr")
         row_views(con, qualified=False, restrict="ett_attr_one")
@@ -213,6 +220,7 @@ def _attribute_stored(
             labels=labels(con, "clean_jobs"),
             accounting={"spans": {"used": n}},
             spans=span_store.SpanStore(con, 1),
+            vocabulary=vocabulary,
         )
         _measure(trace, source, None, grid_ms)
 
@@ -225,15 +233,16 @@ def remeasure_open(
     as_of_ms: int | None,
     grid_ms: int,
     replaced: str,
+    vocabulary: Vocabulary,
 ) -> int:
     """After ``source``'s horizon moved to ``as_of_ms``: its stored jobs with an open attempt (less those of the
-    temporary table ``replaced``: source, job_id, just attributed) measured again up to it, from their stored rows;
-    returns how many."""
+    temporary table ``replaced``: source, job_id, just attributed) measured again up to it, from their stored rows,
+    with the store's ``vocabulary``; returns how many."""
     statements.run(con, "open_jobs_to_measure", {"source": source}, replaced=replaced)
     running = statements.value(con, "row_count", relation="ett_attr")
     if running:
         delete_results(con, "ett_attr", grid_ms)
-        _attribute_stored(con, path, phase_map, as_of_ms, grid_ms)
+        _attribute_stored(con, path, phase_map, as_of_ms, grid_ms, vocabulary)
     return running
 
 
@@ -251,6 +260,23 @@ def _check_keys(con: duckdb.DuckDBPyConnection, path: Path, source: str) -> None
                 "have the same 64-bit job key (hash); rename one of them",
             )
         )
+
+
+def _check_causes(path: Path, kept: list[dict], vocabulary: Vocabulary) -> None:
+    """A source read with other causes than the store keeps (its first ingest's ``--causes-file``) is refused: the
+    stored results number the causes as the store's vocabulary does."""
+    if kept == vocabulary.added_entries():
+        return
+    names = ", ".join(e["cause"] for e in kept) or "none"
+    raise InputError(
+        Problem(
+            "--causes-file",
+            None,
+            "causes_file",
+            f"{path} keeps other causes than this source was read with (the store's own: {names}); ingest with the "
+            "store's --causes-file, or none (a store's later ingests read its causes)",
+        )
+    )
 
 
 def ingest_trace(
@@ -278,7 +304,7 @@ def ingest_trace(
     try:
         with db.transaction(con, path):
             if creating or not db.has_table(con, "ett_store"):
-                db.create(con, trace.phase_map, db.grid_of(grid))
+                db.create(con, trace.phase_map, db.grid_of(grid), trace.vocabulary)
             meta = db.meta(con, path)
             grid_ms = int(meta["grid_ms"])
             if grid is not None and db.grid_of(grid) != grid_ms:
@@ -295,6 +321,7 @@ def ingest_trace(
                         "with the same --mapping (or none) as the store's first ingest",
                     )
                 )
+            _check_causes(path, db.kept_causes(meta), trace.vocabulary)
             db.add_digest_columns(con)
             ingest_id = db.next_ingest_id(con)
             old_as_of = db.horizons(con).get(source)
@@ -331,7 +358,9 @@ def ingest_trace(
             db.step("attributed")
             running = 0
             if as_of_ms != old_as_of:
-                running = remeasure_open(con, path, source, trace.phase_map, as_of_ms, grid_ms, replaced="ett_replace")
+                running = remeasure_open(
+                    con, path, source, trace.phase_map, as_of_ms, grid_ms, "ett_replace", trace.vocabulary
+                )
             db.step("running")
             sum_tables(con, apply=True)
             db.step("summed")
@@ -428,9 +457,25 @@ def ingest_path(
     memory_limit: str | None = None,
     *,
     grid: str | None = None,
+    causes_file: str | Path | None = None,
 ) -> Refresh:
-    """Load and check the trace at ``source_path`` (a folder or DuckDB trace file) and refresh ``store`` with it."""
+    """Load and check the trace at ``source_path`` (a folder or DuckDB trace file) and refresh ``store`` with it.
+    ``causes_file``: a user's causes file, kept by a new store; without one, the causes the store keeps
+    (:func:`source_vocabulary`)."""
     if is_store(source_path):
         raise InputError(Problem(str(source_path), None, None, "is a store, not a trace; ingest the store's sources"))
-    trace = load_trace(source_path, mapping=mapping, skip_invalid=skip_invalid, memory_limit=memory_limit)
+    trace = load_trace(
+        source_path,
+        mapping=mapping,
+        skip_invalid=skip_invalid,
+        memory_limit=memory_limit,
+        vocabulary=source_vocabulary(store, causes_file),
+    )
     return ingest_trace(store, trace, source=source, inputs=str(source_path), snapshot_ms=parse_as_of(as_of), grid=grid)
+
+
+def source_vocabulary(store: str | Path, causes_file: str | Path | None) -> Vocabulary:
+    """The vocabulary a source for ``store`` is read with: the package's with the causes of ``causes_file`` where
+    given (a new store keeps them; an existing one must keep the same: :func:`ingest_trace`), else with the causes
+    the store keeps (:func:`ettcore.store.db.vocabulary_at`)."""
+    return db.vocabulary_at(store) if causes_file is None else VOCABULARY.with_causes(causes_file)

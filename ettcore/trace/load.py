@@ -808,6 +808,7 @@ def load_trace(
     until: str | int | float | None = None,
     exclude: Any = None,
     causes_file: str | Path | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> Trace:
     """Open a trace, check it, and prepare the views the metric reads.
 
@@ -820,11 +821,15 @@ def load_trace(
     ``since``/``until`` (times as for ``as_of``) and ``exclude`` (an exclusion file, CSV or JSON, or a sequence of
     :class:`~ettcore.trace.window.Exclusion`) set the measured part of time (:mod:`ettcore.trace.window`); the default
     measures every instant.  ``causes_file``: a user's causes file (:func:`ettcore.vocabulary.read_causes_file`)
-    whose causes the trace's ``cause`` column may name, beside the vocabulary's.
+    whose causes the trace's ``cause`` column may name, beside the vocabulary's; or ``vocabulary``, one read before
+    (a fleet store's: :func:`ettcore.store.refresh.source_vocabulary`).
     """
     path = Path(path)
     phase_map = load_phase_map(mapping)
-    vocabulary = VOCABULARY if causes_file is None else VOCABULARY.with_causes(causes_file)
+    if causes_file is not None:
+        vocabulary = VOCABULARY.with_causes(causes_file)
+    elif vocabulary is None:
+        vocabulary = VOCABULARY
     as_of_ms = parse_as_of(as_of)
     window = make_window(since, until, exclude)
     sources = discover(path)

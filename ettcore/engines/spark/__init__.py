@@ -65,7 +65,7 @@ from ettcore.trace import typing as rules
 from ettcore.trace.instants import DAY_MS
 from ettcore.trace.load import SCHEMA, TABLES, Trace, discover, schema_columns
 from ettcore.trace.window import EXCLUSION_COLUMNS, Window, check_labels, exclusion_rows, match_conditions
-from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY
+from ettcore.vocabulary import CAUSE_TABLE_COLUMNS, VOCABULARY, Vocabulary
 
 if TYPE_CHECKING:  # pyspark is optional: imported only when Spark is used
     from pyspark.sql import DataFrame, SparkSession
@@ -619,7 +619,7 @@ def _register_from_duckdb(st: SparkTrace) -> None:
     register_clean(spark, trace.excluded_jobs)
     as_of_ms, cut_ms = trace.con.execute("SELECT as_of_ms, cut_ms FROM ett_params").fetchall()[0]
     register_params(spark, as_of_ms, cut_ms)
-    register_phases(spark, trace.phase_map)
+    register_phases(spark, trace.phase_map, trace.vocabulary)
     if st.verify:
         problems = fingerprint_differences(st)
         if problems:
@@ -647,14 +647,14 @@ def register_params(spark: "SparkSession", as_of_ms: int | None, cut_ms: int | N
     spark.createDataFrame([(as_of_ms, cut_ms)], "as_of_ms bigint, cut_ms bigint").createOrReplaceTempView("ett_params")
 
 
-def register_phases(spark: "SparkSession", phase_map: Any) -> None:
-    """``ett_phases``: the phase map (defaults plus any mapping file), and ``ett_causes`` (the cause vocabulary), as the
-    DuckDB loader's tables."""
+def register_phases(spark: "SparkSession", phase_map: Any, vocabulary: Vocabulary = VOCABULARY) -> None:
+    """``ett_phases``: the phase map (defaults plus any mapping file), and ``ett_causes`` (the causes of
+    ``vocabulary``: the package's, with a user's causes file's), as the DuckDB loader's tables."""
     phases = [(int(i), p, c, o, p == "train") for i, p, c, o in phase_map.rows()]
     spark.createDataFrame(
         phases, "phase_id bigint, phase string, component string, owner string, is_train boolean"
     ).createOrReplaceTempView("ett_phases")
-    spark.createDataFrame(list(VOCABULARY.cause_rows), spark_schema(CAUSE_TABLE_COLUMNS)).createOrReplaceTempView(
+    spark.createDataFrame(list(vocabulary.cause_rows), spark_schema(CAUSE_TABLE_COLUMNS)).createOrReplaceTempView(
         "ett_causes"
     )
 

@@ -76,6 +76,7 @@ from ettcore.trace.load import (
 from ettcore.trace.options import TraceOptions
 from ettcore.trace.queries import check_names
 from ettcore.trace.window import make_window
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -328,18 +329,20 @@ class UriSparkTrace(sp.SparkTrace):
     cut_ms: int | None = None
 
     def register_inputs(self) -> None:
-        _register_inputs(self.spark, self.raw, self.trace.labels, self.trace.phase_map)
+        _register_inputs(self.spark, self.raw, self.trace.labels, self.trace.phase_map, self.trace.vocabulary)
         sp.register_clean(self.spark, self.trace.excluded_jobs)
         sp.register_params(self.spark, self.trace.as_of_ms, self.cut_ms)
 
 
-def _register_inputs(spark: "SparkSession", raw: dict, labels: list[str], phase_map: PhaseMap) -> None:
+def _register_inputs(
+    spark: "SparkSession", raw: dict, labels: list[str], phase_map: PhaseMap, vocabulary: Vocabulary
+) -> None:
     for table in TABLES:
         df = raw.get(table)
         if df is not None:
             df.createOrReplaceTempView(f"raw_{table}")
         sp.register_typed(spark, table, None if df is None else df.schema, labels if table == "jobs" else [])
-    sp.register_phases(spark, phase_map)
+    sp.register_phases(spark, phase_map, vocabulary)
 
 
 def refuse_duckdb_options(opts: TraceOptions) -> None:
@@ -370,6 +373,7 @@ def open_uri(uri: str, spark: "SparkSession", options: TraceOptions | None = Non
             )
         )
     phase_map = load_phase_map(mapping)
+    vocabulary = VOCABULARY if opts.causes_file is None else VOCABULARY.with_causes(opts.causes_file)
     as_of_ms = parse_as_of(as_of)
     window = make_window(since, until, exclude)
     sp.forget_active(spark)  # the views below replace those of any trace opened before in this session
@@ -380,7 +384,7 @@ def open_uri(uri: str, spark: "SparkSession", options: TraceOptions | None = Non
         labels = (
             label_columns(raw["jobs"].columns[:-2], jobs.files[0], phase_map.all_components) if jobs is not None else []
         )
-        _register_inputs(spark, raw, labels, phase_map)
+        _register_inputs(spark, raw, labels, phase_map, vocabulary)
         metadata = read_metadata(spark, meta_uri) if meta_uri is not None else {}
         trace = UriTrace(
             path=uri,
@@ -390,6 +394,7 @@ def open_uri(uri: str, spark: "SparkSession", options: TraceOptions | None = Non
             sources=sources,
             metadata=metadata,
             window=window,
+            vocabulary=vocabulary,
         )
 
         # the checks and the accounting read each typed table many times: parse the files once,

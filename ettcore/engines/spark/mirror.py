@@ -28,7 +28,7 @@ from ettcore.trace import typing as rules
 from ettcore.trace.load import SCHEMA, CheckedTrace, is_uri, parse_as_of
 from ettcore.trace.options import TraceOptions
 from ettcore.trace.window import make_window
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, kept_vocabulary
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -99,7 +99,7 @@ class MirrorSparkTrace(sp.SparkTrace):
         register_current(self.spark, self.current, self.trace.sources_n > 1, self.trace.horizons)
         sp.register_clean(self.spark, [])
         sp.register_params(self.spark, self.trace.as_of_ms, self.cut_ms)
-        sp.register_phases(self.spark, self.trace.phase_map)
+        sp.register_phases(self.spark, self.trace.phase_map, self.trace.vocabulary)
 
 
 def _location(path: Any) -> str:
@@ -266,6 +266,9 @@ def open_mirror(
         qualified = len(doc["sources"]) > 1
         store_as_of = doc["as_of_ms"]
         labels = list(doc["labels"])  # the store's labels, as its own reader tells them
+        # the store's causes (those of its first ingest's causes file; a pointer written before has none), or a
+        # causes file's that has them all: Spark attributes the mirror's rows with it either way
+        vocabulary, _ = kept_vocabulary(doc.get("causes") or [], f"{uri}/{POINTER} (its causes)", opts.causes_file)
         trace = MirrorTrace(
             path=location,
             phase_map=phase_map,
@@ -278,6 +281,7 @@ def open_mirror(
             sources_n=len(doc["sources"]),
             horizons=dict(doc.get("horizons") or {}) if qualified and as_of_ms is None else {},
             not_started={"attempts": 0, "spans": 0, "jobs": 0},
+            vocabulary=vocabulary,
         )
         # as the store: its own analysis time includes its latest instant (cut 1 ms after), another one cuts at it
         explicit = as_of_ms is not None and as_of_ms != store_as_of

@@ -3,7 +3,7 @@
 -- is the time over the ideal; its slow time the new-data share of the excess (the replayed share is wasted training
 -- already), and a span is listed when that is positive.  A slow span counts where it starts: outside the job's
 -- unmeasured time (inside the analysis window, outside its exclusion windows), as stalls do.  Its start is also
--- given in epoch ms (start_ms) for the trend's buckets (rolling_slow).
+-- given in epoch ms (start_ms) for the trend's buckets (slow_span_starts).
 WITH judged AS (
     SELECT a.job_key, a.attempt, a.start_ms, a.end_ms, a.seconds, a.new_share,
            a.advance * p.ideal_s_per_unit AS ideal_s
