@@ -27,8 +27,9 @@ rank and node :func:`ettcore.metric.slow.holders` names:
   ``report_time_interval`` to the user). Per job: the lowest score of any rank in any report, its rank and node,
   the reports with a straggler, and the score of one report over the whole run.
 
-The windows are the trace's, of every job that has them (a job without windows has no peer figures); the slow time
-is the metric's, at ``tolerance``. What each measure says is compared in ``docs/metric.md``, "The peers' measures".
+The windows are the trace's, all of them, of every job that has them (a job without windows has no peer figures; the
+analysis window and exclusion windows apply to the slow time only); the slow time is the metric's, at
+``tolerance``. What each measure says is compared in ``docs/metric.md``, "The peers' measures".
 """
 
 from __future__ import annotations
