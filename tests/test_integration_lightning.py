@@ -9,8 +9,10 @@ each process, and the script's own log of steps, saves and evaluations
 (``tools/campaigns/jobs/ground_truth.py`` states the definitions and the tolerances).
 
 Also: a compiled module's first step is ``pt2_compile`` measured from
-TorchDynamo's own compile events, and an error inside the callback never
-stops training.  Needs the ``lightning`` extra (skipped without it).
+TorchDynamo's own compile events, an error inside the callback never
+stops training, and a two-rank DDP fit (gloo, CPU) keeps every rank's work
+and wait with the job's own communication hook wrapped, not replaced
+(``tests/ddp_timing.py``).  Needs the ``lightning`` extra (skipped without it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("lightning", reason="needs the lightning extra: pip install -e '.[lightning]' (package lightning)")
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
+from ddp_timing import STEPS, ddp_timing_run  # noqa: E402
 
 from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
 from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
@@ -101,3 +104,33 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     assert trainer.global_step == 12 and trainer.state.finished  # training went on to the end
     assert cb.errors >= 12  # every broken step counted (and the failed writes)
     assert len(recorder_warnings(caught)) == 1  # warned once
+
+
+def test_ddp_ranks_keep_their_work_and_wait_around_the_jobs_own_comm_hook(tmp_path: Path) -> None:
+    per_rank, calls, files = ddp_timing_run(tmp_path, "lightning", "--user-hook")
+    assert [f.name for f in files] == ["lightning-rank-00000.jsonl", "lightning-rank-00001.jsonl"]
+    assert [(r["rank"], r["steps"]) for r in per_rank] == [(0, STEPS), (1, STEPS)]  # every optimizer step, each rank
+    assert all(r["work_s"] > 0 and r["wait_s"] > 0 for r in per_rank)  # the all-reduce was timed
+    # the job's own hook still ran on every rank, once a step (one gradient bucket: a 577-parameter MLP)
+    assert calls == {0: STEPS, 1: STEPS}
+
+
+def test_the_strategys_own_hook_is_handed_back_wrapped_and_restored_and_rank_timing_false_leaves_it(
+    tmp_path: Path,
+) -> None:
+    from types import SimpleNamespace
+
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, fp16_compress_wrapper
+
+    from ettcore.integrations.lightning import ETTCallback
+
+    for on in (True, False):
+        strategy = SimpleNamespace(_ddp_comm_hook=allreduce_hook, _ddp_comm_wrapper=fp16_compress_wrapper)
+        trainer = SimpleNamespace(strategy=strategy, world_size=2, global_rank=1)
+        cb = ETTCallback(tmp_path / "run", job_id="j", rank_timing=on)
+        cb._timing_setup(trainer)
+        handed = (strategy._ddp_comm_hook, strategy._ddp_comm_wrapper)
+        cb._timing_end()
+        # on: the timing hook, with the strategy's wrapper applied inside it; off: the strategy as configured
+        assert (handed[0] is not allreduce_hook, handed[1]) == ((True, None) if on else (False, fp16_compress_wrapper))
+        assert (strategy._ddp_comm_hook, strategy._ddp_comm_wrapper) == (allreduce_hook, fp16_compress_wrapper)
