@@ -11,8 +11,9 @@ evaluations (``tools/campaigns/jobs/ground_truth.py`` states the definitions and
 tolerances).
 
 Also: ``torch_compile=True`` makes the first step ``pt2_compile``, measured
-from TorchDynamo's own compile events, and an error inside the callback
-never stops training.  Needs the ``hf`` extra (skipped without it).
+from TorchDynamo's own compile events, an error inside the callback never
+stops training, and a two-rank DDP run (gloo, CPU) keeps every rank's work
+and wait (``tests/ddp_timing.py``).  Needs the ``hf`` extra (skipped without it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ pytest.importorskip("transformers", reason="needs the hf extra: pip install -e '
 pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[hf]' (package accelerate)")
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
+from ddp_timing import STEPS, ddp_timing_run  # noqa: E402
 
 from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
 from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
@@ -97,3 +99,10 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     assert trainer.state.global_step == 12  # training went on to the end
     assert cb.errors >= 12  # every broken step counted (and the failed writes)
     assert len(recorder_warnings(caught)) == 1  # warned once
+
+
+def test_ddp_ranks_keep_their_work_and_wait(tmp_path: Path) -> None:
+    per_rank, _, files = ddp_timing_run(tmp_path, "hf")
+    assert [f.name for f in files] == ["hf-rank-00000.jsonl", "hf-rank-00001.jsonl"]
+    assert [(r["rank"], r["steps"]) for r in per_rank] == [(0, STEPS), (1, STEPS)]  # every optimizer step, each rank
+    assert all(r["work_s"] > 0 and r["wait_s"] > 0 for r in per_rank)  # the all-reduce was timed
