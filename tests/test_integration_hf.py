@@ -71,26 +71,15 @@ def test_torch_compile_makes_the_first_step_pt2_compile(tmp_path: Path) -> None:
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer
 
     from ettcore.integrations.huggingface import ETTCallback
-    from tools.campaigns.jobs.hf_job import Tokens, tiny_gpt2
+    from tools.campaigns.jobs.hf_job import Tokens, quiet_args, tiny_gpt2
 
     break_the_callback(monkeypatch)
     torch.set_num_threads(1)
     cb = ETTCallback(tmp_path / "run", job_id="broken")
-    args = TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=12,
-        per_device_train_batch_size=8,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        use_cpu=True,
-        dataloader_num_workers=0,
-    )
+    args = quiet_args(tmp_path / "out", 12)
     trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens(256), callbacks=[cb])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

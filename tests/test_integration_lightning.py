@@ -73,30 +73,17 @@ def test_a_compiled_modules_first_step_is_measured_as_pt2_compile(tmp_path: Path
 
 
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lightning as L
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
     from ettcore.integrations.lightning import ETTCallback
-    from tools.campaigns.jobs.lightning_job import EventLog, Regressor
+    from tools.campaigns.jobs.lightning_job import EventLog, Regressor, quiet_trainer
 
     break_the_callback(monkeypatch)
     cb = ETTCallback(tmp_path / "run", job_id="broken")
     x, y = torch.randn(64, 16), torch.randn(64, 1)
     model = Regressor(EventLog(tmp_path, 0), None, None)
-    trainer = L.Trainer(
-        max_steps=12,
-        callbacks=[cb],
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        accelerator="cpu",
-        devices=1,
-        enable_checkpointing=False,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        default_root_dir=str(tmp_path),
-    )
+    trainer = quiet_trainer(12, tmp_path, callbacks=[cb])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         trainer.fit(model, DataLoader(TensorDataset(x, y), batch_size=4))

@@ -47,6 +47,7 @@ def lightning_fit(steps: int, user_hook: bool, work: Path) -> int:
     from torch.utils.data import DataLoader, TensorDataset
 
     from ettcore.integrations.lightning import ETTCallback
+    from tools.campaigns.jobs.lightning_job import quiet_trainer
 
     class HookOnCpuStrategy(DDPStrategy):
         """Registers the strategy's hook on CPU too, the way ``DDPStrategy`` does on CUDA."""
@@ -77,30 +78,17 @@ def lightning_fit(steps: int, user_hook: bool, work: Path) -> int:
     y = x[:, :1] * 0.5
     strategy = HookOnCpuStrategy(ddp_comm_hook=counting_hook) if user_hook else DDPStrategy()
     callback = ETTCallback(job_id=os.environ.get("ETT_JOB_ID"), model_family="mlp")
-    trainer = L.Trainer(
-        max_steps=steps,
-        callbacks=[callback],
-        logger=False,
-        enable_progress_bar=False,
-        enable_model_summary=False,
-        enable_checkpointing=False,
-        accelerator="cpu",
-        devices=2,
-        strategy=strategy,
-        num_sanity_val_steps=0,
-        limit_val_batches=0,
-        default_root_dir=str(work),
-    )
+    trainer = quiet_trainer(steps, work, callbacks=[callback], devices=2, strategy=strategy)
     trainer.fit(Regressor(), DataLoader(TensorDataset(x, y), batch_size=8))
     return callback.errors
 
 
 def hf_train(steps: int, work: Path) -> int:
     """Train on two CPU ranks with the Hugging Face callback; the callback's error count."""
-    from transformers import Trainer, TrainerCallback, TrainingArguments
+    from transformers import Trainer, TrainerCallback
 
     from ettcore.integrations.huggingface import ETTCallback
-    from tools.campaigns.jobs.hf_job import Tokens, tiny_gpt2
+    from tools.campaigns.jobs.hf_job import Tokens, quiet_args, tiny_gpt2
 
     class Pad(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
@@ -108,19 +96,7 @@ def hf_train(steps: int, work: Path) -> int:
 
     torch.manual_seed(0)
     callback = ETTCallback(job_id=os.environ.get("ETT_JOB_ID"), model_family="gpt2")
-    args = TrainingArguments(
-        output_dir=str(work / "hf-output"),
-        max_steps=steps,
-        per_device_train_batch_size=8,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        use_cpu=True,
-        dataloader_num_workers=0,
-        seed=0,
-    )
+    args = quiet_args(work / "hf-output", steps, seed=0)
     trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens(512), callbacks=[Pad(), callback])
     trainer.train()
     return callback.errors
