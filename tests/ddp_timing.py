@@ -1,4 +1,5 @@
-"""A two-rank DDP run of a framework callback under the torchrun wrapper, for the framework integration tests.
+"""A two-rank DDP run of a framework callback under the torchrun wrapper, for the framework integration tests (and a
+one-process gloo group for the tests of the timing hook on real DDP models).
 
 Runs ``tools/campaigns/jobs/ddp_timing_job.py`` (its docstring says what the job does) through ``python -m
 ettcore.integrations.torchrun`` on CPU (gloo), converts the run folder into a trace and returns what the tests check:
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from ettcore.importers.recorder import RANK_TIMING_DIR, convert
 from ettcore.trace import load_trace
@@ -19,6 +22,18 @@ from tools.campaigns.jobs import JOBS_DIR
 from tools.campaigns.jobs.ground_truth import child_env, wait_for_exit_watchers
 
 STEPS = 12
+
+
+@contextmanager
+def one_process_group(folder: Path) -> Iterator[None]:
+    """A gloo process group of this process alone (world size 1: real DDP models, no other process)."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"file://{folder / 'store'}", rank=0, world_size=1)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
 
 
 def ddp_timing_run(tmp: Path, framework: str, *extra: str) -> tuple[list[dict], dict[int, int], list[Path]]:

@@ -95,3 +95,27 @@ def test_ddp_ranks_keep_their_work_and_wait(tmp_path: Path) -> None:
     assert [f.name for f in files] == ["hf-rank-00000.jsonl", "hf-rank-00001.jsonl"]
     assert [(r["rank"], r["steps"]) for r in per_rank] == [(0, STEPS), (1, STEPS)]  # every optimizer step, each rank
     assert all(r["work_s"] > 0 and r["wait_s"] > 0 for r in per_rank)  # the all-reduce was timed
+
+
+def test_no_ddp_forward_in_the_first_step_leaves_timing_off_and_rank_timing_false_never_looks(tmp_path: Path) -> None:
+    """A model that no DDP wraps (FSDP, DeepSpeed): the forward pre-hook that looks for DDP is gone after the first
+    step and no window is written; ``rank_timing=False`` puts no hook on the model."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ettcore.integrations.huggingface import ETTCallback
+
+    for on in (True, False):
+        model = torch.nn.Linear(4, 1)
+        cb = ETTCallback(tmp_path / "run", job_id="j", rank_timing=on)
+        args, state = SimpleNamespace(world_size=2), SimpleNamespace(global_step=0)
+        cb.on_train_begin(args, state, None, model=model)
+        assert len(model._forward_pre_hooks) == (1 if on else 0)
+        model(torch.ones(2, 4)).sum().backward()  # a step's forward, outside any DDP
+        state.global_step = 1
+        cb.on_optimizer_step(args, state, None)
+        cb.on_step_end(args, state, None)
+        assert len(model._forward_pre_hooks) == 0 and cb.errors == 0
+        cb.on_train_end(args, state, None)
+    assert not (tmp_path / "run" / "timing").exists()

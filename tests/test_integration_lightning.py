@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 pytest.importorskip("lightning", reason="needs the lightning extra: pip install -e '.[lightning]' (package lightning)")
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
-from ddp_timing import STEPS, ddp_timing_run  # noqa: E402
+from ddp_timing import STEPS, ddp_timing_run, one_process_group  # noqa: E402
 
 from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
 from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
@@ -121,3 +121,41 @@ def test_the_strategys_own_hook_is_handed_back_wrapped_and_restored_and_rank_tim
         # on: the timing hook, with the strategy's wrapper applied inside it; off: the strategy as configured
         assert (handed[0] is not allreduce_hook, handed[1]) == ((True, None) if on else (False, fp16_compress_wrapper))
         assert (strategy._ddp_comm_hook, strategy._ddp_comm_wrapper) == (allreduce_hook, fp16_compress_wrapper)
+
+
+def test_where_lightning_registered_no_hook_ddps_default_all_reduce_is_timed_and_the_unregistered_hook_stays_unrun(
+    tmp_path: Path,
+) -> None:
+    """Lightning registers a strategy's hook on CUDA only: on CPU the configured hook never runs, with or without the
+    callback, and the timing hook goes on the model around DDP's default all-reduce (a real DDP model here)."""
+    import json
+    from types import SimpleNamespace
+
+    import torch
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    from ettcore.integrations.lightning import ETTCallback
+
+    calls = []
+
+    def own(state, bucket):
+        calls.append(1)
+        return allreduce_hook(state, bucket)
+
+    with one_process_group(tmp_path):
+        strategy = SimpleNamespace(_ddp_comm_hook=own, _ddp_comm_wrapper=None, model=None)
+        trainer = SimpleNamespace(strategy=strategy, world_size=2, global_rank=1, global_step=0)
+        cb = ETTCallback(tmp_path / "run", job_id="j")
+        cb._timing_setup(trainer)
+        strategy.model = DDP(torch.nn.Linear(4, 1))  # the strategy wrapped the model and registered nothing (CPU)
+        cb._timing_start(trainer)
+        strategy.model(torch.ones(2, 4)).sum().backward()
+        trainer.global_step = 1
+        cb.on_train_batch_end(trainer, None, None, None, 0)
+        cb._timing_end()
+        registered = strategy.model._comm_hooks
+    assert calls == [] and len(registered) == 1 and registered[0][0] is not own
+    (window,) = [json.loads(x) for x in (tmp_path / "run" / "timing" / "j-rank-00001.jsonl").read_text().splitlines()]
+    assert window["steps"] == 1 and window["wait_s"] > 0  # the all-reduce was timed
+    assert strategy._ddp_comm_hook is own and cb.errors == 0  # handed back

@@ -16,6 +16,8 @@ import pytest
 pytestmark = [pytest.mark.torch]
 torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
 
+from ddp_timing import one_process_group  # noqa: E402
+
 from ettcore.integrations.rank_timing import RANK_TIMING_DIR, RankTiming, attach, rank_timing_name  # noqa: E402
 from ettcore.integrations.recorder import RecorderWarning  # noqa: E402
 
@@ -89,19 +91,16 @@ def test_an_empty_window_writes_nothing_and_a_write_error_is_counted(tmp_path):
 
 
 @pytest.fixture
-def one_process_group(tmp_path):
-    import torch.distributed as dist
-
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
+def one_group(tmp_path):
+    with one_process_group(tmp_path):
+        yield
 
 
 def _ddp_step(ddp) -> None:
     ddp(torch.ones(2, 4)).sum().backward()
 
 
-def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_registered(tmp_path, one_process_group):
+def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_registered(tmp_path, one_group):
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -134,7 +133,7 @@ def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_register
         assert calls == [1] and len(model._comm_hooks) == 1
 
 
-def test_attach_never_replaces_a_hook_the_model_already_has(tmp_path, one_process_group):
+def test_attach_never_replaces_a_hook_the_model_already_has(tmp_path, one_group):
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel as DDP
 
