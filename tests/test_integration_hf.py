@@ -119,3 +119,27 @@ def test_no_ddp_forward_in_the_first_step_leaves_timing_off_and_rank_timing_fals
         assert len(model._forward_pre_hooks) == 0 and cb.errors == 0
         cb.on_train_end(args, state, None)
     assert not (tmp_path / "run" / "timing").exists()
+
+
+def test_an_error_finding_the_ddp_model_is_counted_once_and_timing_stays_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ettcore.integrations.huggingface import ETTCallback
+
+    def broken() -> None:
+        raise RuntimeError("DDP's record of its active module is gone")
+
+    monkeypatch.setattr(DistributedDataParallel, "_get_active_ddp_module", broken)
+    model = torch.nn.Linear(4, 1)
+    cb = ETTCallback(tmp_path / "run", job_id="j")
+    cb.on_train_begin(SimpleNamespace(world_size=2), SimpleNamespace(global_step=0), None, model=model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            model(torch.ones(2, 4))  # training goes on
+    assert cb.errors == 1 and len(model._forward_pre_hooks) == 0 and len(recorder_warnings(caught)) == 1

@@ -146,6 +146,7 @@ class ETTCallback(TrainerCallback):
                 timing.close()
         except Exception as exc:  # noqa: BLE001 - never stop training
             self.ett.error(exc)
+            self.ett.guard(self._timing_end)  # once: not again at every forward
 
     def _timing_end(self) -> None:
         if self._finder is not None:
