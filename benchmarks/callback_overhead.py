@@ -92,6 +92,7 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
     from torch.utils.data import DataLoader, TensorDataset
 
     from ettcore.integrations.lightning import ETTCallback
+    from tools.campaigns.jobs.lightning_job import quiet_trainer
 
     class Busy(L.LightningModule):
         def __init__(self) -> None:
@@ -108,19 +109,7 @@ def lightning(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[str
     data = DataLoader(TensorDataset(torch.zeros(steps, 2)), batch_size=1)
 
     def trainer(callbacks: list) -> L.Trainer:
-        return L.Trainer(
-            max_steps=steps,
-            callbacks=callbacks,
-            logger=False,
-            enable_progress_bar=False,
-            enable_model_summary=False,
-            enable_checkpointing=False,
-            accelerator="cpu",
-            devices=1,
-            num_sanity_val_steps=0,
-            limit_val_batches=0,
-            default_root_dir=str(tmp),
-        )
+        return quiet_trainer(steps, tmp, callbacks=callbacks)
 
     out = []
     for interval, label in INTERVALS:
@@ -167,6 +156,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
     from transformers.trainer_callback import CallbackHandler, DefaultFlowCallback
 
     from ettcore.integrations.huggingface import ETTCallback
+    from tools.campaigns.jobs.hf_job import quiet_args
 
     class Tiny(torch.nn.Module):
         def __init__(self) -> None:
@@ -189,19 +179,7 @@ def huggingface(tmp: Path, steps: int, repeats: int, calls: int) -> list[tuple[s
             return {"x": torch.zeros(2), "labels": torch.zeros(1)}
 
     def args(out: Path) -> TrainingArguments:
-        return TrainingArguments(
-            output_dir=str(out),
-            max_steps=steps,
-            per_device_train_batch_size=1,
-            save_strategy="no",
-            eval_strategy="no",
-            logging_strategy="no",
-            report_to="none",
-            disable_tqdm=True,
-            use_cpu=True,
-            dataloader_num_workers=0,
-            learning_rate=0.0,
-        )
+        return quiet_args(out, steps, per_device_train_batch_size=1, learning_rate=0.0)
 
     out = []
     a = args(tmp / "hf-args")

@@ -11,8 +11,9 @@ evaluations (``tools/campaigns/jobs/ground_truth.py`` states the definitions and
 tolerances).
 
 Also: ``torch_compile=True`` makes the first step ``pt2_compile``, measured
-from TorchDynamo's own compile events, and an error inside the callback
-never stops training.  Needs the ``hf`` extra (skipped without it).
+from TorchDynamo's own compile events, an error inside the callback never
+stops training, and a two-rank DDP run (gloo, CPU) keeps every rank's work
+and wait (``tests/ddp_timing.py``).  Needs the ``hf`` extra (skipped without it).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ pytest.importorskip("transformers", reason="needs the hf extra: pip install -e '
 pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[hf]' (package accelerate)")
 
 from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
+from ddp_timing import STEPS, ddp_timing_run  # noqa: E402
 
 from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
 from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
@@ -69,26 +71,15 @@ def test_torch_compile_makes_the_first_step_pt2_compile(tmp_path: Path) -> None:
 def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from transformers import Trainer, TrainingArguments
+    from transformers import Trainer
 
     from ettcore.integrations.huggingface import ETTCallback
-    from tools.campaigns.jobs.hf_job import Tokens, tiny_gpt2
+    from tools.campaigns.jobs.hf_job import Tokens, quiet_args, tiny_gpt2
 
     break_the_callback(monkeypatch)
     torch.set_num_threads(1)
     cb = ETTCallback(tmp_path / "run", job_id="broken")
-    args = TrainingArguments(
-        output_dir=str(tmp_path / "out"),
-        max_steps=12,
-        per_device_train_batch_size=8,
-        save_strategy="no",
-        eval_strategy="no",
-        logging_strategy="no",
-        report_to="none",
-        disable_tqdm=True,
-        use_cpu=True,
-        dataloader_num_workers=0,
-    )
+    args = quiet_args(tmp_path / "out", 12)
     trainer = Trainer(model=tiny_gpt2(), args=args, train_dataset=Tokens(256), callbacks=[cb])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -97,3 +88,58 @@ def test_an_error_inside_the_callback_never_stops_training(tmp_path: Path, monke
     assert trainer.state.global_step == 12  # training went on to the end
     assert cb.errors >= 12  # every broken step counted (and the failed writes)
     assert len(recorder_warnings(caught)) == 1  # warned once
+
+
+def test_ddp_ranks_keep_their_work_and_wait(tmp_path: Path) -> None:
+    per_rank, _, files = ddp_timing_run(tmp_path, "hf")
+    assert [f.name for f in files] == ["hf-rank-00000.jsonl", "hf-rank-00001.jsonl"]
+    assert [(r["rank"], r["steps"]) for r in per_rank] == [(0, STEPS), (1, STEPS)]  # every optimizer step, each rank
+    assert all(r["work_s"] > 0 and r["wait_s"] > 0 for r in per_rank)  # the all-reduce was timed
+
+
+def test_no_ddp_forward_in_the_first_step_leaves_timing_off_and_rank_timing_false_never_looks(tmp_path: Path) -> None:
+    """A model that no DDP wraps (FSDP, DeepSpeed): the forward pre-hook that looks for DDP is gone after the first
+    step and no window is written; ``rank_timing=False`` puts no hook on the model."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from ettcore.integrations.huggingface import ETTCallback
+
+    for on in (True, False):
+        model = torch.nn.Linear(4, 1)
+        cb = ETTCallback(tmp_path / "run", job_id="j", rank_timing=on)
+        args, state = SimpleNamespace(world_size=2), SimpleNamespace(global_step=0)
+        cb.on_train_begin(args, state, None, model=model)
+        assert len(model._forward_pre_hooks) == (1 if on else 0)
+        model(torch.ones(2, 4)).sum().backward()  # a step's forward, outside any DDP
+        state.global_step = 1
+        cb.on_optimizer_step(args, state, None)
+        cb.on_step_end(args, state, None)
+        assert len(model._forward_pre_hooks) == 0 and cb.errors == 0
+        cb.on_train_end(args, state, None)
+    assert not (tmp_path / "run" / "timing").exists()
+
+
+def test_an_error_finding_the_ddp_model_is_counted_once_and_timing_stays_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    from ettcore.integrations.huggingface import ETTCallback
+
+    def broken() -> None:
+        raise RuntimeError("DDP's record of its active module is gone")
+
+    monkeypatch.setattr(DistributedDataParallel, "_get_active_ddp_module", broken)
+    model = torch.nn.Linear(4, 1)
+    cb = ETTCallback(tmp_path / "run", job_id="j")
+    cb.on_train_begin(SimpleNamespace(world_size=2), SimpleNamespace(global_step=0), None, model=model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            model(torch.ones(2, 4))  # training goes on
+    assert cb.errors == 1 and len(model._forward_pre_hooks) == 0 and len(recorder_warnings(caught)) == 1

@@ -186,6 +186,8 @@ def check_fleet_trends(card: dict) -> None:
     )
     assert whole < without < 100
     assert not [k for k in h if "money" in k]  # no price by default: no money anywhere
+    # the fleet generator draws each job's train spans at the job's one cursor rate: none is slower than its ideal
+    assert h["fleet slow GPU-hours (SYNTHETIC)"] == 0
 
 
 def check_scheduling(card: dict) -> None:
@@ -354,6 +356,14 @@ def check_reliability(card: dict) -> None:
     assert h["retried jobs completed (restart campaign)"] == approx(100 * 7 / 8)
     assert h["restart storms (restart campaign)"] == 1 and h["storm interruptions (restart campaign)"] == 6
     assert h["worst node's share of interruptions (restart campaign)"] == approx(4 / 6, abs=0.005)  # 2 decimals
+    # the slowed-node campaign (data/slurm-slow, tools/campaigns/slurm_slow.py): rank 1 of the 4 jobs on node2 slept
+    # 2 s in 6 steps of about 0.25 s, 2 GPUs a job: 4 x 2 x 12 = 96 GPU-seconds; no rank slept elsewhere
+    assert h["slow GPU-seconds (slowed campaign)"] == approx(4 * 2 * 12, rel=0.1)
+    assert h["flagged slow nodes (slowed campaign)"] == "node2"
+    assert h["jobs with slow time (slowed campaign)"] == 4
+    assert h["jobs with an NVIDIA straggler in a 10 s report (slowed campaign)"] == 4
+    assert h["jobs with an NVIDIA straggler in one report of the run (slowed campaign)"] == 0  # 6 slow steps of 60
+    assert h["largest Google step deviation (slowed campaign)"] == approx(2.0, rel=0.1)  # the 2 s sleep
     assert card["checks"] == [] and card["synthetic"] is False
 
 

@@ -2,19 +2,24 @@
 
 The hook is given real ``torch.futures.Future`` objects completed by the test at known instants, as gloo's work
 completes DDP's all-reduce futures; the windows the writer appends must hold those instants' differences.
-Needs the ``torch`` extra.
+:func:`~ettcore.integrations.rank_timing.attach` (how the framework callbacks put the hook on a model) is tested on
+real ``DistributedDataParallel`` models in a one-process gloo group.  Needs the ``torch`` extra.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
 pytestmark = [pytest.mark.torch]
 torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
 
-from ettcore.integrations.rank_timing import RANK_TIMING_DIR, RankTiming, rank_timing_name  # noqa: E402
+from ddp_timing import one_process_group  # noqa: E402
+
+from ettcore.integrations.rank_timing import RANK_TIMING_DIR, RankTiming, attach, rank_timing_name  # noqa: E402
+from ettcore.integrations.recorder import RecorderWarning  # noqa: E402
 
 
 class Clock:
@@ -83,3 +88,68 @@ def test_an_empty_window_writes_nothing_and_a_write_error_is_counted(tmp_path):
     rt.step()
     rt.flush()
     assert rt.errors == 1
+
+
+@pytest.fixture
+def one_group(tmp_path):
+    with one_process_group(tmp_path):
+        yield
+
+
+def _ddp_step(ddp) -> None:
+    ddp(torch.ones(2, 4)).sum().backward()
+
+
+def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_registered(tmp_path, one_group):
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    calls = []
+
+    def own(state, bucket):  # the job's own hook
+        calls.append(1)
+        return allreduce_hook(state, bucket)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning on either path
+        # no hook on the model: the timing hook goes on it, around DDP's default all-reduce
+        rt = RankTiming(tmp_path / "a", "j", 0, 1, start_thread=False)
+        plain = DDP(torch.nn.Linear(4, 1))
+        assert attach(plain, rt)
+        rt.begin()
+        _ddp_step(plain)
+        rt.step()
+        rt.close()
+        assert len(plain._comm_hooks) == 1
+        (w,) = _windows(tmp_path / "a")
+        assert w["steps"] == 1 and w["wait_s"] > 0  # the all-reduce was timed
+        # the framework registered the timing hook it was given (around the job's own): on, nothing registered twice
+        rt = RankTiming(tmp_path / "b", "j", 0, 1, start_thread=False)
+        given = rt.comm_hook(own)
+        model = DDP(torch.nn.Linear(4, 1))
+        model.register_comm_hook(None, given)
+        assert attach(model, rt, given)
+        _ddp_step(model)
+        assert calls == [1] and len(model._comm_hooks) == 1
+
+
+def test_attach_never_replaces_a_hook_the_model_already_has(tmp_path, one_group):
+    from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    calls = []
+
+    def own(state, bucket):
+        calls.append(1)
+        return allreduce_hook(state, bucket)
+
+    rt = RankTiming(tmp_path, "j", 0, 1, start_thread=False)
+    model = DDP(torch.nn.Linear(4, 1))
+    model.register_comm_hook(None, own)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert not attach(model, rt, rt.comm_hook(own))  # handed to a framework that did not register it
+    (w,) = [c for c in caught if issubclass(c.category, RecorderWarning)]
+    assert "rank timing off" in str(w.message) and "own" in str(w.message)  # one line that names the hook
+    _ddp_step(model)
+    assert calls == [1] and model._comm_hooks == [(own, None)]  # the job's hook still runs, alone

@@ -71,6 +71,7 @@ from typing import Any, Callable
 
 from ettcore.integrations.phase_clock import PhaseClock
 from ettcore.integrations.rank_progress import RankProgress
+from ettcore.integrations.rank_timing import RankTiming
 from ettcore.integrations.recorder import END_REASONS, Recorder, RecorderWarning, exception_text
 
 ENV_RUN_DIR = "ETT_RUN_DIR"
@@ -343,13 +344,21 @@ class Attempt:
         self._prev_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
 
-    def _keep_rank_progress(self, rank: int) -> None:
-        """Every rank keeps its last progress in the run folder (:mod:`ettcore.integrations.rank_progress`)."""
+    def _ids(self) -> tuple[str, int]:
+        """This process's job id and attempt (rank 0's once it started; the same rules on every other rank)."""
         job_id = self.job_id or resolve_job_id(self.run_dir, self._job_arg)
         attempt = self.attempt if self.attempt is not None else resolve_attempt(self.run_dir, job_id, self._attempt_arg)
+        return job_id, attempt
+
+    def _keep_rank_progress(self, rank: int) -> None:
+        """Every rank keeps its last progress in the run folder (:mod:`ettcore.integrations.rank_progress`)."""
         self.timeline.ranks = RankProgress(
-            self.run_dir, job_id, attempt, rank, interval_s=self.timeline.interval, clock=self.clock
+            self.run_dir, *self._ids(), rank, interval_s=self.timeline.interval, clock=self.clock
         )
+
+    def rank_timing(self, rank: int) -> RankTiming:
+        """This rank's work and wait per window, in the run folder (:mod:`ettcore.integrations.rank_timing`)."""
+        return RankTiming(self.run_dir, *self._ids(), rank, clock=self.clock)
 
     def watch_signals(self) -> None:
         """Chain a handler for the preemption signals and SIGINT (main thread only; call once training runs)."""

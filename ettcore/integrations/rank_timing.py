@@ -23,9 +23,13 @@ read, a few additions and an uncontended lock.  A daemon thread closes the windo
 its line (``benchmarks/rank_timing_overhead.py`` measures the cost per step).  Errors are counted, never raised into
 training.
 
-**What the user gives.** Lightning and Hugging Face callbacks hold the model and can register the hook themselves
-(DDP takes one comm hook: it is wrapped, never replaced).  A plain ``torchrun`` loop gives the recorder no model, so
-the loop registers it and calls :meth:`RankTiming.step` after each optimizer step::
+**What the user gives.** The Lightning and Hugging Face callbacks (:mod:`ettcore.integrations.lightning`,
+:mod:`ettcore.integrations.huggingface`) hold the model and register the hook themselves when training runs under
+DDP with more than one process, through :func:`attach`: DDP takes one communication hook and refuses a second, so
+the job's own hook is wrapped when the framework still has it to register (Lightning's ``DDPStrategy(ddp_comm_hook=
+...)``), DDP's default all-reduce is wrapped when the model has no hook, and a hook already registered on the model
+(it cannot be wrapped without replacing it) leaves timing off with one warning line.  A plain ``torchrun`` loop
+gives the recorder no model, so the loop registers it and calls :meth:`RankTiming.step` after each optimizer step::
 
     timing = RankTiming(run_dir, job_id, attempt, rank)
     ddp.register_comm_hook(None, timing.comm_hook())      # or timing.comm_hook(my_hook) around the job's own
@@ -42,11 +46,13 @@ import json
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 from ettcore.importers.recorder import RANK_TIMING_DIR, rank_timing_name
 from ettcore.integrations.rank_progress import rank_head
+from ettcore.integrations.recorder import RecorderWarning
 
 
 class RankTiming:
@@ -152,3 +158,34 @@ class RankTiming:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.flush()
+
+
+def attach(ddp: Any, timing: RankTiming, given: Callable | None = None) -> bool:
+    """Time ``ddp``'s all-reduce with ``timing`` (a ``DistributedDataParallel`` model); whether timing is on.
+
+    ``given``: the hook (``timing.comm_hook(the job's own)``) already handed to the framework to register; if the
+    model holds it, timing is on.  Otherwise, if the model has no communication hook, :meth:`RankTiming.comm_hook`
+    around DDP's default all-reduce is registered (what DDP runs without a hook: the training is unchanged).  A hook
+    already registered (DDP takes one and cannot replace it) leaves timing off, with one warning line; so does a
+    failed registration (a built-in C++ hook is not visible from Python until DDP refuses a second).  Never raises.
+    """
+    registered = list(getattr(ddp, "_comm_hooks", None) or [])
+    if given is not None and any(hook is given for hook, _ in registered):
+        return True
+    if registered:
+        name = getattr(registered[0][0], "__qualname__", type(registered[0][0]).__name__)
+        return _off(f"the model's DDP already has the communication hook {name}, which cannot be wrapped")
+    try:
+        ddp.register_comm_hook(None, timing.comm_hook())
+    except Exception as exc:  # noqa: BLE001 - never stop training
+        first = (str(exc).splitlines() or [""])[0]
+        return _off(f"DDP refused the timing hook ({type(exc).__name__}: {first})")
+    return True
+
+
+def _off(why: str) -> bool:
+    try:
+        warnings.warn(f"ettcore rank timing off (training continues): {why}", RecorderWarning, stacklevel=3)
+    except Exception:  # noqa: BLE001 - warnings turned into errors
+        pass
+    return False

@@ -86,7 +86,8 @@ def has_rank_timing(trace: Trace) -> bool:
     fleet store's ``rows_rank_timing``)."""
     if relation_kind(trace.con, "clean_rank_timing") is None:
         return False
-    return trace.con.execute("SELECT EXISTS (SELECT 1 FROM clean_rank_timing)").fetchone()[0]
+    # every row fetched (fetchall): a later con.sql on this connection refuses a result left unfinished
+    return trace.con.execute("SELECT EXISTS (SELECT 1 FROM clean_rank_timing)").fetchall()[0][0]
 
 
 def holders(trace: Trace, windows: list[dict] | None = None, tolerance: float | str | None = None) -> pl.DataFrame:

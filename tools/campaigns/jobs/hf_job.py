@@ -56,6 +56,23 @@ def tiny_gpt2() -> GPT2LMHeadModel:
     )
 
 
+def quiet_args(output_dir, steps: int, **more) -> TrainingArguments:
+    """The arguments of a short CPU run that saves, evaluates and logs nothing (``more`` adds or overrides)."""
+    base = dict(
+        output_dir=str(output_dir),
+        max_steps=steps,
+        per_device_train_batch_size=8,
+        save_strategy="no",
+        eval_strategy="no",
+        logging_strategy="no",
+        report_to="none",
+        disable_tqdm=True,
+        use_cpu=True,
+        dataloader_num_workers=0,
+    )
+    return TrainingArguments(**{**base, **more})
+
+
 class StepLogger(TrainerCallback):
     """Ground truth: this script's own callback (steps; the injected crash or signal)."""
 

@@ -64,6 +64,24 @@ class Regressor(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.05)
 
 
+def quiet_trainer(steps: int, root, **more) -> L.Trainer:
+    """A Trainer of a short CPU fit with no logger, progress bar, summary, checkpoints or validation (``more`` adds
+    or overrides)."""
+    base = dict(
+        max_steps=steps,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+        devices=1,
+        enable_checkpointing=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+        default_root_dir=str(root),
+    )
+    return L.Trainer(**{**base, **more})
+
+
 class StepLogger(L.Callback):
     """Ground truth: this script's own callback, ahead of every other (ModelCheckpoint saves after it)."""
 
