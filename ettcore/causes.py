@@ -9,7 +9,10 @@ An importer decides each interruption's cause from what its source records (:cla
 status and signal, a reason text, an exception text) with a :class:`CauseMap`: rules tried in order, the first whose
 every condition holds giving the cause, ``unknown`` when none holds.  The shipped rules are
 ``ettcore/defaults/cause_mapping.yaml``; a user's file (``--cause-mapping FILE``, YAML or JSON, the same form) is
-tried before them.  A rule naming an unknown cause, an unknown condition or a pattern that does not compile is an
+tried before them.  A rule may name a cause of a user's causes file (``--causes-file FILE``, the measuring commands'
+option: :func:`ettcore.vocabulary.read_causes_file`) when the importer is given that file too
+(:func:`load_cause_map`'s ``causes_file``, or a ``vocabulary`` read before, such as a fleet store's).  A rule naming
+a cause the vocabulary does not hold, an unknown condition or a pattern that does not compile is an
 :class:`~ettcore.errors.InputError` naming the file, the rule (1-based) and the field.
 """
 
@@ -26,7 +29,7 @@ import yaml
 
 from ettcore.config import DEFAULTS_DIR
 from ettcore.errors import InputError, Problem
-from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY
+from ettcore.vocabulary import UNKNOWN_CAUSE, VOCABULARY, Vocabulary
 
 INTERRUPTIONS = VOCABULARY.interruptions  # the end reasons that interrupt a job (NoF)
 UNKNOWN = UNKNOWN_CAUSE
@@ -124,8 +127,9 @@ def _listed(value: Any) -> list:
     return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
-def _rule(entry: Any, source: str, n: int) -> Rule:
-    """One rule of a mapping file, checked: each problem names the file, the rule number and the field."""
+def _rule(entry: Any, source: str, n: int, vocabulary: Vocabulary) -> Rule:
+    """One rule of a mapping file, checked against ``vocabulary``'s causes: each problem names the file, the rule
+    number and the field."""
 
     def bad(fld: str | None, msg: str) -> InputError:
         return InputError(Problem(source, n, fld, msg, table="cause mapping"))
@@ -136,8 +140,9 @@ def _rule(entry: Any, source: str, n: int) -> Rule:
     if unknown:
         raise bad(unknown[0], f"unknown field; a rule has {', '.join(CONDITIONS)} and cause")
     cause = entry.get("cause")
-    if cause not in CAUSES:
-        raise bad("cause", f"unknown cause {cause!r}; the causes are {', '.join(CAUSES)}")
+    if cause not in vocabulary.cause_names:
+        hint = "" if vocabulary.added else " (a cause of your own: give its causes file too, --causes-file FILE)"
+        raise bad("cause", f"unknown cause {cause!r}; the causes are {', '.join(vocabulary.cause_names)}{hint}")
     kw: dict[str, Any] = {}
     for key in ("source", "end_reason", "state"):
         if key in entry:
@@ -175,7 +180,7 @@ def _rule(entry: Any, source: str, n: int) -> Rule:
     return Rule(cause=cause, where=f"{source} rule {n}", **kw)
 
 
-def _rules(data: Any, source: str) -> list[Rule]:
+def _rules(data: Any, source: str, vocabulary: Vocabulary) -> list[Rule]:
     if data is None:
         return []
     if not isinstance(data, dict) or set(data) - {"rules"}:
@@ -183,7 +188,7 @@ def _rules(data: Any, source: str) -> list[Rule]:
     entries = data.get("rules") or []
     if not isinstance(entries, list):
         raise InputError(Problem(source, None, "rules", "'rules' must be a list of rules"))
-    return [_rule(e, source, i) for i, e in enumerate(entries, start=1)]
+    return [_rule(e, source, i, vocabulary) for i, e in enumerate(entries, start=1)]
 
 
 @dataclass
@@ -192,6 +197,7 @@ class CauseMap:
 
     rules: list[Rule]
     counts: dict[str, int] = field(default_factory=dict)
+    causes: tuple[str, ...] = CAUSES  # the causes the rules may give, in report order (a causes file's included)
 
     def classify(self, s: Signals) -> str | None:
         """The cause of an attempt's end: None when it is not an interruption (completed, cancelled, running)."""
@@ -204,14 +210,19 @@ class CauseMap:
     def counts_line(self) -> str:
         """What :meth:`classify` gave so far, in report order (``"preemption 2, unknown 1"``; ``"none"``), for an
         import report."""
-        return ", ".join(f"{c} {self.counts[c]}" for c in CAUSES if c in self.counts) or "none"
+        return ", ".join(f"{c} {self.counts[c]}" for c in self.causes if c in self.counts) or "none"
 
 
-def load_cause_map(path: str | Path | None = None) -> CauseMap:
-    """The shipped rules, after those of ``path`` (a user's mapping file) when given."""
+def load_cause_map(
+    path: str | Path | None = None, causes_file: str | Path | None = None, vocabulary: Vocabulary | None = None
+) -> CauseMap:
+    """The shipped rules, after those of ``path`` (a user's mapping file) when given.  The rules may name the causes
+    of ``causes_file`` (a user's causes file, as ``load_trace(causes_file=)`` reads it) or of ``vocabulary`` (one
+    read before: a fleet store's); without either, the package's causes only."""
+    v = VOCABULARY.with_causes(causes_file) if causes_file is not None else vocabulary or VOCABULARY
     default = DEFAULTS_DIR / "cause_mapping.yaml"
-    rules = _rules(_load_yaml(default), str(default))
+    rules = _rules(_load_yaml(default), str(default), v)
     if path is not None:
         p = Path(path)
-        rules = _rules(_load_yaml(p), str(p)) + rules
-    return CauseMap(rules)
+        rules = _rules(_load_yaml(p), str(p), v) + rules
+    return CauseMap(rules, causes=v.cause_names)

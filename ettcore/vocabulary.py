@@ -231,6 +231,17 @@ class Vocabulary:
             spelling.setdefault(category_key(name), name)
         return {c.name: spelling[category_key(n)] for c, n in zip(self.causes, named)}
 
+    @cached_property
+    def category_colors(self) -> dict[str, str]:
+        """Each display category (:attr:`category_of`), in report order (the order its first cause comes in), with
+        the colour of that first cause: a causes file that colours its causes by category colours the category so;
+        a built-in cause's category, its group's label, takes the group's first cause's colour (the group's own in
+        the shipped vocabulary)."""
+        colors: dict[str, str] = {}
+        for c in self.causes:
+            colors.setdefault(self.category_of[c.name], c.color)
+        return colors
+
     def with_causes(self, path: str | Path) -> "Vocabulary":
         """This vocabulary with the causes of a user's causes file added (:func:`read_causes_file`)."""
         return read_causes_file(self, path)

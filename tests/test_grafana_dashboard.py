@@ -104,7 +104,20 @@ def test_dashboard_structure():
     # every ett metric a panel reads is one the export documents (a typo would show an empty panel forever)
     undocumented = sorted(m for m in used if not re.search(rf"`{m}[`{{]", documented))
     assert used and not undocumented, undocumented
-    # what the dashboard must show: ETT%, lost time by component and cause, hung jobs
+    # no two panels (rows included) share a cell of the grid: Grafana would push one down, out of its row
+    cells: dict[tuple[int, int], str] = {}
+    for p in all_panels:
+        g = p["gridPos"]
+        for cell in ((x, y) for x in range(g["x"], g["x"] + g["w"]) for y in range(g["y"], g["y"] + g["h"])):
+            assert cell not in cells, (p["title"], cells[cell])
+            cells[cell] = p["title"]
+    # a panel's legend names the label its query sums by
+    for p in panels(dash):
+        for t in p["targets"]:
+            by_label = re.match(r"(?:sort(?:_desc)?\()?sum by \(([a-z_]+)\)", t["expr"])
+            if by_label and "," not in by_label.group(1) and t.get("legendFormat"):
+                assert LEGEND_LABEL.findall(t["legendFormat"]) == [by_label.group(1)], p["title"]
+    # what the dashboard must show: ETT%, lost time by component, cause and category, crash loops, hung jobs
     exprs = " ".join(t["expr"] for p in panels(dash) for t in p["targets"])
     for needed in (
         "ett_fleet_effective_training_ratio",
@@ -116,6 +129,10 @@ def test_dashboard_structure():
         "ett_model_lost_gpu_seconds_by_cause{",
         "ett_model_lost_gpu_seconds_by_cause_total",
         "ett_model_lost_cost",
+        "sum by (category) (ett_model_interruptions_by_category{",
+        "sum by (category) (increase(ett_model_interruptions_by_category_total",
+        "ett_model_crash_loop_restarts{",
+        "increase(ett_model_crash_loop_gpu_seconds_total",
         "ett_job_pending_seconds",
         "ett_job_recovering_seconds",
         *sorted(HANG_FAMILIES),
@@ -204,6 +221,11 @@ def check_panels(prom: int, exposition: str) -> None:
     assert by("Interruptions by cause (whole trace)", "cause") == {c: int(c == "preemption") for c in causes}
     # b's preemption at 00:30: recovery to 02:00 (re-queue, setup, init, not trained again) = 90 min x 4 GPUs = 6 GPU-h
     assert by("GPU-hours lost by cause (whole trace)", "cause") == {c: 6.0 * (c == "preemption") for c in causes}
+    # the categories of the built-in causes are their groups' labels (ettcore/defaults/causes.yaml); no job of the
+    # trace is in a crash loop (a fails once and resumes further on; b is preempted, not a crash)
+    categories = ("preemption", "user or application", "time limit", "system (node, cluster)", "hardware", "unknown")
+    assert by("Interruptions by category (whole trace)", "category") == {c: int(c == "preemption") for c in categories}
+    assert by("Crash-loop restarts per model (whole trace)", "model") == {"ranker": 0}
     money = by("Money lost by component (whole trace)", "component")
     assert "scheduling" not in money and money["hardware_setup"] == pytest.approx(4 * 10 / 60 * 2.5)  # b 01:00-01:10
     assert {s["metric"]["currency"] for s in results["Money lost by owner (whole trace)/A"]} == {"USD"}

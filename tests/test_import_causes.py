@@ -151,6 +151,52 @@ def test_goodput_failure_is_unknown_and_a_user_rule_can_name_it(tmp_path):
     assert _causes(tmp_path / "trace") == ["infrastructure", None]
 
 
+LLAMA3 = DATA_DIR / "reference" / "llama3-causes.yaml"  # a user's causes file: nccl_watchdog_timeout is one of its
+
+
+def test_a_cause_mapping_may_give_a_user_s_cause_when_its_causes_file_is_given(tmp_path, monkeypatch, capsys):
+    """A rule giving a cause of a user's causes file: refused in one line naming the rules file, the rule (its row)
+    and ``cause`` without that causes file; with it (``--causes-file``, the measuring commands' option), the trace
+    written names the cause, ``ett summarize`` with the same file counts it, and ``ett ingest`` with the file gives
+    the store the same count (a later ingest reads the store's causes without it)."""
+    from ettcore.cli import main
+
+    monkeypatch.setenv("ETT_CACHE_DIR", str(tmp_path / "cache"))
+    entries = _goodput_entries(tmp_path)
+    mapping = tmp_path / "mine.yaml"
+    mapping.write_text("rules:\n  - {source: goodput, end_reason: failure, cause: nccl_watchdog_timeout}\n")
+    with pytest.raises(InputError) as info:
+        import_entries(entries, cause_mapping=mapping)
+    (prob,) = info.value.problems
+    assert (prob.file, prob.row, prob.field) == (str(mapping), 1, "cause")
+    assert "'nccl_watchdog_timeout'" in prob.message and "--causes-file" in prob.message
+    p = ett("import", "goodput", str(entries), "--cause-mapping", str(mapping), "--out", str(tmp_path / "refused"))
+    lines = (p.stdout + p.stderr).strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    assert f"{mapping}, row 1, field 'cause'" in lines[0]
+    assert not (tmp_path / "refused").exists()
+
+    frames, report = import_entries(entries, cause_mapping=mapping, causes_file=LLAMA3)
+    assert frames.attempts["cause"].to_list() == ["nccl_watchdog_timeout", None]
+    assert report.files[0].facts["interruptions by cause"] == "nccl_watchdog_timeout 1"
+    trace = tmp_path / "trace"
+    argv = ["import", "goodput", entries, "--cause-mapping", mapping, "--causes-file", LLAMA3, "--out", trace]
+    assert main([str(a) for a in argv]) == 0
+    assert _causes(trace) == ["nccl_watchdog_timeout", None]
+    capsys.readouterr()
+    assert main(["summarize", str(trace), "--causes-file", str(LLAMA3), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fleet"]["nof_by_cause"]["nccl_watchdog_timeout"] == 1
+
+    store = tmp_path / "fleet.duckdb"
+    argv = ["ingest", store, entries, "--kind", "goodput", "--cause-mapping", mapping, "--causes-file", LLAMA3]
+    assert main([str(a) for a in argv]) == 0
+    argv = ["ingest", store, entries, "--kind", "goodput", "--cause-mapping", mapping, "--source", "again"]
+    assert main([str(a) for a in argv]) == 0  # the store's causes: no --causes-file needed
+    capsys.readouterr()
+    assert main(["summarize", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["fleet"]["nof_by_cause"]["nccl_watchdog_timeout"] == 2
+
+
 def test_mlperf_log_cut_short_is_an_unknown_failure(tmp_path):
     """The University of Florida log (bundled, real) cut before its run_stop: a failure the log does not explain."""
     root = tmp_path / "v5.1/University-of-Florida/hpg.dgxb200x8.n1/dlrm_dcnv2"

@@ -47,7 +47,7 @@ def test_llama3_table5_as_a_causes_file():
     assert "faulty_gpu" in v.node_causes and "faulty_gpu" in v.mttf_causes and "software_bug" not in v.node_causes
     assert "nccl_watchdog_timeout" in v.node_causes and "nccl_watchdog_timeout" not in v.mttf_causes
     assert set(added) <= set(v.crash_causes)
-    assert v.cause_colors["faulty_gpu"] == VOCABULARY.group("hardware").color  # no colour given: its group's
+    assert v.cause_colors["nccl_watchdog_timeout"] == VOCABULARY.group("unknown").color  # no colour given: its group's
     assert v.digest != VOCABULARY.digest and VOCABULARY.with_causes(LLAMA3).digest == v.digest
     ids = [r[0] for r in v.cause_rows]
     assert ids == list(range(1, len(v.causes) + 1))
@@ -172,6 +172,59 @@ def test_llama3_counts_come_back_by_cause_and_category(tmp_path, monkeypatch):
         load_trace(folder)
     assert {p.field for p in info.value.problems} == {"cause"}
     assert "faulty_gpu" in info.value.problems[0].message
+
+
+def _color_scale(spec: dict) -> dict[str, str]:
+    """The colour channel's scale of a one-layer Vega-Lite spec, as domain value -> colour, in the domain's order."""
+    scale = spec["encoding"]["color"]["scale"]
+    return dict(zip(scale["domain"], scale["range"]))
+
+
+def test_the_charts_draw_a_user_s_causes_in_the_file_s_order_and_colours():
+    """``cause_bars`` and ``category_bars`` given the vocabulary read with Llama 3's causes file (what a trace loaded
+    with it carries, ``trace.vocabulary``) order the bars as the file lists the causes and colour each as the file
+    says; a cause the file gives no colour takes its group's, as ``ettcore/defaults/causes.yaml`` writes it; a
+    category takes the colour of its first cause.  Expected order and colours read from the two YAML files (not from
+    ettcore); the frames are given in reverse order, so the order drawn is the file's, not the frame's."""
+    from ettcore.config import DEFAULTS_DIR
+    from ettcore.present import charts
+
+    written = yaml.safe_load(LLAMA3.read_text(encoding="utf-8"))["causes"]
+    groups = yaml.safe_load((DEFAULTS_DIR / "causes.yaml").read_text(encoding="utf-8"))["groups"]
+    group_colors = {g["group"]: g["color"] for g in groups}
+    want = {c["cause"]: c.get("color", group_colors[c["group"]]) for c in written}
+    assert want["nccl_watchdog_timeout"] == group_colors["unknown"] and "color" not in written[8]  # the fallback
+    counts = {r["cause"]: r["count"] for r in table5()}
+    by_cause = pl.DataFrame(
+        {
+            "cause": [c["cause"] for c in written],
+            "group": [c["group"] for c in written],
+            "nof": [counts[c["cause"]] for c in written],
+        }
+    ).reverse()
+    v = VOCABULARY.with_causes(LLAMA3)
+    spec = charts.to_v5_spec(
+        charts.cause_bars(by_cause, "nof", synthetic=True, chart_title="by cause", color_by="cause", vocabulary=v)
+    )
+    assert spec["title"] == "SYNTHETIC: by cause"
+    assert spec["encoding"]["x"]["sort"] == list(want)  # the file's order
+    assert list(_color_scale(spec).items()) == list(want.items())  # and its colours, a colour a cause
+    assert spec["encoding"]["color"]["sort"] == list(want)  # the legend in the file's order
+    # by group: the groups of the file's causes (and no other), in the groups' order and colours
+    spec = charts.to_v5_spec(charts.cause_bars(by_cause, "nof", synthetic=True, chart_title="g", vocabulary=v))
+    used = {c["group"] for c in written}
+    assert list(_color_scale(spec).items()) == [(g["label"], g["color"]) for g in groups if g["group"] in used]
+
+    first: dict[str, str] = {}  # each category's first cause's colour, in the file's order
+    for c in written:
+        first.setdefault(c["category"], want[c["cause"]])
+    by_category = pl.DataFrame(
+        {"category": list(first), "nof": [sum(r["count"] for r in table5() if r["category"] == k) for k in first]}
+    ).reverse()
+    spec = charts.to_v5_spec(charts.category_bars(by_category, "nof", synthetic=True, chart_title="c", vocabulary=v))
+    assert spec["encoding"]["x"]["sort"] == list(first)
+    assert list(_color_scale(spec).items()) == list(first.items())
+    assert list(first) == ["GPU", "Dependency", "Network", "Unplanned Maintenance", "Host", "Unknown"]
 
 
 def _want_by_category() -> dict[str, int]:

@@ -20,6 +20,7 @@ from typing import Any
 from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames, write_import
 from ettcore.importers.import_report import ImportReport
+from ettcore.vocabulary import Vocabulary
 
 IMPORTER_KINDS = ("sacct", "mlperf", "goodput", "recorder")
 NOTE_KINDS = ("dropped", "merged", "inferred", "corrected", "clipped", "warning")
@@ -114,14 +115,29 @@ OPTIONS: tuple[Option, ...] = (
         "rules deciding each interruption's cause, tried before the shipped ones (YAML/JSON; docs/causes.md)",
         {"metavar": "FILE", "default": None},
     ),
+    Option(
+        "--causes-file",
+        ("sacct", "mlperf", "goodput", "recorder"),
+        "a user's causes file (the measuring commands' --causes-file; docs/causes.md) whose causes --cause-mapping's "
+        "rules may give; measure the trace written with the same file",
+        {"metavar": "FILE", "default": None},
+    ),
 )
 
 
-def add_options(p: argparse.ArgumentParser, kind: str | None = None) -> None:
-    """Add the options of importer ``kind`` to ``p``, or (``None``) every importer's, each help naming its kinds."""
+def add_options(p: argparse.ArgumentParser, kind: str | None = None, defined: tuple[str, ...] = ()) -> None:
+    """Add the options of importer ``kind`` to ``p``, or (``None``) every importer's, each help naming its kinds;
+    ``defined``: flags the command defines itself, with a meaning of its own that covers the importer's (``ett
+    ingest --causes-file``: a store keeps the causes)."""
     for o in OPTIONS:
-        if kind is None or kind in o.kinds:
+        if (kind is None or kind in o.kinds) and o.flag not in defined:
             p.add_argument(o.flag, help=o.help_for(kind), **o.kwargs)
+
+
+def _causes(args: argparse.Namespace, vocabulary: Vocabulary | None) -> dict[str, Any]:
+    """The causes an importer's cause mapping may name: ``vocabulary`` where given (``ett ingest``: the store's, or
+    its ``--causes-file``'s), else those of ``--causes-file``."""
+    return {"vocabulary": vocabulary} if vocabulary is not None else {"causes_file": args.causes_file}
 
 
 def _one_gpus(values: list[str] | None, kind: str) -> int | None:
@@ -153,12 +169,17 @@ def mlperf_gpus(values: list[str] | None) -> int | dict[str, int] | None:
 
 
 def read_import(
-    kind: str, sources: list[str], args: argparse.Namespace, as_of_s: float | None = None
+    kind: str,
+    sources: list[str],
+    args: argparse.Namespace,
+    as_of_s: float | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import ``sources`` with importer ``kind`` (``sacct``, ``mlperf`` or ``goodput``) and the options in ``args``.
 
     ``as_of_s`` (sacct): the end of queue time of jobs still waiting (epoch seconds; default: the export's latest
-    time).  Input errors are raised as :class:`InputError` (file, row, field)."""
+    time).  ``vocabulary``: the causes the cause mapping may name (default: ``--causes-file``'s).  Input errors are
+    raised as :class:`InputError` (file, row, field)."""
     if kind == "sacct":
         from ettcore.importers.slurm import import_sacct
 
@@ -172,27 +193,46 @@ def read_import(
             timeout_as=args.timeout_as,
             clock_tolerance_s=args.clock_tolerance,
             cause_mapping=args.cause_mapping,
+            **_causes(args, vocabulary),
         )
     if kind == "mlperf":
         from ettcore.importers.mlperf import import_logs
 
         return import_logs(
-            sources, systems_dir=args.systems, gpus=mlperf_gpus(args.gpus), cause_mapping=args.cause_mapping
+            sources,
+            systems_dir=args.systems,
+            gpus=mlperf_gpus(args.gpus),
+            cause_mapping=args.cause_mapping,
+            **_causes(args, vocabulary),
         )
     if kind == "goodput":
         from ettcore.importers.goodput import import_entries
 
         one(sources, "a goodput entries file")
-        return import_entries(sources[0], gpus=_one_gpus(args.gpus, kind) or 1, cause_mapping=args.cause_mapping)
+        return import_entries(
+            sources[0],
+            gpus=_one_gpus(args.gpus, kind) or 1,
+            cause_mapping=args.cause_mapping,
+            **_causes(args, vocabulary),
+        )
     raise ValueError(f"not an importer of frames: {kind!r}")
 
 
-def convert_recorder(sources: list[str], out: str | Path, args: argparse.Namespace):
-    """``ett from-recorder``'s conversion of one recorder run folder into the trace folder ``out``."""
+def convert_recorder(
+    sources: list[str], out: str | Path, args: argparse.Namespace, vocabulary: Vocabulary | None = None
+):
+    """``ett from-recorder``'s conversion of one recorder run folder into the trace folder ``out`` (``vocabulary``:
+    as :func:`read_import`'s)."""
     from ettcore.importers.recorder import convert
 
     one(sources, "a recorder run folder")
-    return convert(sources[0], out, open_last_attempt=args.open_last_attempt, cause_mapping=args.cause_mapping)
+    return convert(
+        sources[0],
+        out,
+        open_last_attempt=args.open_last_attempt,
+        cause_mapping=args.cause_mapping,
+        **_causes(args, vocabulary),
+    )
 
 
 def one(sources: list[str], what: str) -> None:

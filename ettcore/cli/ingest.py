@@ -146,12 +146,15 @@ def summary_lines(r: store.Refresh, all_notes: bool = False) -> list[str]:
     return lines
 
 
-def _ingest_folder(args: argparse.Namespace, folder: Path | str, inputs: str, snapshot_ms: int | None) -> None:
+def _ingest_folder(
+    args: argparse.Namespace, folder: Path | str, inputs: str, snapshot_ms: int | None, vocabulary=None
+) -> None:
+    """Ingest the trace ``folder``, read with ``vocabulary`` (default: the store's, or its ``--causes-file``'s)."""
     trace = load_trace(
         folder,
         mapping=args.mapping,
         skip_invalid=args.skip_invalid,
-        vocabulary=source_vocabulary(args.store, args.causes_file),
+        vocabulary=vocabulary or source_vocabulary(args.store, args.causes_file),
     )
     r = store.ingest_trace(args.store, trace, source=args.source, inputs=inputs, snapshot_ms=snapshot_ms)
     for line in summary_lines(r, args.all_notes):
@@ -165,19 +168,20 @@ def _ingest_import(
     it.  The store is touched only after the import and the checks passed."""
     with tempfile.TemporaryDirectory(prefix="ett-ingest-") as tmp:
         out = Path(tmp) / "trace"
+        vocabulary = source_vocabulary(args.store, args.causes_file)  # what the cause mapping may name
         if kind == "recorder":
-            conv = io.convert_recorder(sources, out, args)
+            conv = io.convert_recorder(sources, out, args, vocabulary)
             for line in conv.note_lines():
                 print(f"note: {line}")
         else:
-            frames, report = io.read_import(kind, sources, args, as_of_s=as_of_s)
+            frames, report = io.read_import(kind, sources, args, as_of_s=as_of_s, vocabulary=vocabulary)
             io.write_frames(out, frames, report)
             what = f"{frames.jobs.height} job(s), {frames.attempts.height} attempt(s)"
             print(io.import_line(what, report, f"from {kind} for the refresh"))
             io.print_warnings(report)
             if kind == "sacct" and args.recorder is None and not args.slurm:
                 print(io.NO_RECORDER_NOTE)
-        _ingest_folder(args, out, inputs, snapshot_ms)
+        _ingest_folder(args, out, inputs, snapshot_ms, vocabulary)
 
 
 def _run_sources(args: argparse.Namespace) -> int:
@@ -337,6 +341,8 @@ def register(sub: Any) -> None:
     )
     s.add_argument("--accounts", metavar="LIST", help="only jobs of these accounts (sacct --accounts)")
     s.add_argument("--partition", metavar="LIST", help="only jobs of these partitions (sacct --partition)")
-    io.add_options(p.add_argument_group("importer options (as ett import and ett from-recorder)"))
+    io.add_options(
+        p.add_argument_group("importer options (as ett import and ett from-recorder)"), defined=("--causes-file",)
+    )
     p.set_defaults(func=run)
     p.__class__ = _Intermixed

@@ -68,6 +68,7 @@ from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
 from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.vocabulary import Vocabulary
 
 JOB_NAME = "job_name"
 STEP_COUNT, STEP_START = "step_count", "step_start_time"
@@ -742,7 +743,12 @@ def _note_file(fr: FileReport, attempts: list[dict], spans: list[dict], jobs: in
 
 
 def import_entries(
-    path: str | Path, gpus: int = 1, synthetic: bool = False, cause_mapping: str | Path | None = None
+    path: str | Path,
+    gpus: int = 1,
+    synthetic: bool = False,
+    cause_mapping: str | Path | None = None,
+    causes_file: str | Path | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import a recorder's entries (JSON lines or a JSON array, any order): one job a ``job_name``.
 
@@ -750,13 +756,15 @@ def import_entries(
     ``synthetic`` when the entries were generated rather than recorded from
     a real job; it is written to ``trace.json``.  Each interruption's cause is decided by the cause mapping
     (``cause_mapping``: a user's rules before the shipped ones, docs/causes.md); the entries record nothing about
-    why an attempt ended, so the shipped rules give a failure ``unknown``.
+    why an attempt ended, so the shipped rules give a failure ``unknown``.  ``causes_file`` (a user's causes file) or
+    ``vocabulary`` (one read before): the causes the mapping's rules may name beside the package's
+    (:func:`ettcore.causes.load_cause_map`).
     """
     path = Path(path)
     src = str(path)
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise InputError(Problem("--gpus", None, "gpus", f"must be an integer >= 1, got {gpus!r}"))
-    cause_map = load_cause_map(cause_mapping)
+    cause_map = load_cause_map(cause_mapping, causes_file, vocabulary)
     report = ImportReport("goodput")
     fr = report.add_file(src)
     entries = read_entries(path)

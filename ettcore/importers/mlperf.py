@@ -92,6 +92,7 @@ from ettcore.errors import InputError, Problem
 from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import EXPLICIT, FileReport, ImportReport
 from ettcore.trace.instants import TS_MAX_MS
+from ettcore.vocabulary import Vocabulary
 
 TOKEN = ":::MLLOG"
 SYSJSON_TOKEN = ":::SYSJSON"
@@ -1306,6 +1307,8 @@ def import_logs(
     systems_dir: str | Path | None = None,
     gpus: int | dict[str, int] | None = None,
     cause_mapping: str | Path | None = None,
+    causes_file: str | Path | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import MLPerf result logs: one job a file (a folder: every ``result_*.txt`` below it).
 
@@ -1324,7 +1327,9 @@ def import_logs(
 
     A run's cause, when it is an interruption (a log cut short: no ``run_stop``), is decided by the cause mapping
     (``cause_mapping``: a user's rules before the shipped ones, docs/causes.md), the ``run_stop`` status as its
-    reason text; a log says nothing of why it stopped, so the shipped rules give ``unknown``.
+    reason text; a log says nothing of why it stopped, so the shipped rules give ``unknown``.  ``causes_file`` (a
+    user's causes file) or ``vocabulary`` (one read before): the causes the mapping's rules may name beside the
+    package's (:func:`ettcore.causes.load_cause_map`).
     """
     for n in [gpus] if not isinstance(gpus, dict) else gpus.values():
         if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
@@ -1335,7 +1340,7 @@ def import_logs(
         unknown = [k for k in gpus if Path(k).resolve() not in {p.resolve() for p in logs}]
         if unknown:
             raise InputError([Problem("--gpus", None, "gpus", f"{k} is not one of the logs imported") for k in unknown])
-    cause_map = load_cause_map(cause_mapping)
+    cause_map = load_cause_map(cause_mapping, causes_file, vocabulary)
     report = ImportReport("mlperf")
     attempts, spans, jobs = [], [], []
     problems: list[Problem] = []

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ettcore.errors import InputError, Problem
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 if TYPE_CHECKING:  # the recorder (inside a training job) imports this module: the cause rules load only to convert
     from ettcore.causes import CauseMap
@@ -611,6 +611,8 @@ def convert(
     metadata: dict[str, Any] | None = None,
     notes_relative_to: str | Path | None = None,
     cause_mapping: str | Path | None = None,
+    causes_file: str | Path | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> Conversion:
     """Turn a recorder run folder into a trace folder (Parquet, written atomically).
 
@@ -618,12 +620,14 @@ def convert(
     spans closed at a crash, attempts without an end); ``metadata`` is merged
     into it (e.g. ``{"synthetic": False, "machine": ...}``); ``notes_relative_to``
     writes the notes' file names relative to that folder (for bundled data); ``cause_mapping``: a user's
-    cause-mapping file, its rules tried before the shipped ones (docs/causes.md).
+    cause-mapping file, its rules tried before the shipped ones (docs/causes.md); ``causes_file`` (a user's causes
+    file) or ``vocabulary`` (one read before): the causes those rules may name beside the package's
+    (:func:`ettcore.causes.load_cause_map`).
     """
     from ettcore.causes import load_cause_map
     from ettcore.trace.writer import write_trace
 
-    cause_map = load_cause_map(cause_mapping)
+    cause_map = load_cause_map(cause_mapping, causes_file, vocabulary)
     conv = collect(directory, open_last_attempt=open_last_attempt, split_train=split_train, cause_map=cause_map)
     meta = {
         "source": f"ettcore.recorder run folder {Path(directory).name}",  # as every converted trace says

@@ -77,6 +77,7 @@ from ettcore.importers.frames import TraceFrames
 from ettcore.importers.import_report import FileReport, ImportReport
 from ettcore.trace.hostlist import expand_field, no_nodes
 from ettcore.trace.instants import TS_MAX_MS, TS_MIN_MS
+from ettcore.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
     import polars as pl
@@ -1182,6 +1183,8 @@ def import_sacct(
     clock_tolerance_s: float = 2.0,
     relative_to: str | Path | None = None,
     cause_mapping: str | Path | None = None,
+    causes_file: str | Path | None = None,
+    vocabulary: Vocabulary | None = None,
 ) -> tuple[TraceFrames, ImportReport]:
     """Import sacct exports (text or JSON), optionally with a recorder run folder; see the module doc.
 
@@ -1189,10 +1192,13 @@ def import_sacct(
     the latest time in the exports).  ``relative_to``: report file names relative to
     this folder (for bundled data).  The stages: :func:`_parse` (the exports' runs), :func:`_build` (attempts,
     spans, jobs), :func:`_note` (the report; the report is the note collector every stage writes to).
+    ``cause_mapping``: a user's rules before the shipped ones; ``causes_file`` (a user's causes file) or
+    ``vocabulary`` (one read before): the causes those rules may name beside the package's
+    (:func:`ettcore.causes.load_cause_map`).
     """
     paths = [Path(p) for p in paths]
     _check_options(paths, timeout_as, gpus, clock_tolerance_s)
-    cause_map = load_cause_map(cause_mapping)
+    cause_map = load_cause_map(cause_mapping, causes_file, vocabulary)
     name = functools.partial(_file_name, relative_to=relative_to)
     report = ImportReport("slurm")
     runs = _parse(paths, report, name, timezone)

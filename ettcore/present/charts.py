@@ -24,7 +24,7 @@ import polars as pl
 
 from ettcore.phases import ALL_COMPONENTS, components_in
 from ettcore.present.calendar import shown_label
-from ettcore.vocabulary import VOCABULARY
+from ettcore.vocabulary import VOCABULARY, Vocabulary
 
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 VEGALITE_MIMETYPE = "application/vnd.vegalite.v5+json"
@@ -110,13 +110,12 @@ def use_renderer(name: str = "ett") -> None:
 # ----------------------------------------------------------------------------- one job
 
 # The vocabulary's colours and legend labels (ettcore/defaults/vocabulary.yaml, causes.yaml), by name: the Level 1
-# buckets (productive keeps the training green; no loss bucket is green), the end reasons and the interruption causes
-# (their groups': cause_bars).
+# buckets (productive keeps the training green; no loss bucket is green) and the end reasons.  The interruption causes
+# and their categories are drawn in the colours of the trace's vocabulary (cause_bars, category_bars).
 L1_COLORS: dict[str, str] = VOCABULARY.bucket_colors
 L1_LABELS: dict[str, str] = VOCABULARY.bucket_labels
 END_REASON_COLORS: dict[str, str] = VOCABULARY.end_reason_colors
 END_REASON_LABELS: dict[str, str] = VOCABULARY.end_reason_labels
-CAUSE_COLORS: dict[str, str] = VOCABULARY.cause_colors
 
 
 def l1_scale(buckets: Sequence[str]) -> alt.Scale:
@@ -801,7 +800,7 @@ def grouped_bars(
             ),
             tooltip=[
                 alt.Tooltip(f"{x}:N", title=x_title or x),
-                alt.Tooltip(f"{color}:N", title=color_title or color),
+                *([] if color == x else [alt.Tooltip(f"{color}:N", title=color_title or color)]),
                 alt.Tooltip(f"{y}:Q", format=".2f", title=y_title or y),
             ],
         )
@@ -822,16 +821,21 @@ def cause_bars(
     chart_title: str,
     y_title: str | None = None,
     color_by: str = "group",
+    vocabulary: Vocabulary = VOCABULARY,
 ) -> alt.Chart:
-    """One bar a cause, in the vocabulary's order: ``by_cause`` has ``cause``, ``group`` and ``value`` columns
-    (:func:`ettcore.metric.cause_table`).  The bars take their group's colour, with the groups' labels in the legend,
-    or (``color_by="cause"``) each cause's own colour."""
+    """One bar a cause, in the order of the causes of ``vocabulary`` (the trace's: with a user's causes file, its
+    causes after the built-in ones, :func:`ettcore.metric.vocabulary_of`): ``by_cause`` has ``cause``, ``group`` and
+    ``value`` columns (:func:`ettcore.metric.cause_table`).  The bars take their group's colour, with the groups'
+    labels in the legend, or (``color_by="cause"``) each cause's own colour (a causes file's, else its group's).  The
+    legend lists what ``by_cause`` holds, in the vocabulary's order."""
+    causes = [c for c in vocabulary.cause_names if c in set(by_cause["cause"])]
     if color_by == "group":
-        labels = {g.name: g.label for g in VOCABULARY.groups}
+        labels = {g.name: g.label for g in vocabulary.groups}
         frame = by_cause.with_columns(pl.col("group").replace_strict(labels).alias("cause group"))
-        field, colors = "cause group", {g.label: g.color for g in VOCABULARY.groups}
+        seen = set(frame["cause group"])
+        field, colors = "cause group", {g.label: g.color for g in vocabulary.groups if g.label in seen}
     elif color_by == "cause":
-        frame, field, colors = by_cause, "cause", dict(CAUSE_COLORS)
+        frame, field, colors = by_cause, "cause", {c: vocabulary.cause_colors[c] for c in causes}
     else:
         raise ValueError(f"color_by is 'group' or 'cause', got {color_by!r}")
     return grouped_bars(
@@ -845,7 +849,37 @@ def cause_bars(
         y_title=y_title,
         color_title=field,
         colors=colors,
-        x_sort=list(VOCABULARY.cause_names),
+        x_sort=causes,
+        side_by_side=False,
+    )
+
+
+def category_bars(
+    by_category: pl.DataFrame,
+    value: str,
+    *,
+    synthetic: bool,
+    chart_title: str,
+    y_title: str | None = None,
+    vocabulary: Vocabulary = VOCABULARY,
+) -> alt.Chart:
+    """One bar a display category of ``vocabulary``'s causes (the trace's), in report order and in its colour
+    (:attr:`ettcore.vocabulary.Vocabulary.category_colors`: its first cause's): ``by_category`` has ``category`` and
+    ``value`` columns (:func:`ettcore.metric.by_category`)."""
+    seen = set(by_category["category"])
+    colors = {k: c for k, c in vocabulary.category_colors.items() if k in seen}
+    return grouped_bars(
+        by_category,
+        "category",
+        value,
+        "category",
+        synthetic=synthetic,
+        chart_title=chart_title,
+        x_title="category",
+        y_title=y_title,
+        color_title="category",
+        colors=colors,
+        x_sort=list(colors),
         side_by_side=False,
     )
 
