@@ -20,7 +20,6 @@ from test_metric_properties import _ms, _settings
 from trace_strategies import train_spans
 
 from ettcore import metric
-from ettcore.engines.spark import spark_available
 from ettcore.metric import restarts
 from ettcore.trace import load_trace
 
@@ -292,23 +291,3 @@ def _check_trend(trace: dict) -> None:
 @given(looping_traces())
 def test_the_crash_loop_trend_equals_the_reference(trace):
     _check_trend(trace)
-
-
-@pytest.mark.skipif(not spark_available(), reason="pyspark or Java not installed")
-@pytest.mark.spark
-@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
-def test_the_crash_loop_trend_on_spark_equals_duckdb(tmp_path, spark_master):
-    """The worked example's crash-loop trend (daily, and 5-minute buckets rolling over an hour) on Spark: the same
-    rows as on DuckDB (the same query files, translated)."""
-    from ettcore import engines
-
-    folder = _write(worked_example(), tmp_path / "t")
-    duck = load_trace(folder)
-    spark = engines.open_trace(folder, engine="spark", spark_master=spark_master)
-    for every, window in (("day", None), ("5m", "1h")):
-        want = restarts.trend(duck, metric.trend(duck, every, window), every, window)
-        got = restarts.trend(spark, metric.trend(spark, every, window), every, window)
-        cols = ["bucket_start", "crash_loop_restarts"]
-        assert got.select(cols).rows() == want.select(cols).rows(), (every, window)
-        assert got["crash_loop_gpu_h"].to_list() == pytest.approx(want["crash_loop_gpu_h"].to_list())
-        assert want["crash_loop_restarts"].max() == 2

@@ -66,7 +66,7 @@ def test_two_slow_spans_are_forty_slow_seconds(tmp_path):
     assert metric.job_summary(t)["productive_s"][0] == 161.0
 
 
-def _two_jobs(folder: Path) -> Path:
+def _two_jobs_trace() -> dict:
     """The worked example's job j (model m, 8 GPUs, 40 slow seconds in spans starting at 22:54:50 and 22:55:20) beside
     a 4-GPU job k of model n that ran at one pace from 22:53:20 for 70 s, none of it slow (SYNTHETIC)."""
     trace = _slow_trace()
@@ -74,7 +74,12 @@ def _two_jobs(folder: Path) -> Path:
     trace["jobs"].append(dict(job_id="k", model="n", gpus=4))
     trace["attempts"].append(dict(job_id="k", attempt=0, start=B, end=k[-1]["end"], end_reason="completed"))
     trace["spans"] += k
-    return write_trace_folder(trace, folder)
+    return trace
+
+
+def _two_jobs(folder: Path) -> Path:
+    """:func:`_two_jobs_trace` written as a trace folder."""
+    return write_trace_folder(_two_jobs_trace(), folder)
 
 
 def test_summarize_shows_slow_time_per_job_per_group_and_for_the_fleet(tmp_path, capsys):
@@ -210,18 +215,50 @@ def test_a_store_gives_the_slow_figures_of_a_one_shot_measurement(tmp_path, caps
     assert stored == one and "ett_fleet_slow_gpu_seconds_total 320" in one
 
 
+def _slow_and_looping(folder: Path) -> Path:
+    """:func:`_two_jobs` beside the crash-loop worked example's three jobs (``test_crash_loops.worked_example``, from
+    the same instant: job ``poison`` is in a crash loop of three attempts, job ``advancing`` crashes but advances),
+    SYNTHETIC: a trace where both slow time and crash loops are not zero."""
+    from test_crash_loops import worked_example
+
+    trace, looping = _two_jobs_trace(), worked_example()
+    for table in ("jobs", "attempts", "spans"):
+        trace[table] += looping[table]
+    return write_trace_folder(trace, folder / "t")
+
+
+def _flat(doc: object, at: str = "") -> dict:
+    """A JSON answer's numbers and strings by their path (``restarts.crash_loops.0.gpu_h``), for pytest.approx."""
+    if isinstance(doc, dict):
+        return {k: v for key, value in doc.items() for k, v in _flat(value, f"{at}{key}.").items()}
+    if isinstance(doc, list):
+        return {k: v for i, value in enumerate(doc) for k, v in _flat(value, f"{at}{i}.").items()} | {
+            at + "len": len(doc)
+        }
+    return {at.rstrip("."): doc}
+
+
+def _same(got: object, want: object) -> None:
+    """The same JSON answer: the same paths, floats equal within 1e-9 relative, every other value equal."""
+    got, want = _flat(got), _flat(want)
+    assert list(got) == list(want)
+    for k, v in want.items():
+        assert got[k] == (pytest.approx(v, rel=1e-9) if isinstance(v, float) else v), k
+
+
 @pytest.mark.spark
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
-def test_spark_gives_the_slow_figures_of_a_one_shot_duckdb_measurement(tmp_path, capsys, spark_master):
-    """:func:`_two_jobs` on Spark (the same query files, translated): summarize's and trend's (fixed and rolling)
-    slow figures equal DuckDB's, at the default tolerance and at one given (bound as a parameter on Spark as on
-    DuckDB; one run of a command on Spark costs a minute or more on 2 cores, so each tolerance is run once)."""
+def test_spark_gives_the_slow_and_crash_loop_figures_of_a_one_shot_duckdb_measurement(tmp_path, capsys, spark_master):
+    """:func:`_slow_and_looping` on Spark (the same query files, translated): summarize's slow figures and restarts
+    (crash loops, retry chains, storms), and trend's slow and crash-loop figures per bucket (fixed, at a given
+    tolerance, bound as a parameter on Spark as on DuckDB; and rolling, at the default) equal DuckDB's.  One trace for
+    both features: each run of a command on Spark costs a minute or more on 2 cores."""
     from ettcore.cli import slow_fields
     from ettcore.engines.spark import spark_available
 
     if not spark_available():
         pytest.skip("pyspark or Java not installed")
-    folder = _two_jobs(tmp_path / "t")
+    folder = _slow_and_looping(tmp_path)
     spark = ["--engine", "spark", "--spark-master", spark_master]
 
     def answer(*argv):
@@ -231,23 +268,29 @@ def test_spark_gives_the_slow_figures_of_a_one_shot_duckdb_measurement(tmp_path,
     argv = ["summarize", "--json", "--by", "model"]
     duck, on_spark = answer(*argv), answer(*argv, *spark)
     assert on_spark["slow"] == duck["slow"] and on_spark["input"]["engine"] == "spark"
-    for key, keys in (("jobs", slow_fields.JOB_KEYS), ("groups", slow_fields.GROUP_KEYS)):
+    loop_keys = ("job_id", "retry_chain", "crash_loop")
+    for key, keys in (("jobs", (*slow_fields.JOB_KEYS, *loop_keys)), ("groups", slow_fields.GROUP_KEYS)):
         for a, b in zip(on_spark[key], duck[key], strict=True):
-            assert {k: a[k] for k in keys} == pytest.approx({k: b[k] for k in keys}, rel=1e-9), key
+            _same({k: a[k] for k in keys}, {k: b[k] for k in keys})
     got, want = ({k: d["fleet"][k] for k in slow_fields.GROUP_KEYS} for d in (on_spark, duck))
     assert got == pytest.approx(want, rel=1e-9)
-    assert duck["jobs"][0]["slow_s"] == pytest.approx(40.0)  # not a comparison of zeros (the hand figure)
+    _same(on_spark["restarts"], duck["restarts"])
+    # not comparisons of zeros: the hand figures of the two worked examples
+    jobs = {j["job_id"]: j for j in duck["jobs"]}
+    assert jobs["j"]["slow_s"] == pytest.approx(40.0)
+    (loop,) = duck["restarts"]["crash_loops"]
+    assert (loop["job_id"], loop["first_attempt"], loop["last_attempt"]) == ("poison", 1, 3)
     for argv in (
         ["trend", "--json", "--slow-tolerance", "0.05"],
-        ["trend", "--every", "1m", "--window", "2m", "--json"],
+        ["trend", "--every", "1m", "--window", "10m", "--json"],
     ):
         duck, on_spark = answer(*argv)["buckets"], answer(*argv, *spark)["buckets"]
-        assert any(b["slow_spans"] for b in duck), argv  # not a comparison of zeros
+        assert any(b["slow_spans"] for b in duck) and any(b["crash_loop_restarts"] for b in duck), argv
         for a, b in zip(on_spark, duck, strict=True):
-            assert (a["bucket_start"], a["slow_spans"]) == (b["bucket_start"], b["slow_spans"])
-            assert (a["slow_gpu_h"], a["ett_ideal_pct"]) == pytest.approx(
-                (b["slow_gpu_h"], b["ett_ideal_pct"]), rel=1e-9
-            )
+            counts = ("bucket_start", "slow_spans", "crash_loop_restarts")
+            assert [a[k] for k in counts] == [b[k] for k in counts]
+            hours = ("slow_gpu_h", "ett_ideal_pct", "crash_loop_gpu_h")
+            assert [a[k] for k in hours] == pytest.approx([b[k] for k in hours], rel=1e-9)
 
 
 def _windows(rank: int, node: str, t0_s: float, t1_s: float, work_share: float) -> list[dict]:

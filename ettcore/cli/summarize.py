@@ -76,10 +76,11 @@ LOOP_KEYS = ("crash_loops", "crash_loop_restarts", "crash_loop_gpu_h")
 def _restarts(trace: Any, args: argparse.Namespace, n: int, window_ms: int) -> dict[str, Any]:
     """Crash loops, retry chains and restart storms (:mod:`ettcore.metric.restarts`): ``jobs`` (one row a job),
     ``fleet`` (the fleet's retry chains), ``loops`` (one row a crash loop) and ``storms``."""
+    loops = restarts.crash_loops(trace)
     return {
-        "jobs": restarts.job_restarts(trace),
+        "jobs": restarts.job_restarts(trace, loops),
         "fleet": restarts.fleet_retry_chains(trace),
-        "loops": restarts.crash_loops(trace),
+        "loops": loops,
         "storms": restarts.restart_storms(trace, args.storm_by, n, f"{window_ms}ms"),
     }
 

@@ -337,8 +337,11 @@ class Engine(Protocol):
     def set_groups(self, by: str | None) -> None:
         """Point the ``job_groups`` view at one column (checked against the trace's columns) or the whole fleet."""
 
-    def define(self, view: str, name: str) -> None:
-        """Make ``view`` the result of one query of ``ettcore/sql/`` (``metric/<name>``) over the prepared views."""
+    def define(self, view: str, name: str, keep: bool = False) -> None:
+        """Make ``view`` the result of one query of ``ettcore/sql/`` (``metric/<name>``) over the prepared views.
+        ``keep``: the view is read several times and depends on the trace's views alone (no parameter, no other
+        defined view): an engine that plans each read of a view again (Spark) computes it once and keeps its rows
+        until the trace's views change."""
 
     def define_values(self, view: str, values: dict[str, float]) -> None:
         """Make ``view`` one row of the given numbers (DOUBLE columns named after the keys), bound, never pasted."""
@@ -376,7 +379,8 @@ class DuckDBEngine:
     def set_groups(self, by: str | None) -> None:
         _set_groups(self.trace, by)
 
-    def define(self, view: str, name: str) -> None:
+    def define(self, view: str, name: str, keep: bool = False) -> None:
+        # DuckDB plans a view's reads as one query and its views are cheap to read: kept or not, a view
         self.trace.con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_ident(view)} AS {sql(name)}")
 
     def define_values(self, view: str, values: dict[str, float]) -> None:

@@ -52,7 +52,7 @@ def _repeats(trace: Any) -> Any:
     point and whether it repeats), which the crash loops and their trend read."""
     e = metric.engine_of(trace)
     e.prepare()
-    e.define("attempt_repeats", "metric/attempt_repeats")
+    e.define("attempt_repeats", "metric/attempt_repeats", keep=True)  # crash_loops.sql reads it three times
     return e
 
 
@@ -203,10 +203,11 @@ def storms_per_group(
     return in_natural_order(counts, by)
 
 
-def job_restarts(trace: Any) -> pl.DataFrame:
+def job_restarts(trace: Any, loops: pl.DataFrame | None = None) -> pl.DataFrame:
     """One row a job, in natural job order: its retry chain (:func:`retry_chains`) and its crash loops
-    (``crash_loops``, ``crash_loop_restarts``, ``crash_loop_gpu_h``: 0 without one)."""
-    loops = crash_loops(trace)
+    (``crash_loops``, ``crash_loop_restarts``, ``crash_loop_gpu_h``: 0 without one); ``loops``: the trace's
+    :func:`crash_loops` when the caller has them."""
+    loops = crash_loops(trace) if loops is None else loops
     per_job = loops.group_by("job_id").agg(
         pl.len().cast(pl.Int64).alias("crash_loops"),
         pl.col("restarts").sum().cast(pl.Int64).alias("crash_loop_restarts"),

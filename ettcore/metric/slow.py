@@ -60,8 +60,9 @@ def prepare(trace: Any, tolerance: float | str | None = None) -> None:
     e = metric.engine_of(trace)
     e.prepare(per_job=True)  # job_slow.sql reads the per-job results
     e.define_values("ett_slow_params", {"tolerance": check_tolerance(tolerance)})
-    for view in ("train_advances", "job_ideal_pace", "train_slow", "job_slow"):
-        e.define(view, "metric/" + view)
+    # the first two do not depend on the tolerance: kept (an engine that plans each read again computes them once)
+    for view, keep in (("train_advances", True), ("job_ideal_pace", True), ("train_slow", False), ("job_slow", False)):
+        e.define(view, "metric/" + view, keep=keep)
 
 
 def train_slow(trace: Any, tolerance: float | str | None = None) -> pl.DataFrame:

@@ -502,6 +502,7 @@ class SparkTrace:
     # benchmarks/spark_views.py compares
     keep: str = "checkpoint"
     _cached: list = field(default_factory=list, repr=False)
+    _kept: dict = field(default_factory=dict, repr=False)  # a view defined with keep -> its query, while registered
 
     @property
     def synthetic(self) -> bool:
@@ -545,10 +546,19 @@ class SparkTrace:
         _ensure_registered(self)
         self.spark.sql(f"SELECT job_id, {expr} AS group_key FROM metric_jobs").createOrReplaceTempView("job_groups")
 
-    def define(self, view: str, name: str) -> None:
+    def define(self, view: str, name: str, keep: bool = False) -> None:
+        """``keep``: the view's rows are computed once (as the kept metric views, ``self.keep``) and reused until the
+        trace's views are registered again; a kept view defined again from the same query is left as it is."""
         _ensure_registered(self)
+        if keep and self._kept.get(view) == name:
+            return
+        self._kept.pop(view, None)
         with input_errors(self.trace.path):
-            self.spark.sql(spark_sql(name)).createOrReplaceTempView(view)
+            df = self.spark.sql(spark_sql(name))
+            if keep:
+                df = _kept(self, df)
+                self._kept[view] = name
+            df.createOrReplaceTempView(view)
 
     def define_values(self, view: str, values: dict[str, float]) -> None:
         _ensure_registered(self)
@@ -593,6 +603,7 @@ def register_trace(st: SparkTrace) -> None:
     for df in st._cached:
         df.unpersist()
     st._cached.clear()
+    st._kept.clear()
     st.register_inputs()
     register_metric_views(st)
     setattr(st.spark, _ACTIVE, st.ident)
@@ -697,6 +708,14 @@ def register_exclusion_jobs(st: SparkTrace) -> None:
     df.createOrReplaceTempView("ett_exclusion_jobs")
 
 
+def _kept(st: SparkTrace, df: "DataFrame") -> "DataFrame":
+    """``df`` kept as ``st.keep`` says (its rows computed now and its lineage cut, or cached at first use), and
+    released when the trace's views are registered again."""
+    df = df.localCheckpoint(eager=True) if st.keep == "checkpoint" else df.persist()
+    st._cached.append(df)
+    return df
+
+
 def register_metric_views(st: SparkTrace) -> None:
     """The metric's shared views over ``clean_*``, translated from ``ettcore/sql/metric/``."""
     register_window(st.spark, st.trace.window, st.grid_ms)
@@ -723,8 +742,7 @@ def register_metric_views(st: SparkTrace) -> None:
             register_exclusion_jobs(st)
         df = st.spark.sql(spark_sql(name))
         if keep:
-            df = df.localCheckpoint(eager=True) if st.keep == "checkpoint" else df.persist()
-            st._cached.append(df)
+            df = _kept(st, df)
         df.createOrReplaceTempView(view)
         if view == "metric_jobs":  # the job key is a 64-bit hash (xxhash64 here): two ids on one key are refused
             dup = st.spark.sql(
