@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import own_spark_cluster  # tests/conftest.py
+from conftest import SPARK_TEST_JVM, own_spark_cluster  # tests/conftest.py
 
 from ettcore.synthetic.generator import generate
 
@@ -104,7 +104,10 @@ def test_a_worker_killed_mid_query_gives_the_same_answer_or_one_line(own_cluster
     t0 = time.monotonic()
     out_file, err_file = tmp_path / "out.json", tmp_path / "err.txt"  # files, not pipes: nothing blocks the command
     with out_file.open("w") as o, err_file.open("w") as e:
-        p = subprocess.Popen(args, stdout=o, stderr=e, text=True)
+        # the command's driver and executors with the Spark tests' JVM options (pyspark reads its launch arguments)
+        jvm = " ".join(f"--conf spark.{x}.extraJavaOptions='{SPARK_TEST_JVM}'" for x in ("driver", "executor"))
+        env = {**os.environ, "PYSPARK_SUBMIT_ARGS": f"{jvm} pyspark-shell"}
+        p = subprocess.Popen(args, stdout=o, stderr=e, text=True, env=env)
     # the kill comes once the application's executor on worker1 runs a task of the query (a thread of its task
     # pool); should none be seen, 30 s after the executor started; either way while the command runs (the line the
     # test prints says which)

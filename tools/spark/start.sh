@@ -18,7 +18,9 @@
 #
 # Settings (environment): ETT_SPARK_DIR state folder (default ${TMPDIR:-/tmp}/ett-spark), SPARK_HOME (default: the
 # pyspark package of the project's .venv, else of python3), ETT_SPARK_WAIT seconds to wait for each part (default
-# 180: a loaded 2-core machine needs them; a JVM that exits fails the start at once).
+# 180: a loaded 2-core machine needs them; a JVM that exits fails the start at once), ETT_SPARK_JAVA_OPTS more options
+# for the daemons' JVMs and the Connect server's driver and executors (CI gives -XX:TieredStopAtLevel=1: on tiny test
+# data the JIT's optimizing compiler never pays back the CPU it takes).
 # On a failure it prints the logs' tails and stops whatever it started.
 set -euo pipefail
 
@@ -81,7 +83,8 @@ MASTER_URL="spark://127.0.0.1:$MASTER_PORT"
 # Only what this script says: an empty configuration folder of its own (no spark-env.sh, no spark-defaults.conf from
 # elsewhere); every service on the loopback interface.
 export SPARK_CONF_DIR="$DIR/conf" SPARK_LOCAL_IP=127.0.0.1 SPARK_LOCAL_HOSTNAME=127.0.0.1
-export SPARK_DAEMON_MEMORY=512m SPARK_DAEMON_JAVA_OPTS="-Djava.net.preferIPv4Stack=true -XX:+UseSerialGC"
+export SPARK_DAEMON_MEMORY=512m
+export SPARK_DAEMON_JAVA_OPTS="-Djava.net.preferIPv4Stack=true -XX:+UseSerialGC${ETT_SPARK_JAVA_OPTS:+ $ETT_SPARK_JAVA_OPTS}"
 # the master takes no REST submissions (port 6066 on by default): applications come through spark://
 export SPARK_MASTER_OPTS="-Dspark.deploy.defaultCores=$APP_CORES -Dspark.master.rest.enabled=false"
 unset SPARK_MASTER_HOST SPARK_MASTER_PORT SPARK_WORKER_DIR SPARK_WORKER_CORES SPARK_WORKER_MEMORY
@@ -139,7 +142,7 @@ done
 # The Connect server: a Spark application on the cluster (its driver in this JVM, its executors on the workers),
 # serving Spark Connect clients on 127.0.0.1:CONNECT_PORT. Its UI is off; its driver's ports are on 127.0.0.1.
 CONNECT_NAME="ett Spark Connect server"
-JAVA_OPTS="-Djava.net.preferIPv4Stack=true -XX:+UseSerialGC"
+JAVA_OPTS="-Djava.net.preferIPv4Stack=true -XX:+UseSerialGC${ETT_SPARK_JAVA_OPTS:+ $ETT_SPARK_JAVA_OPTS}"
 ( cd "$DIR/connect" && start connect "$SPARK_HOME/bin/spark-submit" \
   --class org.apache.spark.sql.connect.service.SparkConnectServer --name "$CONNECT_NAME" --master "$MASTER_URL" \
   --driver-memory 1g --executor-memory "$EXECUTOR_MEMORY" \
