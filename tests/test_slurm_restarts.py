@@ -102,6 +102,9 @@ def test_summarize_finds_the_crash_loop_and_not_the_advancing_job(capsys):
     jobs = {j["job_id"]: j for j in got["jobs"]}
     assert jobs[LOOP]["crash_loop"]["loops"] == 1 and jobs[ADVANCE]["crash_loop"]["loops"] == 0
     assert all(jobs[j]["crash_loop"]["loops"] == 0 for j in STORM_JOBS)
+    assert cli.main(["summarize", str(DATA / "trace")]) == 0  # the text table: its GPU-hours to four decimals
+    (row,) = [r for r in capsys.readouterr().out.split("Crash loops")[1].split("\n\n")[0].splitlines() if "T13:" in r]
+    assert row.split()[-1] == "0.0142", row
 
 
 def test_summarize_gives_the_retry_chains(capsys):

@@ -119,7 +119,8 @@ def _print_restarts(got: dict[str, Any], args: argparse.Namespace, n: int, windo
     print("Crash loops (consecutive crashes resuming from the same point; GPU-hours held by their restarts):")
     loops = got["loops"]
     if loops.height:
-        print(format_table(loops, [c for c in loops.columns if c != "model"], digits=2))
+        # four decimals: a loop of a few small restarts holds hundredths of a GPU-hour
+        print(format_table(loops, [c for c in loops.columns if c != "model"], digits=4))
     else:
         print("none")
     print()
