@@ -28,7 +28,7 @@ from polars.testing import assert_frame_equal
 pytest.importorskip("sqlglot")
 
 
-from conftest import use_session  # noqa: E402
+from conftest import on_one_kind, use_session  # noqa: E402
 
 from ettcore import cli, engines, metric  # noqa: E402
 from ettcore.config import SAMPLE_TRACE  # noqa: E402
@@ -196,7 +196,10 @@ def open_uri(session, path: Path, **kw):
 
 @needs_spark
 @pytest.mark.spark
+@on_one_kind("connect", "either")
 def test_sample_by_uri_same_as_duckdb(either, sample_parquet):
+    """Through Spark Connect; the ``spark://`` session reads the same URI in test_cli_summarize_and_trend_by_uri,
+    which compares every figure of ``summarize`` and ``trend`` and what the trace says of itself."""
     session = either
 
     duck = load_trace(SAMPLE_TRACE)  # DuckDB on the bundled CSV folder
