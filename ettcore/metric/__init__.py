@@ -339,8 +339,8 @@ class Engine(Protocol):
 
     def define(self, view: str, name: str, keep: bool = False) -> None:
         """Make ``view`` the result of one query of ``ettcore/sql/`` (``metric/<name>``) over the prepared views.
-        ``keep``: the view is read several times and depends on the trace's views alone (no parameter, no other
-        defined view): an engine that plans each read of a view again (Spark) computes it once and keeps its rows
+        ``keep``: the view is read several times and depends on no parameter (it reads the trace's views and kept
+        views only): an engine that plans each read of a view again (Spark) computes it once and keeps its rows
         until the trace's views change."""
 
     def define_values(self, view: str, values: dict[str, float]) -> None:
