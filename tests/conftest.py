@@ -9,6 +9,7 @@ already carries, so a new test file that starts a service or runs Spark is added
 from __future__ import annotations
 
 import csv
+import math
 import os
 import socket
 import sys
@@ -270,3 +271,20 @@ def on_one_kind(kind: str, fixture: str = "session"):
 def spark_master(spark_session):
     """The ``spark://`` master the Spark tests' classic session runs on (what ``--spark-master`` is given)."""
     return spark_session.sparkContext.master
+
+
+def assert_same_answer(a, b, where: str = "") -> None:
+    """The same JSON answer, key by key and item by item; numbers to 1e-9 relative (Spark sums partitions in the
+    order they finish), everything else exact; ``where`` names the path of a difference."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            assert_same_answer(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, list) and isinstance(b, list):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            assert_same_answer(x, y, f"{where}[{i}]")
+    elif isinstance(a, float) or isinstance(b, float):
+        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), (where, a, b)
+    else:
+        assert a == b, (where, a, b)

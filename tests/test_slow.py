@@ -16,6 +16,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import reference as ref  # tests/reference.py, the plain-Python oracle
+from conftest import assert_same_answer  # tests/conftest.py
 from hypothesis import event, given
 from hypothesis import strategies as st
 from test_metric_properties import _ms, _settings, sql_window
@@ -227,25 +228,6 @@ def _slow_and_looping(folder: Path) -> Path:
     return write_trace_folder(trace, folder / "t")
 
 
-def _flat(doc: object, at: str = "") -> dict:
-    """A JSON answer's numbers and strings by their path (``restarts.crash_loops.0.gpu_h``), for pytest.approx."""
-    if isinstance(doc, dict):
-        return {k: v for key, value in doc.items() for k, v in _flat(value, f"{at}{key}.").items()}
-    if isinstance(doc, list):
-        return {k: v for i, value in enumerate(doc) for k, v in _flat(value, f"{at}{i}.").items()} | {
-            at + "len": len(doc)
-        }
-    return {at.rstrip("."): doc}
-
-
-def _same(got: object, want: object) -> None:
-    """The same JSON answer: the same paths, floats equal within 1e-9 relative, every other value equal."""
-    got, want = _flat(got), _flat(want)
-    assert list(got) == list(want)
-    for k, v in want.items():
-        assert got[k] == (pytest.approx(v, rel=1e-9) if isinstance(v, float) else v), k
-
-
 @pytest.mark.spark
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 def test_spark_gives_the_slow_and_crash_loop_figures_of_a_one_shot_duckdb_measurement(tmp_path, capsys, spark_master):
@@ -271,10 +253,10 @@ def test_spark_gives_the_slow_and_crash_loop_figures_of_a_one_shot_duckdb_measur
     loop_keys = ("job_id", "retry_chain", "crash_loop")
     for key, keys in (("jobs", (*slow_fields.JOB_KEYS, *loop_keys)), ("groups", slow_fields.GROUP_KEYS)):
         for a, b in zip(on_spark[key], duck[key], strict=True):
-            _same({k: a[k] for k in keys}, {k: b[k] for k in keys})
+            assert_same_answer({k: a[k] for k in keys}, {k: b[k] for k in keys})
     got, want = ({k: d["fleet"][k] for k in slow_fields.GROUP_KEYS} for d in (on_spark, duck))
     assert got == pytest.approx(want, rel=1e-9)
-    _same(on_spark["restarts"], duck["restarts"])
+    assert_same_answer(on_spark["restarts"], duck["restarts"])
     # not comparisons of zeros: the hand figures of the two worked examples
     jobs = {j["job_id"]: j for j in duck["jobs"]}
     assert jobs["j"]["slow_s"] == pytest.approx(40.0)

@@ -14,7 +14,6 @@ cores (the limits are generous: 15 minutes a command, for a loaded machine).
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SPARK_TEST_JVM, own_spark_cluster  # tests/conftest.py
+from conftest import SPARK_TEST_JVM, assert_same_answer, own_spark_cluster  # tests/conftest.py
 
 from ettcore.synthetic.generator import generate
 
@@ -57,22 +56,6 @@ def _running_task(executors: list[int]) -> bool:
             except OSError:
                 continue
     return False
-
-
-def _assert_same(a, b, where: str = "") -> None:
-    """The same JSON answer; numbers to 1e-9 relative (Spark sums partitions in the order they finish)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        assert a.keys() == b.keys(), where
-        for k in a:
-            _assert_same(a[k], b[k], f"{where}.{k}")
-    elif isinstance(a, list) and isinstance(b, list):
-        assert len(a) == len(b), where
-        for i, (x, y) in enumerate(zip(a, b)):
-            _assert_same(x, y, f"{where}[{i}]")
-    elif isinstance(a, float) or isinstance(b, float):
-        assert math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9), (where, a, b)
-    else:
-        assert a == b, (where, a, b)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +119,7 @@ def test_a_worker_killed_mid_query_gives_the_same_answer_or_one_line(own_cluster
     if p.returncode == 0:  # Spark ran the lost tasks again: the same answer
         got, want = json.loads(out), json.loads(ref.stdout)
         assert got.pop("input") == {**want.pop("input"), "engine": "spark", "spark_master": ports["SPARK_MASTER_URL"]}
-        _assert_same(got, want)
+        assert_same_answer(got, want)
     else:
         lines = err.strip().splitlines()
         assert p.returncode == 2 and "Traceback" not in err, err[-3000:]
