@@ -11,6 +11,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 FRAMEWORKS := $(VENV)/.frameworks-stamp
 
+# Python writes its bytecode caches (__pycache__/, ignored by git) even where the environment turns them off: else each
+# `ett` process a test starts compiles the package again, and each pytest process rewrites every test module's asserts.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: setup frameworks lint check test docs report bench lab live-job framework-run slurm-fleet slurm-multinode slurm-restarts slurm-slow clean
 
 $(STAMP): pyproject.toml
@@ -56,11 +60,12 @@ test: setup frameworks lint docs
 	test $$nb -eq 0 && test $$rc -eq 0 && test $$src -eq 0
 
 # The quick loop: the style, the architecture and every test no tier below marks (tests/conftest.py, pyproject.toml).
-# The metric's property tests run with a fifth of their examples (the first ones: they are derandomized); make test
-# runs them all.
+# The property tests scaled by ETT_PROPERTY_EXAMPLES (tests/test_metric_properties.py) run a tenth of their examples;
+# make test runs them all.  One pytest-xdist worker more than the machine has cores: some tests wait on the `ett` processes they
+# start, and a worker waiting leaves its core to the others.
 QUICK := not (spark or service or framework or notebook or fuzz or slow)
 check: lint
-	ETT_PROPERTY_EXAMPLES=0.2 $(BIN)/python -m pytest -n auto --dist loadgroup -q -m "$(QUICK)"
+	ETT_PROPERTY_EXAMPLES=0.1 $(BIN)/python -m pytest -n $$(( $$(nproc) + 1 )) --dist loadgroup -q -m "$(QUICK)"
 
 # The manual (mkdocs.yml), offline, into site/; --strict: a broken link, a missing page or a bad reference fails it.
 # The two variables silence a notice a plugin prints about MkDocs' future (it asks for the network to read more).

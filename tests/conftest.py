@@ -9,6 +9,7 @@ already carries, so a new test file that starts a service or runs Spark is added
 from __future__ import annotations
 
 import csv
+import importlib.util
 import math
 import os
 import socket
@@ -43,6 +44,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "test_fuzz_importers.py": ("fuzz",),
     "test_fuzz_loaders.py": ("fuzz",),
     "test_store_faults.py": ("slow",),  # kills refreshes, compactions and removals at random instants (minutes)
+    "test_store_full_disk.py": ("slow",),  # a full disk at every step of each store operation (about 60 `ett` runs)
 }
 # A marker a test carries -> the tiers it implies.
 IMPLIED = {"torch": ("framework",), "slurm": ("service",)}
@@ -71,6 +73,16 @@ def _long(item) -> bool:
     return any(item.get_closest_marker(t) is not None for t in LONG_TIERS) or bool(
         getattr(getattr(item, "obj", None), "is_hypothesis_test", False)
     )
+
+
+def needs(*packages: str, extra: str):
+    """A skip mark: the tests need ``packages``, which the project's ``extra`` installs (``pip install -e
+    '.[EXTRA]'``).  It looks for them without importing them, so collecting a test file costs nothing for a package
+    only its tests use: every pytest process collects every file, in every tier, and importing Lightning takes
+    seconds.  A test imports the package itself, where it uses it."""
+    missing = [p for p in packages if importlib.util.find_spec(p) is None]
+    why = f"needs the {extra} extra: pip install -e '.[{extra}]' (package {', '.join(missing)})"
+    return pytest.mark.skipif(bool(missing), reason=why)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from conftest import needs  # tests/conftest.py
 
 from ettcore import metric
 from ettcore.config import PROJECT_ROOT
@@ -35,16 +36,18 @@ from ettcore.importers.frames import write_import
 from ettcore.importers.goodput import MemoryLogger, import_entries
 from ettcore.trace import load_trace
 
-goodput = pytest.importorskip("ml_goodput_measurement.src.goodput", reason="test extra: ml-goodput-measurement")
-BadputType = goodput.BadputType
-
 JOB = "gmg-scenario"
 FIXED_START = dt.datetime(2024, 1, 1, 1, tzinfo=dt.timezone.utc)  # the library's _TEST_JOB_START_TIME
 STARTUP, TPU, PREP, LOAD, STEP, STEPS, EXTRA, ANOMALY, CUSTOM = 5, 1, 2, 2, 3, 5, 5, 30, 10
 DOC = PROJECT_ROOT / "docs" / "importers.md"
 
 
-pytestmark = pytest.mark.usefixtures("no_network")  # the library must work offline (tests/conftest.py)
+# the library must work offline; one worker imports it (seconds), where it is installed (tests/conftest.py)
+pytestmark = [
+    pytest.mark.usefixtures("no_network"),
+    pytest.mark.xdist_group("goodput"),
+    needs("ml_goodput_measurement", extra="test"),
+]
 
 
 class Clock:
@@ -524,6 +527,8 @@ SCENARIOS = [
 
 def run(scenario: Scenario, tmp_path: Path) -> tuple[float, dict, dict, dict]:
     """(library goodput %, library unproductive seconds by BadputType name, ETT job row, import report)."""
+    from ml_goodput_measurement.src import goodput
+
     running = scenario.running_for is not None
     start = (dt.datetime.now(dt.timezone.utc) - dt.timedelta(seconds=scenario.running_for)) if running else FIXED_START
     at = Clock(start)

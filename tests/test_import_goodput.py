@@ -34,15 +34,13 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import needs  # tests/conftest.py
 
 from ettcore import cli, metric
 from ettcore.errors import TraceError
 from ettcore.importers.frames import write_import
 from ettcore.importers.goodput import MemoryLogger, import_entries
 from ettcore.trace import load_trace
-
-goodput = pytest.importorskip("ml_goodput_measurement.src.goodput", reason="test extra: ml-goodput-measurement")
-BadputType = goodput.BadputType
 
 BASE = dt.datetime(2025, 3, 1, tzinfo=dt.timezone.utc)
 JOB = "gp-test"
@@ -52,7 +50,12 @@ def at(s: float) -> dt.datetime:
     return BASE + dt.timedelta(seconds=s)
 
 
-pytestmark = pytest.mark.usefixtures("no_network")  # the library must work offline (tests/conftest.py)
+# the library must work offline; one worker imports it (seconds), where it is installed (tests/conftest.py)
+pytestmark = [
+    pytest.mark.usefixtures("no_network"),
+    pytest.mark.xdist_group("goodput"),
+    needs("ml_goodput_measurement", extra="test"),
+]
 
 
 def startup(rec, t: float) -> float:
@@ -69,6 +72,8 @@ def startup(rec, t: float) -> float:
 
 def side_by_side(tmp_path: Path, script) -> tuple[dict, dict, dict]:
     """(library results, ETT job summary row, import report) for one recorded timeline."""
+    from ml_goodput_measurement.src import goodput
+
     log = MemoryLogger()
     rec = goodput.GoodputRecorder(JOB, "ett-test", True, log)
     script(rec, log)
@@ -288,6 +293,8 @@ def test_bad_entries_name_file_row_and_field(tmp_path):
 
 def record(script) -> list[dict]:
     """The entries a recorded timeline writes, in write order (oldest first)."""
+    from ml_goodput_measurement.src import goodput
+
     log = MemoryLogger()
     script(goodput.GoodputRecorder(JOB, "ett-test", True, log), log)
     return log.entries
@@ -416,6 +423,8 @@ def test_implausible_checkpoint_time_is_dropped_with_a_note(tmp_path):
 def test_memory_logger_honours_incremental_reads(tmp_path):
     """A calculator asked twice reads only what is new the second time (start_time / last_entry_info), as Cloud Logging
     does.  Job start 0, steps 0-4 every 3 s from 5; first query; steps 5-9, job end 35; second query: 30 of 35 s."""
+    from ml_goodput_measurement.src import goodput
+
     log = MemoryLogger()
     rec = goodput.GoodputRecorder(JOB, "ett-test", True, log)
     calc = goodput.GoodputCalculator(JOB, "ett-test", log, cache_dir=str(tmp_path / "cache"))

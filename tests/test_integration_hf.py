@@ -24,16 +24,14 @@ import warnings
 from pathlib import Path
 
 import pytest
+from callback_faults import break_the_callback, recorder_warnings
+from conftest import needs  # tests/conftest.py
+from ddp_timing import STEPS, ddp_timing_run
 
-pytestmark = [pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("transformers", reason="needs the hf extra: pip install -e '.[hf]' (package transformers)")
-pytest.importorskip("accelerate", reason="needs the hf extra: pip install -e '.[hf]' (package accelerate)")
+from tools.campaigns.jobs import JOBS_DIR as JOBS
+from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table
 
-from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
-from ddp_timing import STEPS, ddp_timing_run  # noqa: E402
-
-from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
-from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
+pytestmark = [pytest.mark.torch, pytest.mark.slow, needs("transformers", "accelerate", extra="hf")]
 
 SCRIPT = JOBS / "hf_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}

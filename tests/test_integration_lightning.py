@@ -21,15 +21,14 @@ import warnings
 from pathlib import Path
 
 import pytest
+from callback_faults import break_the_callback, recorder_warnings
+from conftest import needs  # tests/conftest.py
+from ddp_timing import STEPS, ddp_timing_run, one_process_group
 
-pytestmark = [pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("lightning", reason="needs the lightning extra: pip install -e '.[lightning]' (package lightning)")
+from tools.campaigns.jobs import JOBS_DIR as JOBS
+from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table
 
-from callback_faults import break_the_callback, recorder_warnings  # noqa: E402
-from ddp_timing import STEPS, ddp_timing_run, one_process_group  # noqa: E402
-
-from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
-from tools.campaigns.jobs.ground_truth import check_compiled_first_step, restart_run, table  # noqa: E402
+pytestmark = [pytest.mark.torch, pytest.mark.slow, needs("lightning", extra="lightning")]
 
 SCRIPT = JOBS / "lightning_job.py"
 PLAN = {0: ["--crash-at", "25"], 1: ["--sigterm-at", "45"], 2: []}

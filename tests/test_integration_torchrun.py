@@ -26,13 +26,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import needs  # tests/conftest.py
 
-pytestmark = [pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
-
-from ettcore.importers.recorder import convert  # noqa: E402
-from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
-from tools.campaigns.jobs.ground_truth import (  # noqa: E402
+from ettcore.importers.recorder import convert
+from tools.campaigns.jobs import JOBS_DIR as JOBS
+from tools.campaigns.jobs.ground_truth import (
     child_env,
     compare,
     ground_truth,
@@ -42,6 +40,8 @@ from tools.campaigns.jobs.ground_truth import (  # noqa: E402
     trace_measures,
     wait_for_exit_watchers,
 )
+
+pytestmark = [pytest.mark.torch, needs("torch", extra="torch"), pytest.mark.slow]
 
 
 def test_a_worker_failure_and_the_agents_restart_are_two_attempts_of_one_job(tmp_path: Path) -> None:

@@ -20,13 +20,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import needs  # tests/conftest.py
 
-pytestmark = [pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
+from ettcore.cli import main
+from tools.campaigns.jobs import JOBS_DIR
+from tools.campaigns.jobs.ground_truth import child_env
 
-from ettcore.cli import main  # noqa: E402
-from tools.campaigns.jobs import JOBS_DIR  # noqa: E402
-from tools.campaigns.jobs.ground_truth import child_env  # noqa: E402
+pytestmark = [pytest.mark.torch, needs("torch", extra="torch"), pytest.mark.slow]
 
 STEP_S = 0.05
 

@@ -56,15 +56,21 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import needs  # tests/conftest.py
 from monitoring import Webhook, api, needs_stack, query, stack, value, wait_for  # tests/monitoring.py
 
-pytestmark = [needs_stack, pytest.mark.xdist_group("monitoring"), pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
+from ettcore.cli import main
+from ettcore.config import REPORT_DIR
+from tools.campaigns.jobs import JOBS_DIR
+from tools.campaigns.jobs.ground_truth import child_env
 
-from ettcore.cli import main  # noqa: E402
-from ettcore.config import REPORT_DIR  # noqa: E402
-from tools.campaigns.jobs import JOBS_DIR  # noqa: E402
-from tools.campaigns.jobs.ground_truth import child_env  # noqa: E402
+pytestmark = [
+    needs_stack,
+    pytest.mark.xdist_group("monitoring"),
+    pytest.mark.torch,
+    needs("torch", extra="torch"),
+    pytest.mark.slow,
+]
 
 STEP_S = 0.05
 SLOW_AFTER, SLOW_FACTOR = 100, 8  # steps of 0.4 s: eight times the job's own pace

@@ -12,14 +12,13 @@ import json
 import warnings
 
 import pytest
+from conftest import needs  # tests/conftest.py
+from ddp_timing import one_process_group
 
-pytestmark = [pytest.mark.torch]
-torch = pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
+from ettcore.integrations.rank_timing import RANK_TIMING_DIR, RankTiming, attach, rank_timing_name
+from ettcore.integrations.recorder import RecorderWarning
 
-from ddp_timing import one_process_group  # noqa: E402
-
-from ettcore.integrations.rank_timing import RANK_TIMING_DIR, RankTiming, attach, rank_timing_name  # noqa: E402
-from ettcore.integrations.recorder import RecorderWarning  # noqa: E402
+pytestmark = [pytest.mark.torch, needs("torch", extra="torch")]
 
 
 class Clock:
@@ -36,6 +35,8 @@ def _windows(run) -> list[dict]:
 
 
 def test_wait_is_first_bucket_to_last_completion_and_work_the_rest(tmp_path):
+    import torch
+
     clock = Clock(100.0)
     rt = RankTiming(tmp_path, "j", 0, 1, node="host-b", clock=clock, start_thread=False)
     pending: list = []
@@ -97,10 +98,13 @@ def one_group(tmp_path):
 
 
 def _ddp_step(ddp) -> None:
+    import torch
+
     ddp(torch.ones(2, 4)).sum().backward()
 
 
 def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_registered(tmp_path, one_group):
+    import torch
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -134,6 +138,7 @@ def test_attach_wraps_ddps_default_all_reduce_or_the_hook_the_framework_register
 
 
 def test_attach_never_replaces_a_hook_the_model_already_has(tmp_path, one_group):
+    import torch
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
     from torch.nn.parallel import DistributedDataParallel as DDP
 

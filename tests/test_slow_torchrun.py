@@ -37,15 +37,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import needs  # tests/conftest.py
 
-pytestmark = [pytest.mark.torch, pytest.mark.slow]
-pytest.importorskip("torch", reason="needs the torch extra: pip install -e '.[torch]' (package torch)")
+from ettcore.importers.recorder import convert, read_rank_timing
+from ettcore.metric import slow
+from ettcore.trace import load_trace
+from tools.campaigns.jobs import JOBS_DIR as JOBS
+from tools.campaigns.jobs.ground_truth import child_env, read_events, table, wait_for_exit_watchers
 
-from ettcore.importers.recorder import convert, read_rank_timing  # noqa: E402
-from ettcore.metric import slow  # noqa: E402
-from ettcore.trace import load_trace  # noqa: E402
-from tools.campaigns.jobs import JOBS_DIR as JOBS  # noqa: E402
-from tools.campaigns.jobs.ground_truth import child_env, read_events, table, wait_for_exit_watchers  # noqa: E402
+pytestmark = [pytest.mark.torch, needs("torch", extra="torch"), pytest.mark.slow]
 
 TOLERANCE = 1.0  # a span is slow past twice its ideal time (why: the module's docstring)
 

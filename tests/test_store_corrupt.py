@@ -23,6 +23,9 @@ import pytest
 
 from ettcore.engines.mirror_format import check_files, read_local_pointer
 
+# one pytest-xdist worker builds the store and runs them all (the store and its answers: seconds, once)
+pytestmark = pytest.mark.xdist_group("store-corrupt")
+
 ETT = [sys.executable, "-m", "ettcore.cli"]
 COMMANDS = {
     "summarize": ["summarize", "{s}", "--json"],
